@@ -1,0 +1,24 @@
+import type { Config } from 'jest';
+
+// got and its helpers ship as ES modules only; Jest on Node 20 loads them through the transform.
+const esmPackages = [
+  'got', '@sindresorhus', '@szmarczak', 'cacheable-lookup', 'cacheable-request', 'decompress-response',
+  'form-data-encoder', 'lowercase-keys', 'mimic-response', 'normalize-url', 'p-cancelable', 'responselike',
+  'type-fest', 'byte-counter', 'chunk-data', 'keyv', '@keyv', 'char-regex', 'uint8array-extras', 'is-stream', 'get-stream', 'http-cache-semantics', 'mimic-function', '@sec-ant', 'escape-string-regexp', 'tagged-tag', 'chunk-data',
+];
+
+const config: Config = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/libs', '<rootDir>/services', '<rootDir>/tools', '<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  moduleNameMapper: { '^@media/([a-z-]+)$': '<rootDir>/libs/$1/src' },
+  transform: {
+    '^.+\\.[cm]?[tj]s$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.test.json' }],
+  },
+  transformIgnorePatterns: [`/node_modules/(?!(${esmPackages.join('|')})/)`],
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  testTimeout: 60_000,
+  maxWorkers: 2,
+};
+
+export default config;

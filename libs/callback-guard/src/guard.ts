@@ -1,0 +1,159 @@
+import { isIP } from 'node:net';
+import { isAllowedIp, parseAllowedCidrs, parseIp, type Cidr } from './address-policy';
+import { CallbackUrlRejectedError } from './errors';
+import { systemResolver, type HostResolver, type ResolvedAddress } from './resolver';
+
+/** What a deployment permits beyond the public-https default. */
+export interface CallbackUrlPolicy {
+  /** Accept `http:` as well as `https:`. For local development only; the spec requires https. */
+  allowHttp: boolean;
+  /** Non-public ranges to accept anyway, e.g. `["127.0.0.0/8", "::1/128"]` for a local receiver. */
+  allowedCidrs: string[];
+}
+
+/** A callback URL that passed every rule, with the exact addresses that were checked. */
+export interface CheckedTarget {
+  /** The parsed, WHATWG-normalised URL. */
+  url: URL;
+  /** The host to send (SNI, `Host`), without IPv6 brackets. */
+  hostname: string;
+  /** Every address the host resolved to, all checked; never empty. Dial only these. */
+  addresses: ResolvedAddress[];
+}
+
+// Long enough for any real endpoint; the cap keeps stored jobs and log lines bounded.
+const MAX_URL_LENGTH = 2048;
+
+// RFC 6761 reserves these names for loopback. They are answered here, not by the resolver, because
+// /etc/hosts or a search domain could map them elsewhere and the answer must not depend on that.
+const LOOPBACK_NAME_ADDRESSES: readonly ResolvedAddress[] = [
+  { address: '127.0.0.1', family: 4 },
+  { address: '::1', family: 6 },
+];
+
+/**
+ * Decides whether a webhook `callback_url` may be called, so the service cannot be used to reach
+ * its own network (SSRF).
+ *
+ * Call {@link CallbackUrlGuard.check} when accepting a job (reject with 400) and again before every
+ * delivery attempt, then connect with {@link pinnedLookup} so the socket goes to an address that
+ * was checked: a second DNS query could return a different answer (DNS rebinding).
+ *
+ * @example
+ * ```ts
+ * const guard = new CallbackUrlGuard({ allowHttp: false, allowedCidrs: [] });
+ * const target = await guard.check(job.callbackUrl);
+ * await got.post(target.url, { dnsLookup: pinnedLookup(target), followRedirect: false });
+ * ```
+ */
+export class CallbackUrlGuard {
+  readonly #allowHttp: boolean;
+  readonly #allowed: readonly Cidr[];
+  readonly #resolve: HostResolver;
+
+  /**
+   * @param policy - exemptions from the public-https default
+   * @param resolver - how names are resolved; defaults to {@link systemResolver}
+   * @throws Error when an allowedCidrs entry is not a valid CIDR
+   */
+  constructor(policy: CallbackUrlPolicy, resolver: HostResolver = systemResolver) {
+    this.#allowHttp = policy.allowHttp;
+    this.#allowed = parseAllowedCidrs(policy.allowedCidrs);
+    this.#resolve = resolver;
+  }
+
+  /**
+   * Throws CallbackUrlRejectedError, or returns the target with every resolved address checked.
+   *
+   * IP literals, in any spelling WHATWG `URL` accepts (`2130706433`, `0x7f.1`, `0177.0.0.1`), are
+   * checked as the address they normalise to, without resolving. A name is refused if resolution
+   * fails, yields nothing, or yields even one address that is not allowed.
+   *
+   * @param rawUrl - the `callback_url` as the client sent it
+   * @throws CallbackUrlRejectedError with the reason of the first rule that failed
+   */
+  async check(rawUrl: string): Promise<CheckedTarget> {
+    const url = this.#parse(rawUrl);
+    // WHATWG keeps the brackets in `hostname`; sockets, SNI and the allowlist want the bare address.
+    const hostname = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    const addresses = await this.#addressesOf(hostname);
+    return { url, hostname, addresses };
+  }
+
+  #parse(rawUrl: string): URL {
+    if (typeof rawUrl !== 'string' || rawUrl.length > MAX_URL_LENGTH) {
+      throw new CallbackUrlRejectedError('malformed', `callback_url must be a URL of at most ${MAX_URL_LENGTH} characters`);
+    }
+    let url: URL;
+    try {
+      url = new URL(rawUrl);
+    } catch {
+      throw new CallbackUrlRejectedError('malformed', 'callback_url is not a valid absolute URL');
+    }
+    // Normalisation can percent-encode and so lengthen the URL; the cap applies to what is stored.
+    if (url.href.length > MAX_URL_LENGTH) {
+      throw new CallbackUrlRejectedError('malformed', `callback_url must be a URL of at most ${MAX_URL_LENGTH} characters`);
+    }
+    if (!(url.protocol === 'https:' || (this.#allowHttp && url.protocol === 'http:'))) {
+      const allowed = this.#allowHttp ? 'https or http' : 'https';
+      throw new CallbackUrlRejectedError('scheme', `callback_url must use ${allowed} (got ${url.protocol.slice(0, 32)})`);
+    }
+    // Userinfo would be sent as Basic auth to whoever answers and ends up in logs; secrets belong in
+    // the signing key, not the URL.
+    if (url.username !== '' || url.password !== '') {
+      throw new CallbackUrlRejectedError('credentials', 'callback_url must not contain a username or password');
+    }
+    return url;
+  }
+
+  async #addressesOf(hostname: string): Promise<ResolvedAddress[]> {
+    const literalFamily = isIP(hostname);
+    if (literalFamily !== 0) return this.#checked([{ address: hostname, family: literalFamily === 6 ? 6 : 4 }]);
+
+    if (isLoopbackName(hostname)) {
+      const allowed = LOOPBACK_NAME_ADDRESSES.filter(({ address }) => isAllowedIp(parseIp(address)!, this.#allowed));
+      if (allowed.length === 0) {
+        throw new CallbackUrlRejectedError('private_address', `callback_url host ${hostname} is a loopback name`);
+      }
+      return allowed.map((entry) => ({ ...entry }));
+    }
+
+    let resolved: ResolvedAddress[];
+    try {
+      resolved = await this.#resolve(hostname);
+    } catch (cause) {
+      throw new CallbackUrlRejectedError('unresolvable', `callback_url host ${hostname} could not be resolved`, { cause });
+    }
+    if (resolved.length === 0) {
+      throw new CallbackUrlRejectedError('unresolvable', `callback_url host ${hostname} has no addresses`);
+    }
+    return this.#checked(resolved);
+  }
+
+  /** Refuses if any address is not allowed; returns the addresses in canonical spelling, deduplicated. */
+  #checked(candidates: readonly ResolvedAddress[]): ResolvedAddress[] {
+    const accepted = new Map<string, ResolvedAddress>();
+    const refused: string[] = [];
+    for (const { address } of candidates) {
+      const ip = parseIp(address);
+      if (ip === undefined || !isAllowedIp(ip, this.#allowed)) {
+        refused.push(address);
+        continue;
+      }
+      // Canonical spelling and a family taken from the address itself, not from the resolver's
+      // claim, so what is dialled is byte-for-byte what was checked.
+      const canonical = ip.toString();
+      accepted.set(canonical, { address: canonical, family: ip.kind() === 'ipv6' ? 6 : 4 });
+    }
+    if (refused.length > 0) {
+      throw new CallbackUrlRejectedError('private_address', `callback_url resolves to a non-public address (${refused.join(', ')})`);
+    }
+    return [...accepted.values()];
+  }
+}
+
+function isLoopbackName(hostname: string): boolean {
+  // URL lower-cases the host but keeps a trailing dot, and "localhost." is the same name.
+  const name = hostname.endsWith('.') ? hostname.slice(0, -1) : hostname;
+  return name === 'localhost' || name.endsWith('.localhost');
+}

@@ -1,0 +1,151 @@
+import Joi from 'joi';
+
+/**
+ * Every setting of every service, validated once at start-up. Only this module reads the
+ * environment; services receive the typed {@link AppConfig} through their constructors.
+ */
+export interface AppConfig {
+  redisUrl: string;
+  /** Namespace for every Redis key and BullMQ queue, so several deployments (or tests) share one Redis. */
+  keyPrefix: string;
+  port: number;
+  publicBaseUrl: string;
+  docsUrl: string;
+  linkTtlSeconds: number;
+  /** Optional fixed key for download-link HMACs; when unset one is created once in Redis and shared. */
+  linkSigningSecret: string | undefined;
+  mediaDir: string;
+  mediaRetentionSeconds: number;
+  webhookTimeoutMs: number;
+  /** Gaps before attempts 2..6, in milliseconds. */
+  webhookRetryScheduleMs: number[];
+  secretRotationOverlapSeconds: number;
+  callbackAllowHttp: boolean;
+  callbackAllowedCidrs: string[];
+  callbackCaFile: string | undefined;
+  logLevel: string;
+  generatorConcurrency: number;
+  dispatcherConcurrency: number;
+  generationTimeoutMs: number;
+  generationAttempts: number;
+  /** BullMQ lock; a killed worker's job is picked up again after roughly this long. */
+  jobLockMs: number;
+  syncImageTimeoutMs: number;
+  moderationBlocklist: string[];
+  maxUploadBytes: number;
+  maxJsonBytes: number;
+  idempotencyTtlSeconds: number;
+  shutdownTimeoutMs: number;
+  ffmpegPath: string | undefined;
+}
+
+const DURATION = /^\d+(ms|s|m|h)$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/** Parses `1m,5m,30m,2h,8h` style lists into milliseconds. */
+export function parseDurationList(text: string): number[] {
+  return text
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part.length > 0)
+    .map((part) => {
+      const match = /^(\d+)(ms|s|m|h)$/.exec(part);
+      if (!match) throw new Error(`bad duration "${part}"`);
+      return Number(match[1]) * UNIT_MS[match[2]];
+    });
+}
+
+const csv = Joi.string().allow('').default('');
+
+const schema = Joi.object({
+  REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
+  KEY_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_.-]+$/).default('media'),
+  PORT: Joi.number().port().default(8080),
+  PUBLIC_BASE_URL: Joi.string().uri({ scheme: ['http', 'https'] }).default('http://localhost:8080'),
+  DOCS_URL: Joi.string().uri({ scheme: ['http', 'https'] }).default('https://docs.example.com'),
+  LINK_TTL_SECONDS: Joi.number().integer().min(60).default(86_400),
+  LINK_SIGNING_SECRET: Joi.string().min(32),
+  MEDIA_DIR: Joi.string().default('var/media'),
+  MEDIA_RETENTION_SECONDS: Joi.number().integer().min(86_400).default(7 * 86_400),
+  WEBHOOK_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(15_000),
+  WEBHOOK_RETRY_SCHEDULE: Joi.string()
+    .custom((value: string, helpers) => {
+      const parts = value.split(',').map((p) => p.trim());
+      if (parts.length !== 5 || !parts.every((p) => DURATION.test(p))) {
+        return helpers.message({ custom: 'must list five gaps (attempts 2-6) like 1m,5m,30m,2h,8h' });
+      }
+      return value;
+    })
+    .default('1m,5m,30m,2h,8h'),
+  SECRET_ROTATION_OVERLAP_SECONDS: Joi.number().integer().min(0).default(86_400),
+  CALLBACK_ALLOW_HTTP: Joi.boolean().truthy('1').falsy('0').default(false),
+  CALLBACK_ALLOWED_CIDRS: csv,
+  CALLBACK_CA_FILE: Joi.string(),
+  LOG_LEVEL: Joi.string().valid('error', 'warn', 'info', 'debug').default('info'),
+  GENERATOR_CONCURRENCY: Joi.number().integer().min(1).max(64).default(2),
+  DISPATCHER_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(50),
+  GENERATION_TIMEOUT_MS: Joi.number().integer().min(1_000).default(300_000),
+  GENERATION_ATTEMPTS: Joi.number().integer().min(1).max(10).default(3),
+  JOB_LOCK_MS: Joi.number().integer().min(1_000).default(30_000),
+  SYNC_IMAGE_TIMEOUT_MS: Joi.number().integer().min(1_000).default(120_000),
+  MODERATION_BLOCKLIST: csv,
+  MAX_UPLOAD_BYTES: Joi.number().integer().min(1_024).default(20 * 1024 * 1024),
+  MAX_JSON_BYTES: Joi.number().integer().min(1_024).default(64 * 1024 * 1024),
+  IDEMPOTENCY_TTL_SECONDS: Joi.number().integer().min(60).default(86_400),
+  SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(1_000).default(30_000),
+  FFMPEG_PATH: Joi.string(),
+});
+
+/** Names of the settings, for the README and for docker-compose/k8s checks. */
+export const CONFIG_KEYS: readonly string[] = Object.keys(schema.describe().keys);
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const list = (text: string): string[] =>
+  text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+
+/** Validates the environment once; throws a {@link ConfigError} listing every bad key. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const known: Record<string, string> = {};
+  for (const key of CONFIG_KEYS) {
+    const value = env[key];
+    if (value !== undefined && value !== '') known[key] = value;
+  }
+  const { value, error } = schema.validate(known, { abortEarly: false, convert: true });
+  if (error) throw new ConfigError(error.details.map((d) => d.message));
+  return {
+    redisUrl: value.REDIS_URL,
+    keyPrefix: value.KEY_PREFIX,
+    port: value.PORT,
+    publicBaseUrl: value.PUBLIC_BASE_URL.replace(/\/+$/, ''),
+    docsUrl: value.DOCS_URL.replace(/\/+$/, ''),
+    linkTtlSeconds: value.LINK_TTL_SECONDS,
+    linkSigningSecret: value.LINK_SIGNING_SECRET,
+    mediaDir: value.MEDIA_DIR,
+    mediaRetentionSeconds: value.MEDIA_RETENTION_SECONDS,
+    webhookTimeoutMs: value.WEBHOOK_TIMEOUT_MS,
+    webhookRetryScheduleMs: parseDurationList(value.WEBHOOK_RETRY_SCHEDULE),
+    secretRotationOverlapSeconds: value.SECRET_ROTATION_OVERLAP_SECONDS,
+    callbackAllowHttp: value.CALLBACK_ALLOW_HTTP,
+    callbackAllowedCidrs: list(value.CALLBACK_ALLOWED_CIDRS),
+    callbackCaFile: value.CALLBACK_CA_FILE,
+    logLevel: value.LOG_LEVEL,
+    generatorConcurrency: value.GENERATOR_CONCURRENCY,
+    dispatcherConcurrency: value.DISPATCHER_CONCURRENCY,
+    generationTimeoutMs: value.GENERATION_TIMEOUT_MS,
+    generationAttempts: value.GENERATION_ATTEMPTS,
+    jobLockMs: value.JOB_LOCK_MS,
+    syncImageTimeoutMs: value.SYNC_IMAGE_TIMEOUT_MS,
+    moderationBlocklist: list(value.MODERATION_BLOCKLIST).map((w) => w.toLowerCase()),
+    maxUploadBytes: value.MAX_UPLOAD_BYTES,
+    maxJsonBytes: value.MAX_JSON_BYTES,
+    idempotencyTtlSeconds: value.IDEMPOTENCY_TTL_SECONDS,
+    shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
+    ffmpegPath: value.FFMPEG_PATH,
+  };
+}

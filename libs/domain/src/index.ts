@@ -1,0 +1,4 @@
+export * from './jobs';
+export * from './links';
+export * from './models';
+export * from './presenter';

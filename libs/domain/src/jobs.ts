@@ -1,0 +1,72 @@
+/** Job records as stored. The API objects are rendered from them by the presenter. */
+
+export type JobStatus = 'queued' | 'in_progress' | 'completed' | 'failed';
+export type ImageOutputFormat = 'png' | 'jpeg' | 'webp';
+export type ResponseFormat = 'url' | 'b64_json';
+
+export type JobErrorCode = 'moderation_blocked' | 'invalid_image' | 'generation_failed';
+export interface JobError {
+  code: JobErrorCode;
+  message: string;
+}
+
+export type EventType = 'video.completed' | 'video.failed' | 'image.completed' | 'image.failed';
+
+interface JobBase {
+  id: string;
+  workspace_id: string;
+  model: string;
+  prompt: string;
+  seed: number;
+  status: JobStatus;
+  /** Unix milliseconds; API fields are derived in seconds. */
+  created_ms: number;
+  finished_ms: number | null;
+  cost: number | null;
+  error: JobError | null;
+  callback_url: string | null;
+  /** The `x-request-id` of the creation call. */
+  request_id: string;
+}
+
+export interface ImageJob extends JobBase {
+  kind: 'image';
+  operation: 'generation' | 'edit';
+  n: number;
+  size: string;
+  output_format: ImageOutputFormat;
+  response_format: ResponseFormat;
+  /** Blob keys of uploaded edit inputs. */
+  inputs: string[];
+  mask: string | null;
+  /** Blob keys of the made images, once completed. */
+  outputs: string[];
+}
+
+export interface VideoJob extends JobBase {
+  kind: 'video';
+  seconds: number;
+  size: string;
+  generate_audio: boolean;
+  progress: number;
+  output: string | null;
+}
+
+export type JobRecord = ImageJob | VideoJob;
+
+export const isFinished = (status: JobStatus): boolean => status === 'completed' || status === 'failed';
+
+/** The callback event a finished job produces. */
+export function eventTypeFor(job: JobRecord): EventType {
+  const outcome = job.status === 'completed' ? 'completed' : 'failed';
+  return `${job.kind}.${outcome}`;
+}
+
+/** A charge in the ledger: at most one per job, written with the completion. */
+export interface LedgerEntry {
+  job_id: string;
+  workspace_id: string;
+  model: string;
+  amount: number;
+  created_ms: number;
+}

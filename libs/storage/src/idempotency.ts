@@ -1,0 +1,31 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { StoreKeys } from './keys';
+
+export type IdempotencyClaim =
+  | { outcome: 'new' }
+  | { outcome: 'replay'; jobId: string }
+  | { outcome: 'mismatch' };
+
+/** `Idempotency-Key` bookkeeping: one job per key and workspace for the key's lifetime. */
+export class IdempotencyRepository {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: StoreKeys,
+    private readonly ttlSeconds: number,
+  ) {}
+
+  /**
+   * Claims `key` for `jobId`. A second call with the same key answers with the first job, or
+   * `mismatch` when the request differs (the same key must not be reused for other work).
+   */
+  async claim(workspaceId: string, key: string, fingerprint: string, jobId: string): Promise<IdempotencyClaim> {
+    const redisKey = this.keys.idempotency(workspaceId, createHash('sha256').update(key).digest('hex'));
+    const value = JSON.stringify({ job_id: jobId, fingerprint });
+    if ((await this.redis.set(redisKey, value, 'EX', this.ttlSeconds, 'NX')) === 'OK') return { outcome: 'new' };
+    const existing = await this.redis.get(redisKey);
+    if (!existing) return this.claim(workspaceId, key, fingerprint, jobId); // expired between the two calls
+    const stored = JSON.parse(existing) as { job_id: string; fingerprint: string };
+    return stored.fingerprint === fingerprint ? { outcome: 'replay', jobId: stored.job_id } : { outcome: 'mismatch' };
+  }
+}

@@ -1,0 +1,21 @@
+/** Every Redis key of the store, in one place, under the deployment's prefix. */
+export class StoreKeys {
+  constructor(readonly prefix: string) {}
+  workspace = (id: string) => `${this.prefix}:ws:${id}`;
+  workspaceSecrets = (id: string) => `${this.prefix}:ws:${id}:secrets`;
+  workspaceMembers = (id: string) => `${this.prefix}:ws:${id}:members`;
+  workspaceVideos = (id: string) => `${this.prefix}:ws:${id}:videos`;
+  workspaceImages = (id: string) => `${this.prefix}:ws:${id}:images`;
+  workspaceLedger = (id: string) => `${this.prefix}:ws:${id}:ledger`;
+  workspaceCallbacks = (id: string) => `${this.prefix}:ws:${id}:callbacks`;
+  workspaces = () => `${this.prefix}:workspaces`;
+  apiKey = (hash: string) => `${this.prefix}:apikey:${hash}`;
+  job = (id: string) => `${this.prefix}:job:${id}`;
+  charged = () => `${this.prefix}:charged`;
+  idempotency = (workspaceId: string, keyHash: string) => `${this.prefix}:idem:${workspaceId}:${keyHash}`;
+  callback = (messageId: string) => `${this.prefix}:cb:${messageId}`;
+  callbackAttempts = (messageId: string) => `${this.prefix}:cb:${messageId}:attempts`;
+  linkKey = () => `${this.prefix}:system:link-signing-key`;
+  /** Pub/sub channel on which finished job ids are announced (synchronous image calls wait on it). */
+  jobFinishedChannel = () => `${this.prefix}:job-finished`;
+}

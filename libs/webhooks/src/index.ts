@@ -1,0 +1,18 @@
+/**
+ * `@media/webhooks`: signing and verification of callback deliveries in the
+ * Standard Webhooks format (spec sections 4.5 and 5), shared by the sender and
+ * by receivers.
+ *
+ * @packageDocumentation
+ */
+export {
+  SECRET_PREFIX,
+  generateSecret,
+  sign,
+  signatureHeader,
+  verify,
+  WebhookVerificationError,
+} from './webhook';
+export type { HeadersLike, VerifyOptions, WebhookVerificationErrorCode } from './webhook';
+export { verifyWebhook } from './middleware';
+export type { VerifyWebhookOptions, WebhookErrorResponse } from './middleware';

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Installs dependencies when they are missing and builds every package (incremental).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund 1>&2
+fi
+npx tsc -b 1>&2

@@ -1,0 +1,60 @@
+import express, { type Express } from 'express';
+import type { Redis } from 'ioredis';
+import { pingRedis, type Logger } from '@media/common';
+import type { JobPresenter, LinkSigner } from '@media/domain';
+import type { BlobStore, JobRepository, WorkspaceRepository } from '@media/storage';
+import { ApiError } from './http/api-error';
+import { errorHandler, requestContext, requireApiKey } from './http/middleware';
+import type { JobIntakeService } from './job-intake';
+import type { JobWaiter } from './job-waiter';
+import { fileRoutes } from './routes/files';
+import { imageRoutes } from './routes/images';
+import { modelRoutes } from './routes/models';
+import { videoRoutes } from './routes/videos';
+
+export interface GatewayDeps {
+  redis: Redis;
+  logger: Logger;
+  workspaces: WorkspaceRepository;
+  jobs: JobRepository;
+  blobs: BlobStore;
+  links: LinkSigner;
+  presenter: JobPresenter;
+  intake: JobIntakeService;
+  waiter: JobWaiter;
+  syncImageTimeoutMs: number;
+  maxUploadBytes: number;
+  maxJsonBytes: number;
+}
+
+/** The HTTP surface; every dependency comes in, so tests build it against a real Redis. */
+export function createApp(deps: GatewayDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', true);
+  app.use(requestContext(deps.logger));
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const ok = await pingRedis(deps.redis);
+    res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'redis unreachable' });
+  });
+
+  app.use('/v1/files', fileRoutes(deps.links, deps.blobs));
+
+  const v1 = express.Router();
+  v1.use(requireApiKey(deps.workspaces));
+  v1.use(express.json({ limit: deps.maxJsonBytes }));
+  v1.use('/models', modelRoutes());
+  v1.use('/images', imageRoutes({ ...deps, syncTimeoutMs: deps.syncImageTimeoutMs }));
+  v1.use('/videos', videoRoutes(deps));
+  app.use('/v1', v1);
+
+  app.use((req) => {
+    throw ApiError.notFound(`Unknown route ${req.method} ${req.path}.`);
+  });
+  app.use(errorHandler());
+  return app;
+}

@@ -1,0 +1,85 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import multer from 'multer';
+import { newId, type Logger } from '@media/common';
+import type { WorkspaceRepository } from '@media/storage';
+import { ApiError } from './api-error';
+
+declare module 'express-serve-static-core' {
+  interface Locals {
+    requestId: string;
+    workspaceId: string;
+    logger: Logger;
+  }
+}
+
+/** Every response carries `x-request-id`; image requests reuse it as their id. */
+export function requestContext(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const requestId = newId('req');
+    res.locals.requestId = requestId;
+    res.locals.logger = logger.child({ request_id: requestId });
+    res.setHeader('x-request-id', requestId);
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      res.locals.logger.info('request', {
+        method: req.method,
+        path: req.path,
+        status: res.statusCode,
+        duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
+        workspace_id: res.locals.workspaceId,
+      });
+    });
+    next();
+  };
+}
+
+/** `Authorization: Bearer <key>` → the key's workspace, or 401. */
+export function requireApiKey(workspaces: WorkspaceRepository): RequestHandler {
+  return async (req, res, next) => {
+    const header = req.get('authorization') ?? '';
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match) {
+      throw new ApiError(401, 'authentication_error', 'Missing API key. Send it as "Authorization: Bearer <API_KEY>".', null, 'missing_api_key');
+    }
+    const workspaceId = await workspaces.findByApiKey(match[1]);
+    if (!workspaceId) throw new ApiError(401, 'authentication_error', 'Incorrect API key provided.', null, 'invalid_api_key');
+    res.locals.workspaceId = workspaceId;
+    res.locals.logger = res.locals.logger.child({ workspace_id: workspaceId });
+    next();
+  };
+}
+
+/** Creation calls take JSON or multipart; anything else is a 415. */
+export function requireBodyType(...types: string[]): RequestHandler {
+  return (req, _res, next) => {
+    if (!req.is(types)) {
+      throw new ApiError(415, 'invalid_request_error', `Content-Type must be one of: ${types.join(', ')}.`, null, 'unsupported_media_type');
+    }
+    next();
+  };
+}
+
+/** Translates parser, upload and unexpected errors into the documented shape; never leaks internals. */
+export function errorHandler(): (err: unknown, req: Request, res: Response, next: NextFunction) => void {
+  return (err, _req, res, _next) => {
+    const apiError = toApiError(err);
+    if (apiError.status >= 500) res.locals.logger?.error('unhandled error', { error: err instanceof Error ? err.stack : String(err) });
+    res.status(apiError.status).json(apiError.toJSON());
+  };
+}
+
+function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof multer.MulterError) {
+    if (err.code === 'LIMIT_FILE_SIZE') return new ApiError(413, 'invalid_request_error', 'Uploaded file is too large.', err.field ?? null, 'file_too_large');
+    return ApiError.invalid(`Invalid upload: ${err.message}.`, err.field ?? null, 'invalid_upload');
+  }
+  const e = err as { type?: string; status?: number };
+  if (e?.type === 'entity.too.large') return new ApiError(413, 'invalid_request_error', 'Request body is too large.', null, 'request_too_large');
+  if (e?.type === 'entity.parse.failed') return ApiError.invalid('We could not parse the JSON body of your request.', null, 'invalid_json');
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+    return new ApiError(415, 'invalid_request_error', 'Unsupported request encoding.', null, 'unsupported_media_type');
+  }
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return ApiError.invalid('Malformed request.', null, 'invalid_request');
+  return new ApiError(500, 'api_error', 'The server had an error while processing your request.', null, 'internal_error');
+}

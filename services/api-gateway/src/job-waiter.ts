@@ -1,0 +1,49 @@
+import type { Redis } from 'ioredis';
+import { isFinished, type JobRecord } from '@media/domain';
+import type { JobRepository, StoreKeys } from '@media/storage';
+
+/**
+ * Lets a synchronous image call wait for its job. One subscription per gateway process hears
+ * every finished job id; the store is read after registering, so an early finish is not missed.
+ */
+export class JobWaiter {
+  private readonly waiting = new Map<string, Set<() => void>>();
+  private ready: Promise<unknown> | undefined;
+
+  constructor(
+    private readonly subscriber: Redis,
+    private readonly keys: StoreKeys,
+    private readonly jobs: JobRepository,
+  ) {
+    subscriber.on('message', (_channel: string, jobId: string) => {
+      for (const wake of this.waiting.get(jobId) ?? []) wake();
+    });
+  }
+
+  /** The finished job, or undefined if it is still running when the timeout passes. */
+  async wait(jobId: string, timeoutMs: number): Promise<JobRecord | undefined> {
+    this.ready ??= this.subscriber.subscribe(this.keys.jobFinishedChannel());
+    await this.ready;
+    let wake!: () => void;
+    const woken = new Promise<void>((resolve) => (wake = resolve));
+    const set = this.waiting.get(jobId) ?? new Set();
+    set.add(wake);
+    this.waiting.set(jobId, set);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const job = await this.jobs.get(jobId);
+      if (job && isFinished(job.status)) return job;
+      const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+      if ((await Promise.race([woken, timedOut])) === 'timeout') return undefined;
+      return await this.jobs.get(jobId);
+    } finally {
+      clearTimeout(timer);
+      set.delete(wake);
+      if (set.size === 0) this.waiting.delete(jobId);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.subscriber.quit().catch(() => undefined);
+  }
+}

@@ -1,0 +1,79 @@
+import { Router, type Request, type Response } from 'express';
+import type { ImageJob, JobPresenter } from '@media/domain';
+import type { BlobStore, JobRepository } from '@media/storage';
+import { ApiError } from '../http/api-error';
+import { requireBodyType } from '../http/middleware';
+import type { JobIntakeService } from '../job-intake';
+import type { JobWaiter } from '../job-waiter';
+import { jsonEditInputs, multipartEditInputs, multipartParser } from '../uploads';
+import { parseImageRequest } from '../validation';
+
+export interface ImageRoutesDeps {
+  intake: JobIntakeService;
+  jobs: JobRepository;
+  blobs: BlobStore;
+  presenter: JobPresenter;
+  waiter: JobWaiter;
+  syncTimeoutMs: number;
+  maxUploadBytes: number;
+}
+
+/** Job failures of a synchronous call, as the HTTP error a client of OpenAI's API would get. */
+const SYNC_FAILURE_STATUS: Record<string, number> = { moderation_blocked: 400, invalid_image: 400, generation_failed: 500 };
+
+export function imageRoutes(deps: ImageRoutesDeps): Router {
+  const router = Router();
+  const upload = multipartParser(deps.maxUploadBytes);
+
+  const create = (edit: boolean) => async (req: Request, res: Response) => {
+    const body = { ...((req.body as Record<string, unknown> | undefined) ?? {}) };
+    const inputs = edit ? (req.is('multipart/form-data') ? multipartEditInputs(req) : jsonEditInputs(body)) : null;
+    const params = parseImageRequest(body);
+    const { job, replayed } = await deps.intake.createImageJob(
+      res.locals.workspaceId,
+      res.locals.requestId,
+      params,
+      inputs,
+      req.get('idempotency-key'),
+    );
+    // The image request id is the creation call's request id; a replay answers with the first one's.
+    res.setHeader('x-request-id', job.id);
+    if (replayed) res.setHeader('idempotent-replayed', 'true');
+    if (job.kind !== 'image') throw ApiError.invalid('Idempotency-Key belongs to a different kind of request.', null, 'idempotency_key_reused');
+    if (params.callback_url) {
+      res.status(202).json(deps.presenter.imageRequest(job));
+      return;
+    }
+    const finished = await deps.waiter.wait(job.id, deps.syncTimeoutMs);
+    if (!finished || finished.kind !== 'image') {
+      throw new ApiError(504, 'api_error', `Generation is still running; fetch GET /v1/images/${job.id} later.`, null, 'timeout');
+    }
+    if (finished.status === 'failed') {
+      const error = finished.error!;
+      const status = SYNC_FAILURE_STATUS[error.code] ?? 500;
+      throw new ApiError(status, status === 400 ? 'invalid_request_error' : 'api_error', error.message, null, error.code);
+    }
+    res.status(200).json(await syncBody(deps, finished));
+  };
+
+  router.post('/generations', requireBodyType('json', 'multipart/form-data'), upload.none(), create(false));
+  router.post('/edits', requireBodyType('json', 'multipart/form-data'), upload.any(), create(true));
+
+  router.get('/:id', async (req, res) => {
+    const job = await deps.jobs.getForWorkspace(res.locals.workspaceId, req.params.id);
+    if (!job || job.kind !== 'image') throw ApiError.notFound(`No image request found with id '${req.params.id}'.`);
+    res.json(deps.presenter.imageRequest(job));
+  });
+
+  return router;
+}
+
+/** The completed object plus OpenAI's `created`, with `url` or `b64_json` items as asked. */
+async function syncBody(deps: ImageRoutesDeps, job: ImageJob) {
+  const rendered = deps.presenter.imageRequest(job);
+  const data =
+    job.response_format === 'b64_json'
+      ? await Promise.all(job.outputs.map(async (key) => ({ b64_json: (await deps.blobs.get(key)).toString('base64') })))
+      : rendered.data;
+  return { created: rendered.completed_at, ...rendered, data };
+}

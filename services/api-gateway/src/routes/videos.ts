@@ -1,0 +1,77 @@
+import { Router } from 'express';
+import Joi from 'joi';
+import type { JobPresenter, VideoJob } from '@media/domain';
+import type { BlobStore, JobRepository } from '@media/storage';
+import { ApiError } from '../http/api-error';
+import { requireBodyType } from '../http/middleware';
+import type { JobIntakeService } from '../job-intake';
+import { multipartParser } from '../uploads';
+import { parseVideoRequest } from '../validation';
+
+export interface VideoRoutesDeps {
+  intake: JobIntakeService;
+  jobs: JobRepository;
+  blobs: BlobStore;
+  presenter: JobPresenter;
+  maxUploadBytes: number;
+}
+
+const listQuery = Joi.object({
+  limit: Joi.number().integer().min(1).max(100).default(20),
+  after: Joi.string().max(64),
+  order: Joi.string().valid('asc', 'desc').default('desc'),
+});
+
+export function videoRoutes(deps: VideoRoutesDeps): Router {
+  const router = Router();
+  const upload = multipartParser(deps.maxUploadBytes);
+
+  const findVideo = async (workspaceId: string, id: string): Promise<VideoJob> => {
+    const job = await deps.jobs.getForWorkspace(workspaceId, id);
+    if (!job || job.kind !== 'video') throw ApiError.notFound(`No video found with id '${id}'.`);
+    return job;
+  };
+
+  // The openai SDK sends video creation as multipart form data.
+  router.post('/', requireBodyType('json', 'multipart/form-data'), upload.none(), async (req, res) => {
+    const params = parseVideoRequest({ ...(req.body ?? {}) });
+    const { job, replayed } = await deps.intake.createVideoJob(res.locals.workspaceId, res.locals.requestId, params, req.get('idempotency-key'));
+    if (job.kind !== 'video') throw ApiError.invalid('Idempotency-Key belongs to a different kind of request.', null, 'idempotency_key_reused');
+    if (replayed) res.setHeader('idempotent-replayed', 'true');
+    res.status(200).json(deps.presenter.video(job));
+  });
+
+  router.get('/', async (req, res) => {
+    const { value, error } = listQuery.validate(req.query, { convert: true });
+    if (error) throw ApiError.invalid(error.details[0].message, String(error.details[0].path[0] ?? ''), 'invalid_value');
+    const page = await deps.jobs.listVideos(res.locals.workspaceId, value);
+    const videos = (await deps.jobs.getMany(page.ids)).filter((j): j is VideoJob => j.kind === 'video');
+    res.json({
+      object: 'list',
+      data: videos.map((v) => deps.presenter.video(v)),
+      first_id: videos[0]?.id ?? null,
+      last_id: videos.at(-1)?.id ?? null,
+      has_more: page.hasMore,
+    });
+  });
+
+  router.get('/:id', async (req, res) => {
+    res.json(deps.presenter.video(await findVideo(res.locals.workspaceId, req.params.id)));
+  });
+
+  router.get('/:id/content', async (req, res) => {
+    const variant = req.query.variant ?? 'video';
+    if (variant !== 'video') throw ApiError.invalid(`Unsupported variant '${String(variant)}'; only 'video' is available.`, 'variant', 'invalid_value');
+    const job = await findVideo(res.locals.workspaceId, req.params.id);
+    if (job.status !== 'completed' || !job.output) {
+      throw new ApiError(409, 'invalid_request_error', `Video '${job.id}' is ${job.status}; content is available once it is completed.`, null, 'video_not_ready');
+    }
+    const size = await deps.blobs.size(job.output);
+    if (size === undefined) throw new ApiError(410, 'invalid_request_error', 'The video content has expired.', null, 'content_expired');
+    res.setHeader('content-type', 'video/mp4');
+    res.setHeader('content-length', String(size));
+    deps.blobs.stream(job.output).pipe(res);
+  });
+
+  return router;
+}

@@ -1,0 +1,69 @@
+import type { Request } from 'express';
+import multer from 'multer';
+import { ApiError } from './http/api-error';
+import type { EditInputs, Upload } from './job-intake';
+
+/** The three image types we decode, recognised by their bytes rather than a client's label. */
+export function sniffImage(bytes: Buffer): Upload['ext'] | null {
+  if (bytes.length >= 8 && bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'png';
+  if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'jpg';
+  if (bytes.length >= 12 && bytes.toString('latin1', 0, 4) === 'RIFF' && bytes.toString('latin1', 8, 12) === 'WEBP') return 'webp';
+  return null;
+}
+
+const MAX_IMAGES = 16;
+
+function toUpload(bytes: Buffer, param: string): Upload {
+  const ext = sniffImage(bytes);
+  if (!ext) throw ApiError.invalid(`'${param}' must be a PNG, JPEG or WebP image.`, param, 'invalid_image_format');
+  return { bytes, ext };
+}
+
+export function multipartParser(maxUploadBytes: number) {
+  return multer({
+    storage: multer.memoryStorage(),
+    limits: { fileSize: maxUploadBytes, files: MAX_IMAGES + 1, fields: 50, fieldSize: 1024 * 1024 },
+  });
+}
+
+/** Edit inputs from a multipart request (`image`, `image[]`, `mask`). */
+export function multipartEditInputs(req: Request): EditInputs {
+  const files = (req.files as Express.Multer.File[] | undefined) ?? [];
+  const images = files.filter((f) => f.fieldname === 'image' || f.fieldname === 'image[]');
+  const masks = files.filter((f) => f.fieldname === 'mask');
+  const stray = files.find((f) => !['image', 'image[]', 'mask'].includes(f.fieldname));
+  if (stray) throw ApiError.invalid(`Unexpected file field '${stray.fieldname}'.`, stray.fieldname, 'unknown_parameter');
+  return check(
+    images.map((f) => toUpload(f.buffer, 'image')),
+    masks.map((f) => toUpload(f.buffer, 'mask')),
+  );
+}
+
+const DATA_URL = /^data:image\/(png|jpeg|jpg|webp);base64,([A-Za-z0-9+/=\s]+)$/;
+
+function fromDataUrl(value: unknown, param: string): Upload {
+  const url = typeof value === 'object' && value !== null ? (value as { image_url?: unknown }).image_url : value;
+  // Only inline data: fetching a client-named URL from here would be a server-side request forgery hole.
+  const match = typeof url === 'string' ? DATA_URL.exec(url) : null;
+  if (!match) throw ApiError.invalid(`'${param}' must be a base64 data URL (data:image/png;base64,...).`, param, 'invalid_image_format');
+  return toUpload(Buffer.from(match[2], 'base64'), param);
+}
+
+/** Edit inputs from a JSON body: `image` (data URL or array), or `images: [{image_url}]`, and `mask`. Removes them from the body. */
+export function jsonEditInputs(body: Record<string, unknown>): EditInputs {
+  const raw = body.images ?? body.image;
+  const list = Array.isArray(raw) ? raw : raw === undefined ? [] : [raw];
+  const images = list.map((v, i) => fromDataUrl(v, `${body.images ? 'images' : 'image'}[${i}]`));
+  const masks = body.mask === undefined ? [] : [fromDataUrl(body.mask, 'mask')];
+  delete body.images;
+  delete body.image;
+  delete body.mask;
+  return check(images, masks);
+}
+
+function check(images: Upload[], masks: Upload[]): EditInputs {
+  if (images.length === 0) throw ApiError.invalid("Missing required parameter: 'image'.", 'image', 'missing_required_parameter');
+  if (images.length > MAX_IMAGES) throw ApiError.invalid(`At most ${MAX_IMAGES} images can be edited at once.`, 'image', 'too_many_images');
+  if (masks.length > 1) throw ApiError.invalid('Only one mask can be given.', 'mask', 'invalid_value');
+  return { images, mask: masks[0] ?? null };
+}

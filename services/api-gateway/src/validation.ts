@@ -1,0 +1,132 @@
+import Joi from 'joi';
+import { MODEL_CATALOG, describeSize, findModel, type ImageModel, type ImageOutputFormat, type ResponseFormat, type VideoModel } from '@media/domain';
+import { ApiError } from './http/api-error';
+
+export interface ImageParams {
+  model: ImageModel;
+  prompt: string;
+  n: number;
+  size: string;
+  response_format: ResponseFormat;
+  output_format: ImageOutputFormat;
+  callback_url: string | null;
+  seed: number | null;
+}
+
+export interface VideoParams {
+  model: VideoModel;
+  prompt: string;
+  seconds: number;
+  size: string;
+  generate_audio: boolean;
+  callback_url: string | null;
+  seed: number | null;
+}
+
+const defaultImageModel = MODEL_CATALOG.find((m) => m.kind === 'image')!.id;
+const defaultVideoModel = MODEL_CATALOG.find((m) => m.kind === 'video')!.id;
+
+const common = {
+  prompt: Joi.string().trim().min(1).max(32_000).required(),
+  callback_url: Joi.string().max(2048).allow(null),
+  seed: Joi.number().integer().min(0).max(2 ** 31 - 1).allow(null),
+  user: Joi.string().max(256),
+};
+
+const imageSchema = Joi.object({
+  model: Joi.string().default(defaultImageModel),
+  ...common,
+  n: Joi.number().integer().min(1).max(10).default(1),
+  size: Joi.string().default('auto'),
+  response_format: Joi.string().valid('url', 'b64_json').default('url'),
+  output_format: Joi.string().valid('png', 'jpeg', 'webp').default('png'),
+});
+
+const videoSchema = Joi.object({
+  model: Joi.string().default(defaultVideoModel),
+  ...common,
+  // The openai SDK sends `seconds` as a digit string.
+  seconds: Joi.alternatives(Joi.number().integer(), Joi.string().pattern(/^\d+$/)),
+  size: Joi.string().pattern(/^\d+x\d+$/),
+  resolution: Joi.string().pattern(/^\d+p$/),
+  aspect_ratio: Joi.string().pattern(/^\d+:\d+$/),
+  generate_audio: Joi.boolean(),
+});
+
+function validate<T>(schema: Joi.ObjectSchema, body: unknown): T {
+  const { value, error } = schema.validate(body ?? {}, { abortEarly: true, convert: true, stripUnknown: false });
+  if (error) {
+    const detail = error.details[0];
+    const param = detail.path.join('.') || null;
+    if (detail.type === 'object.unknown') throw ApiError.invalid(`Unknown parameter: '${param}'.`, param, 'unknown_parameter');
+    if (detail.type === 'any.required') throw ApiError.invalid(`Missing required parameter: '${param}'.`, param, 'missing_required_parameter');
+    throw ApiError.invalid(`Invalid '${param}': ${detail.message.replace(/^"[^"]*" /, '')}.`, param, 'invalid_value');
+  }
+  return value as T;
+}
+
+function modelOf<K extends 'image' | 'video'>(id: string, kind: K) {
+  const model = findModel(id);
+  if (!model) throw new ApiError(404, 'invalid_request_error', `The model '${id}' does not exist.`, 'model', 'model_not_found');
+  if (model.kind !== kind) throw ApiError.invalid(`The model '${id}' makes ${model.kind}s, not ${kind}s.`, 'model', 'invalid_model');
+  return model as Extract<typeof model, { kind: K }>;
+}
+
+export function parseImageRequest(body: unknown): ImageParams {
+  const raw = validate<Record<string, unknown>>(imageSchema, body);
+  const model = modelOf(raw.model as string, 'image');
+  const size = raw.size === 'auto' ? model.defaultSize : (raw.size as string);
+  if (!(size in model.pricePerImage)) {
+    throw ApiError.invalid(`Invalid size '${size}'. Supported sizes: ${Object.keys(model.pricePerImage).join(', ')}, auto.`, 'size', 'invalid_size');
+  }
+  return {
+    model,
+    prompt: raw.prompt as string,
+    n: raw.n as number,
+    size,
+    response_format: raw.response_format as ResponseFormat,
+    output_format: raw.output_format as ImageOutputFormat,
+    callback_url: (raw.callback_url as string | undefined) ?? null,
+    seed: (raw.seed as number | undefined) ?? null,
+  };
+}
+
+export function parseVideoRequest(body: unknown): VideoParams {
+  const raw = validate<Record<string, unknown>>(videoSchema, body);
+  const model = modelOf(raw.model as string, 'video');
+  const seconds = raw.seconds === undefined ? model.defaultSeconds : Number(raw.seconds);
+  if (seconds < model.minSeconds || seconds > model.maxSeconds) {
+    throw ApiError.invalid(`Invalid 'seconds': must be between ${model.minSeconds} and ${model.maxSeconds}.`, 'seconds', 'invalid_duration');
+  }
+  const size = resolveVideoSize(model, raw.size as string | undefined, raw.resolution as string | undefined, raw.aspect_ratio as string | undefined);
+  return {
+    model,
+    prompt: raw.prompt as string,
+    seconds,
+    size,
+    generate_audio: (raw.generate_audio as boolean | undefined) ?? false,
+    callback_url: (raw.callback_url as string | undefined) ?? null,
+    seed: (raw.seed as number | undefined) ?? null,
+  };
+}
+
+/** `size`, `resolution` and `aspect_ratio` are three views of one choice; they must agree. */
+function resolveVideoSize(model: VideoModel, size?: string, resolution?: string, aspect?: string): string {
+  const matches = (candidate: string) => {
+    const d = describeSize(candidate);
+    return (!resolution || d.resolution === resolution) && (!aspect || d.aspect_ratio === aspect);
+  };
+  if (size) {
+    if (!model.sizes.includes(size)) {
+      throw ApiError.invalid(`Invalid size '${size}'. Supported sizes: ${model.sizes.join(', ')}.`, 'size', 'invalid_size');
+    }
+    if (!matches(size)) throw ApiError.invalid(`size '${size}' does not match resolution/aspect_ratio.`, 'size', 'invalid_size');
+    return size;
+  }
+  if (!resolution && !aspect) return model.defaultSize;
+  const found = [model.defaultSize, ...model.sizes].find(matches);
+  if (!found) {
+    throw ApiError.invalid('No supported size has that resolution and aspect_ratio.', resolution ? 'resolution' : 'aspect_ratio', 'invalid_size');
+  }
+  return found;
+}

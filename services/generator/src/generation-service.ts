@@ -1,0 +1,189 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jobIds, type JobQueue, type Logger } from '@media/common';
+import {
+  findModel,
+  imageCost,
+  isFinished,
+  parseSize,
+  videoCost,
+  type ImageJob,
+  type JobError,
+  type JobRecord,
+  type LedgerEntry,
+  type VideoJob,
+} from '@media/domain';
+import type { BlobStore, JobRepository } from '@media/storage';
+import { GenerationTimeoutError, PermanentGenerationError } from './errors';
+import { InvalidImageError, type ImageRenderer, type VideoEncoder } from './media';
+import type { ModerationPolicy } from './moderation';
+
+export interface GenerationDeps {
+  jobs: JobRepository;
+  blobs: BlobStore;
+  events: JobQueue<'job-events'>;
+  images: ImageRenderer;
+  videos: VideoEncoder;
+  moderation: ModerationPolicy;
+  logger: Logger;
+  timeoutMs: number;
+}
+
+/** Where a generation attempt stands within BullMQ's retries. */
+export interface AttemptInfo {
+  /** True when BullMQ will not retry after this attempt. */
+  isLast: boolean;
+  reportProgress?: (percent: number) => Promise<void>;
+}
+
+/** Minimum progress step written to the store, so a video does not cause a write per frame. */
+const PROGRESS_STEP = 5;
+
+/**
+ * Turns a queued job into media, a final state, a charge and a job-finished event. Every step
+ * can run again after a crash: finishing and charging happen once in one transaction, and the
+ * event has a deterministic queue id.
+ */
+export class GenerationService {
+  constructor(private readonly deps: GenerationDeps) {}
+
+  async run(jobId: string, attempt: AttemptInfo): Promise<void> {
+    const job = await this.deps.jobs.get(jobId);
+    if (!job) {
+      this.deps.logger.warn('generation job has no record; dropping', { job_id: jobId });
+      return;
+    }
+    if (isFinished(job.status)) {
+      // A crash after finishing but before the event was queued: queue it now (a no-op if it was).
+      await this.announce(job.id);
+      return;
+    }
+    job.status = 'in_progress';
+    await this.deps.jobs.updateActive(job);
+
+    try {
+      const blocked = this.deps.moderation.blockedTerm(job.prompt);
+      if (blocked) {
+        throw new PermanentGenerationError('moderation_blocked', 'The request was blocked by output moderation.');
+      }
+      const finished = await this.withTimeout<JobRecord>((signal) =>
+        job.kind === 'video' ? this.makeVideo(job, signal, attempt) : this.makeImages(job),
+      );
+      await this.complete(finished);
+    } catch (err) {
+      const permanent = err instanceof PermanentGenerationError || err instanceof InvalidImageError;
+      if (!permanent && !attempt.isLast) throw err; // transient: BullMQ retries
+      await this.fail(jobId, this.classify(err));
+    }
+  }
+
+  /** Ends a job `failed` when BullMQ has given up on it (retries or stalls exhausted). */
+  async giveUp(jobId: string, reason: string): Promise<void> {
+    this.deps.logger.error('generation given up', { job_id: jobId, reason });
+    await this.fail(jobId, { code: 'generation_failed', message: 'The generator could not complete the job.' });
+  }
+
+  private async makeImages(job: ImageJob): Promise<ImageJob> {
+    const { width, height } = parseSize(job.size);
+    const inputs = job.operation === 'edit' ? await Promise.all(job.inputs.map((key) => this.deps.blobs.get(key))) : [];
+    const mask = job.operation === 'edit' && job.mask ? await this.deps.blobs.get(job.mask) : undefined;
+    const outputs: string[] = [];
+    for (let index = 0; index < job.n; index++) {
+      const base = { prompt: job.prompt, seed: job.seed, index, width, height, format: job.output_format };
+      const bytes =
+        job.operation === 'edit'
+          ? await this.deps.images.edit({ ...base, images: inputs, mask })
+          : await this.deps.images.render(base);
+      const key = `${job.workspace_id}/${job.id}/${index}.${job.output_format === 'jpeg' ? 'jpg' : job.output_format}`;
+      await this.deps.blobs.put(key, bytes);
+      outputs.push(key);
+    }
+    return { ...job, outputs };
+  }
+
+  private async makeVideo(job: VideoJob, signal: AbortSignal, attempt: AttemptInfo): Promise<VideoJob> {
+    const { width, height } = parseSize(job.size);
+    const dir = await mkdtemp(join(tmpdir(), 'video-'));
+    try {
+      const outputPath = join(dir, 'video.mp4');
+      let written = job.progress;
+      await this.deps.videos.encode(
+        { prompt: job.prompt, seed: job.seed, seconds: job.seconds, width, height, withAudio: job.generate_audio, outputPath },
+        (percent) => {
+          // Progress is advisory: a lost write is fine, a crash of the encode over it is not.
+          if (percent >= 100 || percent - written < PROGRESS_STEP) return;
+          written = percent;
+          void this.deps.jobs.updateActive({ ...job, status: 'in_progress', progress: percent }).catch(() => undefined);
+          void attempt.reportProgress?.(percent).catch(() => undefined);
+        },
+        signal,
+      );
+      const key = `${job.workspace_id}/${job.id}/video.mp4`;
+      await this.deps.blobs.putFile(key, outputPath);
+      return { ...job, output: key, progress: 100 };
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  private async complete(job: JobRecord): Promise<void> {
+    const now = Date.now();
+    const cost = this.costOf(job);
+    const done: JobRecord = { ...job, status: 'completed', finished_ms: now, cost, error: null };
+    const charge: LedgerEntry = { job_id: job.id, workspace_id: job.workspace_id, model: job.model, amount: cost, created_ms: now };
+    if (await this.deps.jobs.finish(done, charge)) {
+      this.deps.logger.info('job completed', { job_id: job.id, cost });
+    }
+    await this.announce(job.id);
+  }
+
+  private async fail(jobId: string, error: JobError): Promise<void> {
+    const job = await this.deps.jobs.get(jobId);
+    if (!job) return;
+    if (!isFinished(job.status)) {
+      const failed: JobRecord = { ...job, status: 'failed', finished_ms: Date.now(), cost: null, error };
+      if (await this.deps.jobs.finish(failed, null)) {
+        this.deps.logger.warn('job failed', { job_id: jobId, code: error.code });
+      }
+    }
+    await this.announce(jobId);
+  }
+
+  private announce(jobId: string): Promise<void> {
+    return this.deps.events.add('job-finished', { jobId }, { jobId: jobIds.jobFinished(jobId) });
+  }
+
+  private costOf(job: JobRecord): number {
+    const model = findModel(job.model);
+    if (!model) throw new PermanentGenerationError('generation_failed', `model ${job.model} is no longer offered`);
+    if (job.kind === 'video' && model.kind === 'video') return videoCost(model, job.seconds, job.generate_audio);
+    if (job.kind === 'image' && model.kind === 'image') return imageCost(model, job.size, job.n);
+    throw new PermanentGenerationError('generation_failed', `model ${job.model} cannot make ${job.kind}s`);
+  }
+
+  /** The job-level error shown to the client; internal details stay in the logs. */
+  private classify(err: unknown): JobError {
+    if (err instanceof PermanentGenerationError) return { code: err.code, message: err.message };
+    if (err instanceof InvalidImageError) return { code: 'invalid_image', message: 'An input image could not be decoded.' };
+    if (err instanceof GenerationTimeoutError) return { code: 'generation_failed', message: 'Generation timed out.' };
+    this.deps.logger.error('generation error', { error: String(err) });
+    return { code: 'generation_failed', message: 'The generator failed to produce output.' };
+  }
+
+  private async withTimeout<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        controller.abort();
+        reject(new GenerationTimeoutError(this.deps.timeoutMs));
+      }, this.deps.timeoutMs);
+    });
+    try {
+      return await Promise.race([work(controller.signal), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

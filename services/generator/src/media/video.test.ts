@@ -1,0 +1,211 @@
+import childProcess = require('node:child_process');
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { VideoEncoder, defaultFfmpegPath, defaultFfprobePath, type VideoRequest } from './index';
+
+const execFile = promisify(childProcess.execFile);
+
+interface ProbeStream {
+  codec_type: string;
+  codec_name: string;
+  width?: number;
+  height?: number;
+  pix_fmt?: string;
+  avg_frame_rate?: string;
+  duration?: string;
+}
+interface Probe {
+  streams: ProbeStream[];
+  format: { duration: string; format_name: string };
+}
+
+async function probe(file: string): Promise<Probe> {
+  const { stdout } = await execFile(defaultFfprobePath(), ['-v', 'error', '-print_format', 'json', '-show_streams', '-show_format', file]);
+  return JSON.parse(stdout) as Probe;
+}
+
+function expectStrictlyIncreasingToHundred(values: number[]): void {
+  expect(values.length).toBeGreaterThan(0);
+  expect(values[values.length - 1]).toBe(100);
+  for (let i = 0; i < values.length; i += 1) {
+    expect(Number.isInteger(values[i])).toBe(true);
+    expect(values[i]).toBeGreaterThanOrEqual(0);
+    if (i > 0) expect(values[i]).toBeGreaterThan(values[i - 1] as number);
+  }
+}
+
+let dir: string;
+const encoder = new VideoEncoder({ ffmpegPath: defaultFfmpegPath(), timeoutMs: 60_000 });
+
+function request(overrides: Partial<VideoRequest> = {}): VideoRequest {
+  return { prompt: 'a fox running through snow', seed: 9, seconds: 1, width: 320, height: 240, withAudio: false, outputPath: join(dir, 'out.mp4'), ...overrides };
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'media-video-test-'));
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+afterEach(() => {
+  jest.restoreAllMocks();
+});
+
+describe('VideoEncoder.encode', () => {
+  it('writes a silent H.264 MP4 with the requested geometry and duration', async () => {
+    const outputPath = join(dir, 'nested', 'silent.mp4');
+    const progress: number[] = [];
+    await encoder.encode(request({ outputPath }), (p) => progress.push(p));
+
+    const info = await probe(outputPath);
+    const video = info.streams.filter((s) => s.codec_type === 'video');
+    expect(video).toHaveLength(1);
+    expect(video[0]).toMatchObject({ codec_name: 'h264', width: 320, height: 240, pix_fmt: 'yuv420p', avg_frame_rate: '24/1' });
+    expect(info.streams.some((s) => s.codec_type === 'audio')).toBe(false);
+    expect(Math.abs(Number(info.format.duration) - 1)).toBeLessThanOrEqual(0.15);
+    expectStrictlyIncreasingToHundred(progress);
+
+    // +faststart: the index must precede the media data so players can start before the download ends.
+    const bytes = await readFile(outputPath);
+    expect(bytes.indexOf('moov')).toBeGreaterThan(0);
+    expect(bytes.indexOf('moov')).toBeLessThan(bytes.indexOf('mdat'));
+    expect(await readdir(join(dir, 'nested'))).toEqual(['silent.mp4']);
+  });
+
+  it('adds an AAC track only when withAudio is set', async () => {
+    const outputPath = join(dir, 'audio.mp4');
+    await encoder.encode(request({ outputPath, seconds: 2, withAudio: true }));
+    const info = await probe(outputPath);
+    const audio = info.streams.filter((s) => s.codec_type === 'audio');
+    expect(audio).toHaveLength(1);
+    expect(audio[0]?.codec_name).toBe('aac');
+    expect(info.streams.find((s) => s.codec_type === 'video')?.codec_name).toBe('h264');
+    expect(Math.abs(Number(info.format.duration) - 2)).toBeLessThanOrEqual(0.15);
+    for (const stream of info.streams) expect(Math.abs(Number(stream.duration) - 2)).toBeLessThanOrEqual(0.15);
+  });
+
+  it('encodes 4 s of 1280x720 with audio, reporting progress before the file appears', async () => {
+    const outputPath = join(dir, 'hd.mp4');
+    const progress: number[] = [];
+    const visibleEarly: number[] = [];
+    const started = performance.now();
+    await encoder.encode(request({ outputPath, seconds: 4, width: 1280, height: 720, withAudio: true }), (p) => {
+      progress.push(p);
+      if (p < 100 && existsSync(outputPath)) visibleEarly.push(p);
+    });
+    const elapsed = performance.now() - started;
+    console.log(`encode 4 s 1280x720 with audio: ${elapsed.toFixed(0)} ms, progress ${progress.join(',')}`);
+
+    expectStrictlyIncreasingToHundred(progress);
+    expect(visibleEarly).toEqual([]);
+    const info = await probe(outputPath);
+    expect(info.streams.find((s) => s.codec_type === 'video')).toMatchObject({ codec_name: 'h264', width: 1280, height: 720 });
+    expect(info.streams.find((s) => s.codec_type === 'audio')?.codec_name).toBe('aac');
+    expect(Math.abs(Number(info.format.duration) - 4)).toBeLessThanOrEqual(0.15);
+  });
+
+  it('is deterministic per prompt and seed', async () => {
+    const small = { width: 160, height: 120 };
+    const paths = ['a.mp4', 'b.mp4', 'c.mp4', 'd.mp4'].map((name) => join(dir, name));
+    await encoder.encode(request({ ...small, outputPath: paths[0] as string }));
+    await encoder.encode(request({ ...small, outputPath: paths[1] as string }));
+    await encoder.encode(request({ ...small, outputPath: paths[2] as string, prompt: 'a cat asleep on a rug' }));
+    await encoder.encode(request({ ...small, outputPath: paths[3] as string, seed: 10 }));
+    const [a, b, c, d] = await Promise.all(paths.map((p) => readFile(p)));
+    expect(a?.equals(b as Buffer)).toBe(true);
+    expect(a?.equals(c as Buffer)).toBe(false);
+    expect(a?.equals(d as Buffer)).toBe(false);
+  });
+
+  it.each<[string, Partial<VideoRequest>]>([
+    ['odd width', { width: 321 }],
+    ['odd height', { height: 239 }],
+    ['zero width', { width: 0 }],
+    ['fractional height', { height: 240.5 }],
+    ['zero seconds', { seconds: 0 }],
+    ['NaN seconds', { seconds: Number.NaN }],
+  ])('rejects %s without starting ffmpeg', async (_label, overrides) => {
+    const spawn = jest.spyOn(childProcess, 'spawn');
+    const outputPath = join(dir, 'invalid.mp4');
+    await expect(encoder.encode(request({ ...overrides, outputPath }))).rejects.toThrow(Error);
+    expect(spawn).not.toHaveBeenCalled();
+    expect(existsSync(outputPath)).toBe(false);
+  });
+
+  it('kills ffmpeg and rejects on timeout, leaving no file behind', async () => {
+    const spawn = jest.spyOn(childProcess, 'spawn');
+    const impatient = new VideoEncoder({ ffmpegPath: defaultFfmpegPath(), timeoutMs: 300 });
+    const outputPath = join(dir, 'timeout', 'slow.mp4');
+    await expect(impatient.encode(request({ outputPath, seconds: 60, width: 1280, height: 720 }))).rejects.toThrow(/timed out after 300 ms/);
+    const child = spawn.mock.results[0]?.value as childProcess.ChildProcess;
+    expect(child.signalCode).toBe('SIGKILL');
+    expect(existsSync(outputPath)).toBe(false);
+    expect(await readdir(join(dir, 'timeout'))).toEqual([]);
+  });
+
+  it('kills ffmpeg and rejects when the signal aborts mid-encode', async () => {
+    const spawn = jest.spyOn(childProcess, 'spawn');
+    const controller = new AbortController();
+    const outputPath = join(dir, 'abort', 'aborted.mp4');
+    const progress: number[] = [];
+    const encoding = encoder.encode(request({ outputPath, seconds: 60, width: 1280, height: 720 }), (p) => {
+      progress.push(p);
+      controller.abort();
+    }, controller.signal);
+    // Also abort on a timer in case ffmpeg has not reported progress yet.
+    const timer = setTimeout(() => controller.abort(), 400);
+    await expect(encoding).rejects.toThrow(/aborted/);
+    clearTimeout(timer);
+    const child = spawn.mock.results[0]?.value as childProcess.ChildProcess;
+    expect(child.signalCode).toBe('SIGKILL');
+    expect(progress).not.toContain(100);
+    expect(existsSync(outputPath)).toBe(false);
+    expect(await readdir(join(dir, 'abort'))).toEqual([]);
+  });
+
+  it('rejects an already-aborted signal without starting ffmpeg', async () => {
+    const spawn = jest.spyOn(childProcess, 'spawn');
+    await expect(encoder.encode(request({ outputPath: join(dir, 'never.mp4') }), undefined, AbortSignal.abort())).rejects.toThrow(/aborted/);
+    expect(spawn).not.toHaveBeenCalled();
+  });
+
+  it('includes the stderr tail when ffmpeg exits non-zero', async () => {
+    const fake = join(dir, 'fake-ffmpeg.sh');
+    await writeFile(fake, '#!/bin/sh\necho "noise line" >&2\necho "Unknown encoder libx264-bogus" >&2\nexit 3\n');
+    await chmod(fake, 0o755);
+    const broken = new VideoEncoder({ ffmpegPath: fake, timeoutMs: 5_000 });
+    const outputPath = join(dir, 'broken', 'out.mp4');
+    await expect(broken.encode(request({ outputPath }))).rejects.toThrow(/code 3: .*Unknown encoder libx264-bogus/s);
+    expect(await readdir(join(dir, 'broken'))).toEqual([]);
+  });
+
+  it('rejects when the ffmpeg binary is missing', async () => {
+    const missing = new VideoEncoder({ ffmpegPath: join(dir, 'no-such-ffmpeg'), timeoutMs: 5_000 });
+    await expect(missing.encode(request({ outputPath: join(dir, 'missing.mp4') }))).rejects.toThrow(/failed to run ffmpeg/);
+  });
+
+  it('finishes the encode even if the progress callback throws', async () => {
+    const outputPath = join(dir, 'throwing-progress.mp4');
+    await encoder.encode(request({ outputPath }), () => {
+      throw new Error('progress sink down');
+    });
+    expect(existsSync(outputPath)).toBe(true);
+  });
+});
+
+describe('VideoEncoder construction and defaults', () => {
+  it('validates its options', () => {
+    expect(() => new VideoEncoder({ ffmpegPath: defaultFfmpegPath(), timeoutMs: 0 })).toThrow(/timeoutMs/);
+    expect(() => new VideoEncoder({ ffmpegPath: '', timeoutMs: 1000 })).toThrow(/ffmpegPath/);
+  });
+
+  it('points at the installed ffmpeg and ffprobe binaries', () => {
+    expect(existsSync(defaultFfmpegPath())).toBe(true);
+    expect(existsSync(defaultFfprobePath())).toBe(true);
+  });
+});

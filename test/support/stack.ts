@@ -1,0 +1,204 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Redis } from 'ioredis';
+import { StoreKeys, WorkspaceRepository, JobRepository } from '@media/storage';
+
+export type ServiceName = 'api-gateway' | 'generator' | 'webhook-dispatcher';
+
+const ROOT = resolve(__dirname, '../..');
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** One service as a real child process, with its JSON log lines kept for assertions. */
+export class ServiceProcess {
+  readonly lines: Record<string, unknown>[] = [];
+  private child: ChildProcess | undefined;
+  private exited: Promise<number | null> = Promise.resolve(null);
+
+  constructor(
+    readonly name: ServiceName,
+    private readonly env: NodeJS.ProcessEnv,
+  ) {}
+
+  async start(readyMessage: string | RegExp): Promise<void> {
+    const child = spawn(process.execPath, [join(ROOT, 'services', this.name, 'dist', 'main.js')], {
+      env: this.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child = child;
+    this.exited = new Promise((r) => child.once('exit', (code) => r(code)));
+    let buffered = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      let nl: number;
+      while ((nl = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, nl);
+        buffered = buffered.slice(nl + 1);
+        try {
+          this.lines.push(JSON.parse(line) as Record<string, unknown>);
+        } catch {
+          this.lines.push({ message: line });
+        }
+      }
+    });
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const startedAt = this.lines.length;
+    await eventually(
+      () => {
+        if (child.exitCode !== null) throw new Error(`${this.name} exited with ${child.exitCode}: ${stderr}`);
+        return this.lines.slice(startedAt).some((l) => String(l.message).match(readyMessage)) ? true : undefined;
+      },
+      20_000,
+      `${this.name} to start`,
+    ).catch((err) => {
+      throw new Error(`${String(err)}\nstderr: ${stderr}`);
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Sends a signal and waits for the process to end. */
+  async kill(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    if (!this.child || this.child.exitCode !== null || this.child.signalCode !== null) return this.child?.exitCode ?? null;
+    this.child.kill(signal);
+    return this.exited;
+  }
+
+  hasLog(predicate: (line: Record<string, unknown>) => boolean): boolean {
+    return this.lines.some(predicate);
+  }
+}
+
+export interface TestWorkspace {
+  workspaceId: string;
+  apiKey: string;
+  signingSecret: string;
+}
+
+const READY: Record<ServiceName, RegExp> = {
+  'api-gateway': /api-gateway listening/,
+  generator: /generator started/,
+  'webhook-dispatcher': /webhook-dispatcher started/,
+};
+
+/**
+ * A whole deployment for one test file: its own key prefix and media directory on the real Redis,
+ * real service processes, and a cleanup that removes only its own keys.
+ */
+export class TestStack {
+  readonly prefix = `test-${randomBytes(6).toString('hex')}`;
+  readonly redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  readonly keys = new StoreKeys(this.prefix);
+  readonly workspaces = new WorkspaceRepository(this.redis, this.keys);
+  readonly jobs = new JobRepository(this.redis, this.keys);
+  readonly services = new Map<ServiceName, ServiceProcess>();
+  baseUrl = '';
+  mediaDir = '';
+  env: NodeJS.ProcessEnv = {};
+
+  static async start(services: ServiceName[], env: Record<string, string> = {}): Promise<TestStack> {
+    const stack = new TestStack();
+    const port = await freePort();
+    stack.mediaDir = await mkdtemp(join(tmpdir(), 'media-test-'));
+    stack.baseUrl = `http://127.0.0.1:${port}`;
+    stack.env = {
+      PATH: process.env.PATH,
+      REDIS_URL,
+      KEY_PREFIX: stack.prefix,
+      PORT: String(port),
+      PUBLIC_BASE_URL: stack.baseUrl,
+      MEDIA_DIR: stack.mediaDir,
+      LOG_LEVEL: 'info',
+      JOB_LOCK_MS: '3000',
+      SHUTDOWN_TIMEOUT_MS: '10000',
+      ...env,
+    };
+    for (const name of services) await stack.startService(name);
+    return stack;
+  }
+
+  async startService(name: ServiceName): Promise<ServiceProcess> {
+    const service = new ServiceProcess(name, this.env);
+    this.services.set(name, service);
+    await service.start(READY[name]);
+    return service;
+  }
+
+  service(name: ServiceName): ServiceProcess {
+    const service = this.services.get(name);
+    if (!service) throw new Error(`${name} is not running`);
+    return service;
+  }
+
+  async createWorkspace(name = 'test'): Promise<TestWorkspace> {
+    const created = await this.workspaces.create(name, `owner@${name}.test`);
+    return { workspaceId: created.workspace.id, apiKey: created.apiKey, signingSecret: created.signingSecret };
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.services.values()].map((s) => s.kill('SIGKILL')));
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await this.redis.del(...keys);
+    } while (cursor !== '0');
+    this.redis.disconnect();
+    await rm(this.mediaDir, { recursive: true, force: true });
+  }
+}
+
+/** fetch with the workspace's API key. */
+export function api(stack: TestStack, apiKey: string) {
+  return async (path: string, init: RequestInit & { json?: unknown } = {}) => {
+    const headers = new Headers(init.headers);
+    headers.set('authorization', `Bearer ${apiKey}`);
+    let body = init.body;
+    if (init.json !== undefined) {
+      headers.set('content-type', 'application/json');
+      body = JSON.stringify(init.json);
+    }
+    const res = await fetch(`${stack.baseUrl}${path}`, { ...init, headers, body });
+    const text = await res.text();
+    let json: any;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, json, text };
+  };
+}

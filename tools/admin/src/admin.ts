@@ -1,0 +1,82 @@
+import { createRedis, loadConfig } from '@media/common';
+import { JobRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
+import type { Redis } from 'ioredis';
+import type { AppConfig } from '@media/common';
+
+/** Everything a command needs, built once from the validated config. */
+export interface AdminContext {
+  config: AppConfig;
+  redis: Redis;
+  workspaces: WorkspaceRepository;
+  jobs: JobRepository;
+}
+
+export type Command = (ctx: AdminContext, flags: Record<string, string>) => Promise<unknown>;
+
+function required(flags: Record<string, string>, name: string): string {
+  const value = flags[name];
+  if (!value) throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+export class UsageError extends Error {}
+
+export const COMMANDS: Record<string, { usage: string; run: Command }> = {
+  'create-workspace': {
+    usage: 'create-workspace --name NAME [--owner-email EMAIL]',
+    run: async (ctx, flags) => {
+      const name = required(flags, 'name');
+      const email = flags['owner-email'] ?? `owner@${name.toLowerCase().replace(/[^a-z0-9]+/g, '-') || 'workspace'}.local`;
+      const created = await ctx.workspaces.create(name, email);
+      return {
+        workspace_id: created.workspace.id,
+        name,
+        api_key: created.apiKey,
+        signing_secret: created.signingSecret,
+        dashboard: { url: `${ctx.config.publicBaseUrl}/dashboard`, email: created.owner.email, password: created.owner.password, role: 'owner' },
+      };
+    },
+  },
+  'rotate-secret': {
+    usage: 'rotate-secret --workspace ID',
+    run: async (ctx, flags) => {
+      const workspaceId = required(flags, 'workspace');
+      const rotated = await ctx.workspaces.rotateSecret(workspaceId, ctx.config.secretRotationOverlapSeconds);
+      return { workspace_id: workspaceId, ...rotated };
+    },
+  },
+  ledger: {
+    usage: 'ledger --workspace ID',
+    run: async (ctx, flags) => {
+      const workspaceId = required(flags, 'workspace');
+      const entries = await ctx.jobs.ledger(workspaceId);
+      const total = entries.reduce((sum, e) => sum + Math.round(e.amount * 1e6), 0) / 1e6;
+      return { workspace_id: workspaceId, total, entries };
+    },
+  },
+};
+
+export function parseFlags(args: string[]): Record<string, string> {
+  const flags: Record<string, string> = {};
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (!arg.startsWith('--')) throw new UsageError(`unexpected argument "${arg}"`);
+    const [name, inline] = arg.slice(2).split('=', 2);
+    flags[name] = inline ?? args[++i] ?? '';
+  }
+  return flags;
+}
+
+export async function runAdmin(argv: string[]): Promise<unknown> {
+  const [name, ...rest] = argv;
+  const command = name ? COMMANDS[name] : undefined;
+  if (!command) throw new UsageError(`usage: admin <command>\n${Object.values(COMMANDS).map((c) => `  ${c.usage}`).join('\n')}`);
+  const config = loadConfig();
+  const redis = createRedis(config.redisUrl, 'request');
+  const keys = new StoreKeys(config.keyPrefix);
+  try {
+    return await command.run({ config, redis, workspaces: new WorkspaceRepository(redis, keys), jobs: new JobRepository(redis, keys) }, parseFlags(rest));
+  } finally {
+    redis.disconnect();
+  }
+}

@@ -1,7 +1,7 @@
 import { createHash, randomInt } from 'node:crypto';
 import { newId, type JobQueue } from '@media/common';
 import { CallbackUrlGuard, CallbackUrlRejectedError } from '@media/callback-guard';
-import type { ImageJob, JobRecord, VideoJob } from '@media/domain';
+import { isFinished, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
 import type { BlobStore, IdempotencyRepository, JobRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
 import type { ImageParams, VideoParams } from './validation';
@@ -60,7 +60,8 @@ export class JobIntakeService {
         model: params.model.id,
         prompt: params.prompt,
         seed: params.seed ?? randomInt(2 ** 31 - 1),
-        status: 'queued',
+        // Spec 2.2: image requests have no queued state; they are in progress from acceptance.
+        status: 'in_progress',
         created_ms: Date.now(),
         finished_ms: null,
         cost: null,
@@ -126,7 +127,7 @@ export class JobIntakeService {
         const existing = await this.jobs.getForWorkspace(workspaceId, claim.jobId);
         // A crash between claiming the key and storing the job: finish creating it under the claimed id.
         if (!existing) return { job: await this.store(await build(claim.jobId)), replayed: true };
-        if (existing.status === 'queued') await this.enqueue(existing);
+        if (!isFinished(existing.status)) await this.enqueue(existing);
         return { job: existing, replayed: true };
       }
     }

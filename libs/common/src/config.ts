@@ -72,7 +72,7 @@ const schema = Joi.object({
     .custom((value: string, helpers) => {
       const parts = value.split(',').map((p) => p.trim());
       if (parts.length !== 5 || !parts.every((p) => DURATION.test(p))) {
-        return helpers.message({ custom: 'must list five gaps (attempts 2-6) like 1m,5m,30m,2h,8h' });
+        return helpers.message({ custom: '{{#label}} must list five gaps (attempts 2-6) like 1m,5m,30m,2h,8h' });
       }
       return value;
     })

@@ -1,0 +1,58 @@
+import { CONFIG_KEYS, ConfigError, loadConfig, parseDurationList } from './config';
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      redisUrl: 'redis://127.0.0.1:6379',
+      port: 8080,
+      publicBaseUrl: 'http://localhost:8080',
+      linkTtlSeconds: 86_400,
+      webhookTimeoutMs: 15_000,
+      webhookRetryScheduleMs: [60_000, 300_000, 1_800_000, 7_200_000, 28_800_000],
+      secretRotationOverlapSeconds: 86_400,
+      callbackAllowHttp: false,
+      callbackAllowedCidrs: [],
+      callbackCaFile: undefined,
+    });
+  });
+
+  it('lists every bad key in one error', () => {
+    let error: unknown;
+    try {
+      loadConfig({ PORT: 'eighty', WEBHOOK_RETRY_SCHEDULE: '1m,5m', CALLBACK_ALLOW_HTTP: 'maybe', REDIS_URL: 'http://x' });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems.join('\n');
+    for (const key of ['PORT', 'WEBHOOK_RETRY_SCHEDULE', 'CALLBACK_ALLOW_HTTP', 'REDIS_URL']) expect(problems).toContain(key);
+  });
+
+  it('parses lists and flags', () => {
+    const config = loadConfig({
+      CALLBACK_ALLOW_HTTP: 'true',
+      CALLBACK_ALLOWED_CIDRS: '127.0.0.0/8, ::1/128',
+      WEBHOOK_RETRY_SCHEDULE: '300ms,1s,2m,1h,8h',
+      MODERATION_BLOCKLIST: 'Forbidden, nope',
+    });
+    expect(config.callbackAllowHttp).toBe(true);
+    expect(config.callbackAllowedCidrs).toEqual(['127.0.0.0/8', '::1/128']);
+    expect(config.webhookRetryScheduleMs).toEqual([300, 1_000, 120_000, 3_600_000, 28_800_000]);
+    expect(config.moderationBlocklist).toEqual(['forbidden', 'nope']);
+  });
+
+  it('names the contract settings of the design', () => {
+    for (const key of ['REDIS_URL', 'PORT', 'PUBLIC_BASE_URL', 'DOCS_URL', 'LINK_TTL_SECONDS', 'WEBHOOK_TIMEOUT_MS', 'WEBHOOK_RETRY_SCHEDULE',
+      'SECRET_ROTATION_OVERLAP_SECONDS', 'CALLBACK_ALLOW_HTTP', 'CALLBACK_ALLOWED_CIDRS', 'CALLBACK_CA_FILE']) {
+      expect(CONFIG_KEYS).toContain(key);
+    }
+  });
+});
+
+describe('parseDurationList', () => {
+  it('understands ms, s, m and h and refuses other units', () => {
+    expect(parseDurationList('5ms, 2s,3m,1h')).toEqual([5, 2_000, 180_000, 3_600_000]);
+    expect(() => parseDurationList('5d')).toThrow(/bad duration/);
+  });
+});

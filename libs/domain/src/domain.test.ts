@@ -1,0 +1,70 @@
+import { LinkSigner } from './links';
+import { describeSize, findModel, imageCost, videoCost, type ImageModel, type VideoModel } from './models';
+import { JobPresenter } from './presenter';
+import type { ImageJob, VideoJob } from './jobs';
+
+const signer = new LinkSigner('k'.repeat(32), 'https://api.example.com', 86_400);
+
+describe('LinkSigner', () => {
+  it('mints links that check out until they expire', () => {
+    const link = signer.mint('ws_1/job_1/0.png', 1_000);
+    expect(link.expires_at).toBe(87_400);
+    const url = new URL(link.url);
+    expect(url.pathname).toBe('/v1/files/ws_1/job_1/0.png');
+    const [expires, signature] = [url.searchParams.get('expires')!, url.searchParams.get('signature')!];
+    expect(signer.check('ws_1/job_1/0.png', expires, signature, 87_400)).toBe('ok');
+    expect(signer.check('ws_1/job_1/0.png', expires, signature, 87_401)).toBe('expired');
+    expect(signer.check('ws_1/job_1/1.png', expires, signature, 1_000)).toBe('invalid');
+    expect(signer.check('ws_1/job_1/0.png', String(Number(expires) + 1), signature, 1_000)).toBe('invalid');
+    expect(new LinkSigner('x'.repeat(32), 'https://api.example.com', 60).check('ws_1/job_1/0.png', expires, signature, 1_000)).toBe('invalid');
+  });
+
+  it('mints a fresh link on every render', () => {
+    expect(signer.mint('a/b.png', 1_000).url).not.toBe(signer.mint('a/b.png', 1_001).url);
+  });
+});
+
+describe('models', () => {
+  it('derives resolution and aspect ratio from size', () => {
+    expect(describeSize('1280x720')).toEqual({ resolution: '720p', aspect_ratio: '16:9' });
+    expect(describeSize('1080x1920')).toEqual({ resolution: '1080p', aspect_ratio: '9:16' });
+  });
+
+  it('prices from the catalog without float drift', () => {
+    const image = findModel('pixel-1') as ImageModel;
+    const video = findModel('motion-1') as VideoModel;
+    expect(imageCost(image, '1024x1024', 3)).toBe(0.12);
+    expect(videoCost(video, 4, false)).toBe(0.4);
+    expect(videoCost(video, 3, true)).toBe(0.36);
+  });
+});
+
+describe('JobPresenter', () => {
+  const presenter = new JobPresenter(signer, 7 * 86_400);
+  const base = {
+    workspace_id: 'ws_1', model: 'motion-1', prompt: 'p', seed: 1, created_ms: 1_000_500, cost: null, error: null,
+    callback_url: 'https://example.com/hook', request_id: 'req_1', finished_ms: null,
+  };
+
+  it('renders an unfinished video with nulls where the spec says so', () => {
+    const video: VideoJob = { ...base, id: 'video_1', kind: 'video', status: 'in_progress', seconds: 4, size: '1280x720', generate_audio: true, progress: 40, output: null };
+    expect(presenter.video(video)).toEqual({
+      id: 'video_1', object: 'video', model: 'motion-1', status: 'in_progress', progress: 40, created_at: 1_000,
+      completed_at: null, expires_at: null, seconds: 4, resolution: '720p', aspect_ratio: '16:9', size: '1280x720',
+      generate_audio: true, prompt: 'p', url: null, url_expires_at: null, cost: null, error: null, callback_url: 'https://example.com/hook',
+    });
+  });
+
+  it('renders a completed image request with links only, whatever response_format said', () => {
+    const image: ImageJob = {
+      ...base, id: 'req_1', kind: 'image', operation: 'generation', model: 'pixel-1', status: 'completed', finished_ms: 2_000_000, cost: 0.08,
+      n: 2, size: '1024x1024', output_format: 'png', response_format: 'b64_json', inputs: [], mask: null, outputs: ['ws_1/req_1/0.png', 'ws_1/req_1/1.png'],
+    };
+    const rendered = presenter.imageRequest(image, 5_000);
+    expect(rendered.status).toBe('completed');
+    expect(rendered.completed_at).toBe(2_000);
+    expect(rendered.data).toHaveLength(2);
+    for (const item of rendered.data) expect(Object.keys(item)).toEqual(['url']);
+    expect(rendered.url_expires_at).toBe(5_000 + 86_400);
+  });
+});

@@ -1,0 +1,131 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import type { VideoJob } from '@media/domain';
+import { FileBlobStore } from './blob-store';
+import { IdempotencyRepository } from './idempotency';
+import { JobRepository } from './jobs';
+import { StoreKeys } from './keys';
+import { hashApiKey, WorkspaceRepository } from './workspaces';
+
+const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+const keys = new StoreKeys(`test-${randomBytes(6).toString('hex')}`);
+const workspaces = new WorkspaceRepository(redis, keys);
+const jobs = new JobRepository(redis, keys);
+
+afterAll(async () => {
+  const found = await redis.keys(`${keys.prefix}:*`);
+  if (found.length > 0) await redis.del(...found);
+  redis.disconnect();
+});
+
+describe('WorkspaceRepository', () => {
+  it('stores API keys only as hashes and finds the workspace by key', async () => {
+    const created = await workspaces.create('acme', 'Owner@Acme.test');
+    expect(created.apiKey).toMatch(/^sk_[A-Za-z0-9_-]{43}$/);
+    expect(created.signingSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(created.signingSecret.slice(6), 'base64')).toHaveLength(32);
+    expect(await workspaces.findByApiKey(created.apiKey)).toBe(created.workspace.id);
+    expect(await workspaces.findByApiKey(`${created.apiKey}x`)).toBeUndefined();
+    const everything = await redis.keys(`${keys.prefix}:*`);
+    for (const key of everything) {
+      const dump = JSON.stringify(await redis.type(key) === 'hash' ? await redis.hgetall(key) : await redis.get(key).catch(() => ''));
+      expect(dump).not.toContain(created.apiKey);
+    }
+    expect(everything).toContain(keys.apiKey(hashApiKey(created.apiKey)));
+  });
+
+  it('authenticates dashboard members by scrypt hash', async () => {
+    const created = await workspaces.create('members', 'boss@m.test');
+    expect(await workspaces.authenticateMember(created.workspace.id, 'BOSS@m.test', created.owner.password)).toBe('owner');
+    expect(await workspaces.authenticateMember(created.workspace.id, 'boss@m.test', 'wrong')).toBeUndefined();
+    const password = await workspaces.addMember(created.workspace.id, 'dev@m.test', 'member');
+    expect(await workspaces.authenticateMember(created.workspace.id, 'dev@m.test', password)).toBe('member');
+  });
+
+  it('keeps the previous secret signing for the overlap after a rotation, then drops it', async () => {
+    const created = await workspaces.create('rotate', 'o@r.test');
+    const id = created.workspace.id;
+    const t0 = Date.now();
+    const rotated = await workspaces.rotateSecret(id, 86_400, t0);
+    expect(rotated.signing_secret).not.toBe(created.signingSecret);
+    expect(rotated.previous_secret_expires_at).toBe(new Date(t0 + 86_400_000).toISOString());
+    expect(await workspaces.activeSecrets(id, t0 + 1_000)).toEqual([rotated.signing_secret, created.signingSecret]);
+    expect(await workspaces.activeSecrets(id, t0 + 86_400_001)).toEqual([rotated.signing_secret]);
+    const again = await workspaces.rotateSecret(id, 0, t0 + 2_000);
+    expect(again.previous_secret_expires_at).toBeNull();
+    expect(await workspaces.activeSecrets(id, t0 + 2_001)).toEqual([again.signing_secret, created.signingSecret]);
+    await expect(workspaces.rotateSecret('ws_missing', 10)).rejects.toThrow(/no workspace/);
+  });
+});
+
+const video = (id: string, created_ms: number): VideoJob => ({
+  id, kind: 'video', workspace_id: 'ws_jobs', model: 'motion-1', prompt: 'p', seed: 1, status: 'queued', created_ms,
+  finished_ms: null, cost: null, error: null, callback_url: null, request_id: 'req_x', seconds: 1, size: '640x360',
+  generate_audio: false, progress: 0, output: null,
+});
+
+describe('JobRepository', () => {
+  it('finishes and charges a job exactly once, and never overwrites a finished job', async () => {
+    const job = video('video_once', Date.now());
+    expect(await jobs.create(job)).toBe(true);
+    expect(await jobs.create(job)).toBe(false);
+    const done = { ...job, status: 'completed' as const, finished_ms: Date.now(), cost: 0.1 };
+    const charge = { job_id: job.id, workspace_id: job.workspace_id, model: job.model, amount: 0.1, created_ms: Date.now() };
+    const results = await Promise.all([jobs.finish(done, charge), jobs.finish(done, charge), jobs.finish({ ...done, status: 'failed' }, null)]);
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const final = (await jobs.get(job.id))!;
+    const charges = (await jobs.ledger('ws_jobs')).filter((e) => e.job_id === job.id);
+    expect(charges).toHaveLength(final.status === 'completed' ? 1 : 0);
+    expect(await jobs.updateActive({ ...job, status: 'in_progress', progress: 50 })).toBe(false);
+    expect((await jobs.get(job.id))!.status).not.toBe('in_progress');
+    await expect(jobs.finish({ ...done, id: 'video_missing' }, null)).rejects.toThrow(/does not exist/);
+  });
+
+  it('scopes reads to the owning workspace', async () => {
+    await jobs.create(video('video_scoped', Date.now()));
+    expect(await jobs.getForWorkspace('ws_jobs', 'video_scoped')).toBeDefined();
+    expect(await jobs.getForWorkspace('ws_other', 'video_scoped')).toBeUndefined();
+  });
+
+  it('pages videos newest first after a cursor', async () => {
+    const ws = 'ws_pages';
+    for (let i = 0; i < 5; i++) await jobs.create({ ...video(`video_p${i}`, 1_000 + i), workspace_id: ws });
+    const first = await jobs.listVideos(ws, { limit: 2, order: 'desc' });
+    expect(first).toEqual({ ids: ['video_p4', 'video_p3'], hasMore: true });
+    const last = await jobs.listVideos(ws, { limit: 3, order: 'desc', after: 'video_p3' });
+    expect(last).toEqual({ ids: ['video_p2', 'video_p1', 'video_p0'], hasMore: false });
+    expect((await jobs.listVideos(ws, { limit: 2, order: 'asc' })).ids).toEqual(['video_p0', 'video_p1']);
+  });
+});
+
+describe('IdempotencyRepository', () => {
+  it('answers a replay with the first job and refuses the key for other work', async () => {
+    const repo = new IdempotencyRepository(redis, keys, 60);
+    expect(await repo.claim('ws_i', 'key-1', 'fp-a', 'job_1')).toEqual({ outcome: 'new' });
+    expect(await repo.claim('ws_i', 'key-1', 'fp-a', 'job_2')).toEqual({ outcome: 'replay', jobId: 'job_1' });
+    expect(await repo.claim('ws_i', 'key-1', 'fp-b', 'job_3')).toEqual({ outcome: 'mismatch' });
+    expect(await repo.claim('ws_other', 'key-1', 'fp-b', 'job_4')).toEqual({ outcome: 'new' });
+  });
+});
+
+describe('FileBlobStore', () => {
+  it('stores, sizes and removes blobs, and refuses keys that escape its directory', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'blobs-'));
+    try {
+      const blobs = new FileBlobStore(dir);
+      await blobs.put('ws_1/job_1/0.png', Buffer.from('abc'));
+      expect(await blobs.size('ws_1/job_1/0.png')).toBe(3);
+      expect((await blobs.get('ws_1/job_1/0.png')).toString()).toBe('abc');
+      await blobs.remove('ws_1/job_1/0.png');
+      expect(await blobs.size('ws_1/job_1/0.png')).toBeUndefined();
+      for (const bad of ['../x', 'ws/../../etc/passwd', '/etc/passwd', 'a//b', '']) {
+        await expect(blobs.put(bad, Buffer.from('x'))).rejects.toThrow(/invalid blob key/);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,54 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { StoreKeys, WorkspaceRepository } from '@media/storage';
+import { REDIS_URL } from '../support/stack';
+
+const run = promisify(execFile);
+const prefix = `test-${randomBytes(6).toString('hex')}`;
+const redis = new Redis(REDIS_URL);
+const admin = async (...args: string[]) => {
+  const { stdout } = await run(process.execPath, [join(__dirname, '../../tools/admin/dist/main.js'), ...args], {
+    env: { PATH: process.env.PATH, REDIS_URL, KEY_PREFIX: prefix, SECRET_ROTATION_OVERLAP_SECONDS: '3600' },
+  });
+  return JSON.parse(stdout);
+};
+
+afterAll(async () => {
+  const keys = await redis.keys(`${prefix}:*`);
+  if (keys.length > 0) await redis.del(...keys);
+  redis.disconnect();
+});
+
+it('create-workspace prints the workspace, its key, its secret and the owner’s dashboard login', async () => {
+  const out = await admin('create-workspace', '--name', 'Acme Corp');
+  expect(out).toMatchObject({
+    workspace_id: expect.stringMatching(/^ws_/),
+    api_key: expect.stringMatching(/^sk_/),
+    signing_secret: expect.stringMatching(/^whsec_/),
+    dashboard: { email: 'owner@acme-corp.local', password: expect.any(String), role: 'owner' },
+  });
+  const workspaces = new WorkspaceRepository(redis, new StoreKeys(prefix));
+  expect(await workspaces.findByApiKey(out.api_key)).toBe(out.workspace_id);
+  expect(await workspaces.authenticateMember(out.workspace_id, out.dashboard.email, out.dashboard.password)).toBe('owner');
+});
+
+it('rotate-secret prints the new secret and when the previous one stops signing', async () => {
+  const ws = await admin('create-workspace', '--name', 'rot');
+  const before = Date.now();
+  const out = await admin('rotate-secret', '--workspace', ws.workspace_id);
+  expect(out.signing_secret).toMatch(/^whsec_/);
+  expect(out.signing_secret).not.toBe(ws.signing_secret);
+  const ends = Date.parse(out.previous_secret_expires_at);
+  expect(ends).toBeGreaterThanOrEqual(before + 3_600_000 - 1_000);
+  expect(ends).toBeLessThanOrEqual(Date.now() + 3_600_000);
+  const secrets = await new WorkspaceRepository(redis, new StoreKeys(prefix)).activeSecrets(ws.workspace_id);
+  expect(secrets).toEqual([out.signing_secret, ws.signing_secret]);
+});
+
+it('exits 2 with usage on bad input', async () => {
+  await expect(admin('rotate-secret')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--workspace is required') });
+  await expect(admin('frobnicate')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('usage') });
+});

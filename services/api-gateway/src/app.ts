@@ -31,7 +31,6 @@ export interface GatewayDeps {
 export function createApp(deps: GatewayDeps): Express {
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', true);
   app.use(requestContext(deps.logger));
 
   app.get('/healthz', (_req, res) => {

@@ -3,6 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund 1>&2
+  npm install --no-audit --no-fund 1>&2
 fi
 npx tsc -b 1>&2

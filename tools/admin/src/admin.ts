@@ -2,6 +2,7 @@ import { createRedis, loadConfig } from '@media/common';
 import { JobRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
 import type { Redis } from 'ioredis';
 import type { AppConfig } from '@media/common';
+import { retryCallback } from './callback-commands';
 
 /** Everything a command needs, built once from the validated config. */
 export interface AdminContext {
@@ -33,7 +34,8 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
         name,
         api_key: created.apiKey,
         signing_secret: created.signingSecret,
-        dashboard: { url: `${ctx.config.publicBaseUrl}/dashboard`, email: created.owner.email, password: created.owner.password, role: 'owner' },
+        // The dashboard is not built yet; these are the owner's credentials for it.
+        dashboard: { email: created.owner.email, password: created.owner.password, role: 'owner' },
       };
     },
   },
@@ -44,6 +46,10 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
       const rotated = await ctx.workspaces.rotateSecret(workspaceId, ctx.config.secretRotationOverlapSeconds);
       return { workspace_id: workspaceId, ...rotated };
     },
+  },
+  'retry-callback': {
+    usage: 'retry-callback --id MSG_ID [--workspace ID]',
+    run: (ctx, flags) => retryCallback(ctx, required(flags, 'id'), flags.workspace),
   },
   ledger: {
     usage: 'ledger --workspace ID',

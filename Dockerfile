@@ -1,0 +1,37 @@
+# syntax=docker/dockerfile:1
+# One image for all three services; the command picks one:
+#   node services/api-gateway/dist/main.js | services/generator/dist/main.js | services/webhook-dispatcher/dist/main.js
+# and the admin CLI: node tools/admin/dist/main.js <command>.
+# ffmpeg/ffprobe come from the @ffmpeg-installer / @ffprobe-installer npm packages and sharp from its
+# prebuilt @img/* packages (glibc builds, hence Debian rather than Alpine); no apt packages are needed.
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# --- build: all dependencies (TypeScript is a dev dependency), compile every package -----------------
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY . .
+RUN --mount=type=cache,target=/root/.npm npm install --no-audit --no-fund
+RUN npx tsc -b
+# Only what runs: the manifests (npm install needs every workspace's package.json to link @media/*) and
+# the compiled dist folders.
+RUN mkdir -p /out \
+ && cp package.json package-lock.json /out/ \
+ && for dir in libs/* services/* tools/*; do \
+      mkdir -p "/out/$dir" && cp "$dir/package.json" "/out/$dir/" && cp -R "$dir/dist" "/out/$dir/dist"; \
+    done
+
+# --- runtime: production dependencies only ------------------------------------------------------------
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    MEDIA_DIR=/data/media \
+    PORT=8080
+WORKDIR /app
+COPY --from=build /out/ ./
+RUN --mount=type=cache,target=/root/.npm npm install --omit=dev --no-audit --no-fund \
+ && mkdir -p /data/media \
+ && chown -R node:node /data
+USER node
+EXPOSE 8080
+# The services handle SIGTERM themselves (drain, then exit within SHUTDOWN_TIMEOUT_MS).
+CMD ["node", "services/api-gateway/dist/main.js"]

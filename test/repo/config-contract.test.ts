@@ -1,0 +1,145 @@
+// The settings in libs/common/src/config.ts are a contract with operators: the README documents each
+// one, and docker-compose.yml / k8s notes may only set names the services actually read (a misspelt
+// variable is silently ignored at run time, so it has to be caught here).
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { CONFIG_KEYS } from '@media/common';
+
+const ROOT = resolve(__dirname, '../..');
+const read = (path: string) => readFileSync(resolve(ROOT, path), 'utf8');
+
+/** Names the design (section 3) and the compose brief require compose to show, so the regex below cannot pass by finding nothing. */
+const REQUIRED_IN_COMPOSE = [
+  'REDIS_URL',
+  'PUBLIC_BASE_URL',
+  'DOCS_URL',
+  'LINK_TTL_SECONDS',
+  'WEBHOOK_TIMEOUT_MS',
+  'WEBHOOK_RETRY_SCHEDULE',
+  'SECRET_ROTATION_OVERLAP_SECONDS',
+  'CALLBACK_ALLOW_HTTP',
+  'CALLBACK_ALLOWED_CIDRS',
+  'CALLBACK_CA_FILE',
+  'MEDIA_DIR',
+  'KEY_PREFIX',
+  'GENERATOR_CONCURRENCY',
+  'DISPATCHER_CONCURRENCY',
+];
+
+const indentOf = (line: string) => line.length - line.trimStart().length;
+
+/**
+ * Variable names set in the `environment:` blocks of a compose file (and in `x-…environment: &anchor`
+ * extension blocks merged into them). Handles `KEY: value`, `- KEY=value` and commented-out
+ * `# KEY: value` entries; commented names count too, so a typo in an example is caught as well.
+ * No YAML library is a dependency, hence the line-based reading.
+ */
+export function composeEnvironmentNames(text: string): { names: string[]; headers: number } {
+  const lines = text.split(/\r?\n/);
+  const names: string[] = [];
+  let headers = 0;
+  for (let i = 0; i < lines.length; i++) {
+    const header = /^(\s*)(?:x-[\w-]*environment|environment)\s*:\s*(?:&[\w-]+)?\s*(?:#.*)?$/.exec(lines[i]);
+    if (!header) continue;
+    headers++;
+    const indent = header[1].length;
+    for (let j = i + 1; j < lines.length; j++) {
+      const line = lines[j];
+      const body = line.trim();
+      if (body === '') continue;
+      const comment = body.startsWith('#');
+      if (indentOf(line) <= indent) {
+        if (comment) continue; // a comment outside the block does not end it
+        break;
+      }
+      if (body.startsWith('<<:')) continue; // merge of an anchor parsed on its own
+      const match = comment
+        ? /^#\s*([A-Z][A-Z0-9_]*)\s*[:=]/.exec(body)
+        : /^(?:-\s*)?["']?([A-Za-z_][A-Za-z0-9_]*)["']?\s*(?::|=|$)/.exec(body);
+      if (match) names.push(match[1]);
+      else if (!comment) throw new Error(`cannot read environment entry: ${body}`);
+    }
+  }
+  return { names, headers };
+}
+
+describe('configuration contract', () => {
+  it('CONFIG_KEYS is the full, upper-case list of settings', () => {
+    expect(CONFIG_KEYS.length).toBeGreaterThanOrEqual(REQUIRED_IN_COMPOSE.length);
+    for (const key of CONFIG_KEYS) expect(key).toMatch(/^[A-Z][A-Z0-9_]*$/);
+  });
+
+  describe('README.md', () => {
+    const readme = read('README.md');
+    const section = /^## Configuration\b[\s\S]*?(?=^## )/m.exec(readme)?.[0] ?? '';
+
+    it('has a Configuration section', () => {
+      expect(section).not.toBe('');
+    });
+
+    it.each([...CONFIG_KEYS])('documents %s in the settings table', (key) => {
+      expect(section).toMatch(new RegExp(`^\\|\\s*\`${key}\`\\s*\\|`, 'm'));
+    });
+
+    it('documents no setting that the code does not read', () => {
+      const documented = [...section.matchAll(/^\|\s*`([A-Z][A-Z0-9_]*)`\s*\|/gm)].map((m) => m[1]);
+      expect(documented.filter((name) => !CONFIG_KEYS.includes(name))).toEqual([]);
+    });
+  });
+
+  describe('docker-compose.yml', () => {
+    const compose = read('docker-compose.yml');
+    const { names, headers } = composeEnvironmentNames(compose);
+
+    it('every environment: key is parsed as a block', () => {
+      // An inline `environment: {…}` or `[…]` would hide its names from the parser above.
+      const all = compose.split(/\r?\n/).filter((l) => /^\s*(?:x-[\w-]*)?environment\s*:/.test(l)).length;
+      expect(headers).toBe(all);
+      expect(headers).toBeGreaterThanOrEqual(1);
+    });
+
+    it('sets only variables that are settings in config.ts', () => {
+      expect([...new Set(names.filter((name) => !CONFIG_KEYS.includes(name)))]).toEqual([]);
+    });
+
+    it('shows the contract settings', () => {
+      expect(REQUIRED_IN_COMPOSE.filter((name) => !names.includes(name))).toEqual([]);
+    });
+  });
+
+  describe('k8s/README.md', () => {
+    it('names only variables that are settings in config.ts', () => {
+      const text = read('k8s/README.md');
+      const named = [...text.matchAll(/`([A-Z][A-Z0-9]*_[A-Z0-9_]+|PORT)`/g)].map((m) => m[1]);
+      expect(named.length).toBeGreaterThan(0);
+      expect([...new Set(named.filter((name) => !CONFIG_KEYS.includes(name)))]).toEqual([]);
+    });
+  });
+});
+
+describe('composeEnvironmentNames', () => {
+  it('reads mapping, list, merged and commented entries, and stops at the block end', () => {
+    const text = [
+      'x-common-environment: &env',
+      '  REDIS_URL: redis://redis:6379',
+      '  # CALLBACK_CA_FILE: /etc/ca.pem',
+      'services:',
+      '  api:',
+      '    environment:',
+      '      <<: *env',
+      '      PORT: "8080"',
+      '      # explanatory prose is ignored',
+      '    command: ["node"]',
+      '  worker:',
+      '    environment:',
+      '      - KEY_PREFIX=media',
+      '      - "LOG_LEVEL=debug"',
+      '    ports:',
+      '      - "8080:8080"',
+    ].join('\n');
+    expect(composeEnvironmentNames(text)).toEqual({
+      names: ['REDIS_URL', 'CALLBACK_CA_FILE', 'PORT', 'KEY_PREFIX', 'LOG_LEVEL'],
+      headers: 3,
+    });
+  });
+});

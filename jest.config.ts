@@ -11,7 +11,10 @@ const config: Config = {
   testEnvironment: 'node',
   roots: ['<rootDir>/libs', '<rootDir>/services', '<rootDir>/tools', '<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  moduleNameMapper: { '^@media/([a-z-]+)$': '<rootDir>/libs/$1/src' },
+  moduleNameMapper: {
+    '^@media/(api-gateway|generator|webhook-dispatcher)$': '<rootDir>/services/$1/src',
+    '^@media/([a-z-]+)$': '<rootDir>/libs/$1/src',
+  },
   transform: {
     '^.+\\.[cm]?[tj]s$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.test.json' }],
   },

@@ -47,10 +47,13 @@ export const QUEUE_DEFAULTS: { [Q in QueueName]: JobsOptions } = {
   },
 };
 
-/** Deterministic BullMQ job ids: adding the same work twice is a no-op. */
+/**
+ * Deterministic BullMQ job ids: adding the same work twice is a no-op. '.' separates the parts
+ * because BullMQ 6 rejects custom ids containing ':' (it reserves them for repeatable jobs).
+ */
 export const jobIds = {
   generation: (jobId: string) => jobId,
-  jobFinished: (jobId: string) => `finished:${jobId}`,
+  jobFinished: (jobId: string) => `finished.${jobId}`,
   delivery: (messageId: string, attempt: number, trigger: AttemptTrigger) =>
-    trigger === 'manual' ? `${messageId}:manual:${Date.now()}` : `${messageId}:${attempt}`,
+    trigger === 'manual' ? `${messageId}.manual.${Date.now()}` : `${messageId}.${attempt}`,
 };

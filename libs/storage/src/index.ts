@@ -1,4 +1,5 @@
 export * from './blob-store';
+export * from './callbacks';
 export * from './idempotency';
 export * from './jobs';
 export * from './keys';

@@ -1,0 +1,276 @@
+import { CallbackUrlRejectedError, type CheckedTarget } from '@media/callback-guard';
+import { derivedId, jobIds, type AttemptTrigger, type JobQueue, type Logger } from '@media/common';
+import { eventTypeFor, isFinished, type EventType, type JobPresenter } from '@media/domain';
+import type {
+  CallbackAttempt,
+  CallbackRecord,
+  CallbackRepository,
+  JobRepository,
+  NewCallbackAttempt,
+  WorkspaceRepository,
+} from '@media/storage';
+import { classifyRejection, classifyStatus } from './classify';
+import { buildBody, buildHeaders } from './envelope';
+import { CallbackNotFoundError, UndeliverableCallbackError } from './errors';
+import { attemptKey, delayUntil, maxAttempts, nextAttemptAt } from './ladder';
+import type { Exchange } from './webhook-sender';
+
+/** The `deliver` payload of the `callback-deliveries` queue: ids only. */
+export interface DeliveryRequest {
+  messageId: string;
+  attempt: number;
+  trigger: AttemptTrigger;
+}
+
+/** A manual retry that was queued for the dispatcher. */
+export interface ManualRetryRequest {
+  message_id: string;
+  /** Identifies this request's attempt; pass it to {@link CallbackService.findManualAttempt}. */
+  request_id: string;
+  requested_at: string;
+}
+
+/** The dependencies, narrowed to what the service calls so tests can hand in fakes. */
+export interface CallbackServiceDeps {
+  callbacks: CallbackRepository;
+  jobs: Pick<JobRepository, 'get'>;
+  workspaces: Pick<WorkspaceRepository, 'activeSecrets'>;
+  presenter: Pick<JobPresenter, 'render'>;
+  guard: { check(url: string): Promise<CheckedTarget> };
+  sender: { send(target: CheckedTarget, body: Buffer, headers: Record<string, string>): Promise<Exchange> };
+  deliveries: Pick<JobQueue<'callback-deliveries'>, 'add' | 'remove'>;
+  logger: Logger;
+  /** Gaps before automatic attempts 2..n (WEBHOOK_RETRY_SCHEDULE). */
+  retryScheduleMs: readonly number[];
+  docsUrl: string;
+  now?: () => number;
+}
+
+/** The `msg_` id of a job's callback: derived, so a replayed job-finished event finds the same callback. */
+export const callbackIdFor = (jobId: string, type: EventType): string => derivedId('msg', jobId, type);
+
+/**
+ * Callback delivery: turns finished jobs into callbacks, makes each attempt (fresh check, fresh
+ * links, fresh signature), records it, and walks the retry ladder as BullMQ delayed jobs.
+ *
+ * Every method may run again after a crash at any line. A callback is created once (SET NX on a
+ * derived id), an automatic attempt is recorded once (keyed by its number), and each follow-up has
+ * a deterministic queue id, so a re-run repeats at most the HTTP request itself, with the same
+ * `webhook-id` for the receiver to de-duplicate.
+ */
+export class CallbackService {
+  private readonly now: () => number;
+
+  constructor(private readonly deps: CallbackServiceDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  /**
+   * Handles a `job-finished` event: creates the job's callback (if it asked for one) and queues
+   * attempt 1. Returns the callback, or undefined when the job has no `callback_url`.
+   */
+  async onJobFinished(jobId: string): Promise<CallbackRecord | undefined> {
+    const job = await this.deps.jobs.get(jobId);
+    if (!job) {
+      // Events carry ids only; a job that is gone (deleted, or another deployment's) has nothing to send.
+      this.deps.logger.warn('finished job has no record; no callback', { job_id: jobId });
+      return undefined;
+    }
+    if (!job.callback_url) return undefined;
+    if (!isFinished(job.status) || job.finished_ms === null) {
+      // The generator announces only after the finish is stored, so this is a bug, not a race: let
+      // BullMQ retry and then keep the event in its failed set for someone to look at.
+      throw new Error(`job ${jobId} was announced finished but is ${job.status}`);
+    }
+    const type = eventTypeFor(job);
+    const now = this.now();
+    const { created, callback } = await this.deps.callbacks.create({
+      id: callbackIdFor(job.id, type),
+      workspace_id: job.workspace_id,
+      job_id: job.id,
+      type,
+      url: job.callback_url,
+      event_ms: job.finished_ms,
+      created_ms: now,
+      state: 'pending',
+      attempt_count: 0,
+      ladder_attempt: 0,
+      next_attempt_ms: now,
+      delivered_ms: null,
+      last_attempt_ms: null,
+    });
+    // Also for an existing record: a crash between create and this add is repaired by the event's
+    // retry. Once attempt 1 has run, a replayed event adds nothing.
+    if (callback.state === 'pending' && callback.ladder_attempt === 0) {
+      await this.deps.deliveries.add('deliver', { messageId: callback.id, attempt: 1, trigger: 'scheduled' }, { jobId: jobIds.delivery(callback.id, 1, 'scheduled') });
+    }
+    if (created) this.deps.logger.info('callback created', { message_id: callback.id, job_id: job.id, type });
+    return callback;
+  }
+
+  /**
+   * Makes one attempt (a `deliver` job) and records it. An automatic attempt that fails schedules
+   * the next one or, after the last, ends the callback `failed`; a manual one that succeeds cancels
+   * the scheduled automatic attempt. A failed attempt is a normal outcome, not an error: this throws
+   * only for transient trouble (Redis), which BullMQ retries.
+   *
+   * @param queueJobId - the BullMQ job id, which keys a manual attempt in the log
+   * @returns the recorded attempt, or undefined when there was nothing (more) to do or this
+   *   attempt had been recorded already (a re-run after a crash)
+   */
+  async deliver(request: DeliveryRequest, queueJobId: string): Promise<CallbackAttempt | undefined> {
+    const callback = await this.deps.callbacks.get(request.messageId);
+    if (!callback) {
+      this.deps.logger.warn('delivery for an unknown callback; dropping', { message_id: request.messageId });
+      return undefined;
+    }
+    if (request.trigger === 'scheduled') {
+      // Delivered by a manual retry meanwhile, or already ended: the ladder stops here.
+      if (callback.state !== 'pending') return undefined;
+      // This attempt was recorded before a crash: only make sure its follow-up is queued.
+      if (callback.ladder_attempt >= request.attempt) {
+        await this.scheduleNext(callback);
+        return undefined;
+      }
+    }
+
+    const exchange = await this.attempt(callback);
+    // No status and no transport error would be a stream that ended without an answer: not delivered.
+    const error = exchange.transportError ?? (exchange.status === null ? 'reset' : classifyStatus(exchange.status));
+    const ladder = request.trigger === 'scheduled' ? request.attempt : null;
+    const endedMs = exchange.sentMs + exchange.durationMs;
+    const attempt: NewCallbackAttempt = {
+      ladder_attempt: ladder,
+      trigger: request.trigger,
+      sent_ms: exchange.sentMs,
+      duration_ms: exchange.durationMs,
+      status: exchange.status,
+      error,
+      error_detail: exchange.transportDetail,
+      address: exchange.address,
+      excerpt: exchange.excerpt,
+    };
+    const next = ladder !== null && error !== null ? nextAttemptAt(this.deps.retryScheduleMs, ladder, endedMs) : null;
+    const { recorded, callback: after } = await this.deps.callbacks.recordAttempt(
+      callback.id,
+      attemptKey(request.trigger, request.attempt, queueJobId),
+      attempt,
+      next,
+      this.now(),
+    );
+
+    if (request.trigger === 'scheduled') {
+      await this.scheduleNext(after);
+    } else if (error === null && after.ladder_attempt < maxAttempts(this.deps.retryScheduleMs)) {
+      // Delivered by hand: the automatic attempt still waiting is no longer wanted. If it is
+      // running right now it cannot be removed, and finds the callback delivered when it records.
+      await this.deps.deliveries.remove(jobIds.delivery(callback.id, after.ladder_attempt + 1, 'scheduled'));
+    }
+
+    this.deps.logger.info('callback attempt', {
+      message_id: callback.id,
+      // The host only: callback URLs often carry a token in their path or query.
+      host: safeHost(callback.url),
+      attempt: ladder,
+      trigger: request.trigger,
+      status: exchange.status,
+      error,
+      duration_ms: exchange.durationMs,
+      state: after.state,
+      duplicate: !recorded,
+    });
+    return recorded ? { ...attempt, number: after.attempt_count } : undefined;
+  }
+
+  /**
+   * Queues one attempt right away, in any state (spec 3, "Retry callback"). It does not extend the
+   * automatic ladder; if it succeeds, the automatic attempt still scheduled is cancelled and the
+   * callback becomes `delivered`. The attempt is made by the dispatcher (the only service that
+   * calls out to receivers), ahead of waiting work.
+   *
+   * @param workspaceId - the caller's workspace, or null for operators (admin CLI) who may retry any
+   * @throws CallbackNotFoundError when there is no such callback in that workspace
+   */
+  async retryNow(workspaceId: string | null, messageId: string): Promise<ManualRetryRequest> {
+    const callback =
+      workspaceId === null ? await this.deps.callbacks.get(messageId) : await this.deps.callbacks.getForWorkspace(workspaceId, messageId);
+    if (!callback) throw new CallbackNotFoundError(messageId);
+    const now = this.now();
+    const requestId = jobIds.delivery(callback.id, callback.attempt_count + 1, 'manual');
+    await this.deps.deliveries.add(
+      'deliver',
+      { messageId: callback.id, attempt: callback.attempt_count + 1, trigger: 'manual' },
+      // lifo puts it ahead of the waiting backlog: the user is looking at the page.
+      { jobId: requestId, lifo: true },
+    );
+    return { message_id: callback.id, request_id: requestId, requested_at: new Date(now).toISOString() };
+  }
+
+  /** The attempt made for a {@link retryNow} request, once the dispatcher has recorded it. */
+  async findManualAttempt(messageId: string, requestId: string): Promise<CallbackAttempt | undefined> {
+    return this.deps.callbacks.attempt(messageId, attemptKey('manual', 0, requestId));
+  }
+
+  /** A callback and its attempt log, scoped like {@link retryNow}. */
+  async describe(workspaceId: string | null, messageId: string): Promise<{ callback: CallbackRecord; attempts: CallbackAttempt[] }> {
+    const callback =
+      workspaceId === null ? await this.deps.callbacks.get(messageId) : await this.deps.callbacks.getForWorkspace(workspaceId, messageId);
+    if (!callback) throw new CallbackNotFoundError(messageId);
+    return { callback, attempts: await this.deps.callbacks.attempts(messageId) };
+  }
+
+  /** Ends a callback whose automatic delivery BullMQ gave up on (retries exhausted, or undeliverable). */
+  async giveUp(messageId: string, reason: string): Promise<void> {
+    const callback = await this.deps.callbacks.giveUp(messageId);
+    this.deps.logger.error('callback delivery given up', { message_id: messageId, reason, state: callback?.state });
+  }
+
+  /** Queues the next automatic attempt if the ladder says one is due; a no-op when it is queued already. */
+  private async scheduleNext(callback: CallbackRecord): Promise<void> {
+    if (callback.state !== 'pending' || callback.next_attempt_ms === null) return;
+    const attempt = callback.ladder_attempt + 1;
+    await this.deps.deliveries.add(
+      'deliver',
+      { messageId: callback.id, attempt, trigger: 'scheduled' },
+      { jobId: jobIds.delivery(callback.id, attempt, 'scheduled'), delay: delayUntil(callback.next_attempt_ms, this.now()) },
+    );
+  }
+
+  /** One POST: check the URL afresh, render with fresh links, sign with every active secret, send. */
+  private async attempt(callback: CallbackRecord): Promise<Exchange> {
+    const checkedAt = this.now();
+    let target: CheckedTarget;
+    try {
+      // Checked again on every attempt: DNS may now point somewhere it did not at acceptance.
+      target = await this.deps.guard.check(callback.url);
+    } catch (err) {
+      if (!(err instanceof CallbackUrlRejectedError)) throw err;
+      return {
+        sentMs: checkedAt,
+        durationMs: this.now() - checkedAt,
+        status: null,
+        transportError: classifyRejection(err),
+        transportDetail: `${err.reason}: ${err.message}`,
+        address: null,
+        excerpt: '',
+      };
+    }
+    const job = await this.deps.jobs.get(callback.job_id);
+    if (!job) throw new UndeliverableCallbackError(callback.id, `job ${callback.job_id} no longer exists`);
+    const sentMs = this.now();
+    const secrets = await this.deps.workspaces.activeSecrets(callback.workspace_id, sentMs);
+    if (secrets.length === 0) throw new UndeliverableCallbackError(callback.id, `workspace ${callback.workspace_id} has no signing secret`);
+    const timestampSeconds = Math.floor(sentMs / 1000);
+    const body = buildBody(callback.type, callback.event_ms, this.deps.presenter.render(job, timestampSeconds));
+    const headers = buildHeaders({ messageId: callback.id, timestampSeconds, body, secrets, docsUrl: this.deps.docsUrl });
+    return this.deps.sender.send(target, body, headers);
+  }
+}
+
+function safeHost(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return '(invalid url)';
+  }
+}

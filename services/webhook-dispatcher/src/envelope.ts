@@ -1,0 +1,41 @@
+import type { EventType, ImageRequestObject, VideoObject } from '@media/domain';
+import { signatureHeader } from '@media/webhooks';
+
+/** The callback body (spec 2.3). */
+export interface CallbackEnvelope {
+  type: EventType;
+  /** When the job ended, ISO 8601 UTC with milliseconds. */
+  timestamp: string;
+  /** The job exactly as the API's GET returns it, with links minted for this attempt. */
+  data: VideoObject | ImageRequestObject;
+}
+
+/** The exact bytes of one attempt's body: what is signed is what is sent. */
+export function buildBody(type: EventType, eventMs: number, data: VideoObject | ImageRequestObject): Buffer {
+  const envelope: CallbackEnvelope = { type, timestamp: new Date(eventMs).toISOString(), data };
+  return Buffer.from(JSON.stringify(envelope), 'utf8');
+}
+
+/** `user-agent` of every callback (spec 4.5); the docs URL tells a receiver's operator who is calling. */
+export const userAgent = (docsUrl: string): string => `Service-Webhooks/1.0 (+${docsUrl.replace(/\/+$/, '')}/webhooks)`;
+
+export interface SignedHeadersInput {
+  messageId: string;
+  /** This attempt's send time, Unix seconds. */
+  timestampSeconds: number;
+  body: Buffer;
+  /** Current secret first, then any still inside a rotation overlap: one signature each. */
+  secrets: string[];
+  docsUrl: string;
+}
+
+/** The request headers of one attempt (spec 4.5), signed over `body` as it will be sent. */
+export function buildHeaders(input: SignedHeadersInput): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'user-agent': userAgent(input.docsUrl),
+    'webhook-id': input.messageId,
+    'webhook-timestamp': String(input.timestampSeconds),
+    'webhook-signature': signatureHeader(input.secrets, input.messageId, input.timestampSeconds, input.body),
+  };
+}

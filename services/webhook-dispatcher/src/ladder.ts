@@ -1,0 +1,27 @@
+import type { AttemptTrigger } from '@media/common';
+
+/**
+ * The automatic retry ladder (spec section 8): attempt 1 as soon as the job ends, then one attempt
+ * after each configured gap, so six attempts with the default five gaps.
+ */
+export const maxAttempts = (scheduleMs: readonly number[]): number => scheduleMs.length + 1;
+
+/**
+ * When automatic attempt `attempt + 1` is due, given that attempt `attempt` ended at `endedMs`;
+ * null when `attempt` was the last one.
+ *
+ * The gap runs from the end of the previous attempt, not its start, so a receiver that times out
+ * still gets the full gap before it is called again.
+ */
+export function nextAttemptAt(scheduleMs: readonly number[], attempt: number, endedMs: number): number | null {
+  if (!Number.isInteger(attempt) || attempt < 1) throw new RangeError(`attempt must be a positive integer, got ${attempt}`);
+  if (attempt >= maxAttempts(scheduleMs)) return null;
+  return endedMs + scheduleMs[attempt - 1];
+}
+
+/** BullMQ delay for a job due at `dueMs`; never negative, so an overdue attempt runs at once. */
+export const delayUntil = (dueMs: number, now: number): number => Math.max(0, Math.ceil(dueMs - now));
+
+/** Key of an attempt in the callback's attempt log: one per automatic attempt, one per manual request. */
+export const attemptKey = (trigger: AttemptTrigger, attempt: number, queueJobId: string): string =>
+  trigger === 'scheduled' ? `auto.${attempt}` : `manual.${queueJobId}`;

@@ -1,0 +1,61 @@
+import { readFile } from 'node:fs/promises';
+import type { Redis } from 'ioredis';
+import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
+import { JobQueue, type AppConfig, type Logger } from '@media/common';
+import { JobPresenter, LinkSigner } from '@media/domain';
+import { CallbackRepository, JobRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { CallbackService } from './callback-service';
+import { WebhookSender } from './webhook-sender';
+
+/** A wired {@link CallbackService} and the resources it holds. */
+export interface CallbackServiceHandle {
+  service: CallbackService;
+  callbacks: CallbackRepository;
+  /** Releases the queue producer and the HTTP agents; the Redis connection stays the caller's. */
+  close(): Promise<void>;
+}
+
+export interface WiringOverrides {
+  /** Replaces the system resolver of the URL guard (tests: DNS rebinding). */
+  resolver?: HostResolver;
+  now?: () => number;
+}
+
+/**
+ * Builds the callback service from the validated config, in one place for the dispatcher and for
+ * the admin CLI's `retry-callback`, so both reach the same store, queue and policy.
+ */
+export async function createCallbackService(
+  config: AppConfig,
+  redis: Redis,
+  logger: Logger,
+  overrides: WiringOverrides = {},
+): Promise<CallbackServiceHandle> {
+  const keys = new StoreKeys(config.keyPrefix);
+  const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret), config.publicBaseUrl, config.linkTtlSeconds);
+  const extraCaPem = config.callbackCaFile ? await readFile(config.callbackCaFile, 'utf8') : undefined;
+  const sender = await WebhookSender.create({ timeoutMs: config.webhookTimeoutMs, extraCaPem }, overrides.now);
+  const deliveries = new JobQueue('callback-deliveries', redis, config.keyPrefix);
+  const callbacks = new CallbackRepository(redis, keys);
+  const service = new CallbackService({
+    callbacks,
+    jobs: new JobRepository(redis, keys),
+    workspaces: new WorkspaceRepository(redis, keys),
+    presenter: new JobPresenter(links, config.mediaRetentionSeconds),
+    guard: new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs }, overrides.resolver),
+    sender,
+    deliveries,
+    logger,
+    retryScheduleMs: config.webhookRetryScheduleMs,
+    docsUrl: config.docsUrl,
+    now: overrides.now,
+  });
+  return {
+    service,
+    callbacks,
+    close: async () => {
+      sender.close();
+      await deliveries.close();
+    },
+  };
+}

@@ -1,0 +1,140 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
+import { createLogger, jobIds, loadConfig } from '@media/common';
+import type { ImageJob } from '@media/domain';
+import { JobRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { createCallbackService, type CallbackServiceHandle } from '../../services/webhook-dispatcher/src/wiring';
+import { freePort, REDIS_URL } from '../support/stack';
+import { makeTestPki, type TestPki } from './support/pki';
+import { TestReceiver } from './support/receiver';
+
+/**
+ * Delivery-time address policy, with the dispatcher's own classes in process so the resolver can
+ * be scripted: DNS rebinding, pinning to the checked address, and TLS trust.
+ */
+const prefix = `test-${randomBytes(6).toString('hex')}`;
+const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+const keys = new StoreKeys(prefix);
+const jobs = new JobRepository(redis, keys);
+let pki: TestPki;
+let strangerPki: TestPki;
+let receiver: TestReceiver;
+let stranger: TestReceiver;
+let workspaceId: string;
+const handles: CallbackServiceHandle[] = [];
+
+beforeAll(async () => {
+  pki = makeTestPki(['rebind.test', 'pinned.test']);
+  strangerPki = makeTestPki();
+  receiver = await TestReceiver.start(pki);
+  stranger = await TestReceiver.start(strangerPki);
+  workspaceId = (await new WorkspaceRepository(redis, keys).create('policy', 'owner@policy.test')).workspace.id;
+});
+
+afterAll(async () => {
+  for (const handle of handles) await handle.close();
+  let cursor = '0';
+  do {
+    const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (found.length > 0) await redis.del(...found);
+  } while (cursor !== '0');
+  redis.disconnect();
+  await receiver?.stop();
+  await stranger?.stop();
+  pki?.cleanup();
+  strangerPki?.cleanup();
+});
+
+async function service(allowedCidrs: string, resolver?: HostResolver) {
+  const config = loadConfig({ KEY_PREFIX: prefix, CALLBACK_CA_FILE: pki.caFile, CALLBACK_ALLOWED_CIDRS: allowedCidrs, WEBHOOK_TIMEOUT_MS: '3000' });
+  const handle = await createCallbackService(config, redis, createLogger('test', 'error'), { resolver });
+  handles.push(handle);
+  return handle.service;
+}
+
+/** A completed image job with a callback, stored as the generator leaves it. */
+async function finishedJob(callbackUrl: string): Promise<string> {
+  const id = `req_${randomBytes(8).toString('hex')}`;
+  const now = Date.now();
+  const job: ImageJob = {
+    id, workspace_id: workspaceId, kind: 'image', operation: 'generation', model: 'pixel-1', prompt: 'p', seed: 1, status: 'completed',
+    created_ms: now - 1_000, finished_ms: now, cost: 0.005, error: null, callback_url: callbackUrl, request_id: id,
+    n: 1, size: '256x256', output_format: 'png', response_format: 'url', inputs: [], mask: null, outputs: [`${workspaceId}/${id}/0.png`],
+  };
+  await jobs.create(job);
+  return id;
+}
+
+/** Answers each name from a script of successive answers; counts the questions. */
+function scriptedResolver(answers: string[][]): HostResolver & { calls: number } {
+  const resolve = async () => {
+    const answer = answers[Math.min(resolve.calls, answers.length - 1)];
+    resolve.calls++;
+    return answer.map((address) => ({ address, family: address.includes(':') ? (6 as const) : (4 as const) }));
+  };
+  resolve.calls = 0;
+  return resolve;
+}
+
+it('refuses a host that rebinds to loopback after acceptance: blocked_address, and no connection is made', async () => {
+  const resolver = scriptedResolver([['93.184.215.14'], ['127.0.0.1']]);
+  const url = `https://rebind.test:${receiver.port}/hook`;
+  // Acceptance (what the gateway checks) sees a public address.
+  await expect(new CallbackUrlGuard({ allowHttp: false, allowedCidrs: [] }, resolver).check(url)).resolves.toMatchObject({
+    addresses: [{ address: '93.184.215.14', family: 4 }],
+  });
+  const callbacks = await service('', resolver);
+  const callback = (await callbacks.onJobFinished(await finishedJob(url)))!;
+  const attempt = await callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
+
+  expect(attempt).toMatchObject({ ladder_attempt: 1, status: null, error: 'blocked_address', address: null });
+  expect(attempt!.error_detail).toContain('127.0.0.1');
+  expect(resolver.calls).toBe(2);
+  expect(receiver.connections).toBe(0);
+  // A refused address is a failed attempt like any other: the ladder goes on.
+  const { callback: after } = await callbacks.describe(workspaceId, callback.id);
+  expect(after).toMatchObject({ state: 'pending', ladder_attempt: 1 });
+  expect(after.next_attempt_ms).not.toBeNull();
+});
+
+it('connects to the address it checked, for a name the system resolver does not know', async () => {
+  const resolver = scriptedResolver([['127.0.0.1']]);
+  const callbacks = await service('127.0.0.0/8', resolver);
+  const callback = (await callbacks.onJobFinished(await finishedJob(`https://pinned.test:${receiver.port}/pinned`)))!;
+  const attempt = await callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
+
+  expect(attempt).toMatchObject({ status: 200, error: null, address: '127.0.0.1' });
+  const [request] = receiver.requestsTo('/pinned');
+  // The name still goes out as Host (and SNI); only the dialled address is pinned.
+  expect(request.headers.host).toBe(`pinned.test:${receiver.port}`);
+  expect(resolver.calls).toBe(1);
+});
+
+it('fails TLS to a receiver whose certificate no trusted CA signed', async () => {
+  const callbacks = await service('127.0.0.0/8');
+  const callback = (await callbacks.onJobFinished(await finishedJob(`https://localhost:${stranger.port}/hook`)))!;
+  const attempt = await callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
+
+  expect(attempt).toMatchObject({ status: null, error: 'tls', address: '127.0.0.1' });
+  expect(stranger.requests).toHaveLength(0);
+});
+
+it('refuses a name that no longer resolves as a dns failure', async () => {
+  const failing: HostResolver = async () => {
+    throw Object.assign(new Error('getaddrinfo ENOTFOUND gone.test'), { code: 'ENOTFOUND' });
+  };
+  const callbacks = await service('', failing);
+  const callback = (await callbacks.onJobFinished(await finishedJob('https://gone.test/hook')))!;
+  const attempt = await callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
+  expect(attempt).toMatchObject({ status: null, error: 'dns', address: null });
+});
+
+it('records a connection nobody accepts as refused, naming the address it dialled', async () => {
+  const port = await freePort();
+  const callbacks = await service('127.0.0.0/8', scriptedResolver([['127.0.0.1']]));
+  const callback = (await callbacks.onJobFinished(await finishedJob(`https://closed.test:${port}/hook`)))!;
+  const attempt = await callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
+  expect(attempt).toMatchObject({ status: null, error: 'refused', address: '127.0.0.1' });
+});

@@ -1,0 +1,45 @@
+import { jobIds } from '@media/common';
+import { eventually } from '../support/stack';
+import { DispatcherHarness } from './support/harness';
+
+/**
+ * A manual retry in the middle of the ladder. The gaps are long so that the automatic attempt 2
+ * is certainly still waiting when the manual attempt is made, however loaded the machine is.
+ */
+let h: DispatcherHarness;
+
+beforeAll(async () => {
+  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '10m,10m,10m,10m,10m' });
+  h.receiver.script('/manual-cancels', (n) => (n === 1 ? { status: 503 } : { status: 200 }));
+});
+
+afterAll(async () => {
+  await h?.stop();
+});
+
+describe('manual retry mid-ladder', () => {
+  it('cancels the scheduled automatic attempt when a manual retry delivers mid-ladder', async () => {
+    const jobId = await h.jobs.image(h.receiver.url('/manual-cancels'));
+    const messageId = await h.messageIdOf(jobId);
+    await h.attempts(messageId, 1);
+    const deliveries = h.queue('callback-deliveries');
+    try {
+      const secondId = jobIds.delivery(messageId, 2, 'scheduled');
+      await eventually(async () => ((await (await deliveries.getJob(secondId))?.isDelayed()) ? true : undefined), 5_000, 'attempt 2 scheduled');
+      const pending = (await h.callbacks.get(messageId))!;
+      expect(pending).toMatchObject({ state: 'pending', ladder_attempt: 1 });
+      expect(pending.next_attempt_ms).toBeGreaterThan(Date.now() - 1_000);
+
+      const service = await h.service();
+      const request = await service.retryNow(h.workspace.workspaceId, messageId);
+      await eventually(() => service.findManualAttempt(messageId, request.request_id), 10_000, 'manual attempt');
+
+      const { callback } = await h.settled(messageId, ['delivered']);
+      expect(callback).toMatchObject({ state: 'delivered', attempt_count: 2, ladder_attempt: 1, next_attempt_ms: null });
+      expect(await deliveries.getJob(secondId)).toBeUndefined();
+      expect(h.receiver.requestsTo('/manual-cancels')).toHaveLength(2);
+    } finally {
+      await deliveries.close();
+    }
+  });
+});

@@ -1,0 +1,114 @@
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { Queue } from 'bullmq';
+import { bullPrefix, createLogger, loadConfig } from '@media/common';
+import { eventTypeFor } from '@media/domain';
+import { CallbackRepository, type CallbackAttempt, type CallbackRecord, type CallbackState } from '@media/storage';
+import { callbackIdFor } from '../../../services/webhook-dispatcher/src/callback-service';
+import { createCallbackService, type CallbackServiceHandle } from '../../../services/webhook-dispatcher/src/wiring';
+import { eventually, TestStack, type TestWorkspace } from '../../support/stack';
+import { JobClient } from './jobs';
+import { makeTestPki, type TestPki } from './pki';
+import { TestReceiver } from './receiver';
+
+const ROOT = resolve(__dirname, '../../..');
+
+/** Env every dispatcher test needs: a loopback receiver with our own CA, and a word that fails jobs. */
+export const baseEnv = (pki: TestPki): Record<string, string> => ({
+  CALLBACK_ALLOWED_CIDRS: '127.0.0.0/8,::1/128',
+  CALLBACK_CA_FILE: pki.caFile,
+  MODERATION_BLOCKLIST: 'forbidden',
+  DOCS_URL: 'https://docs.media.test',
+});
+
+/**
+ * One test file's world: the three real services on their own key prefix, an HTTPS receiver on
+ * loopback, a workspace, and an in-process CallbackService (for retryNow) wired from the same env.
+ */
+export class DispatcherHarness {
+  private handle: CallbackServiceHandle | undefined;
+
+  private constructor(
+    readonly pki: TestPki,
+    readonly receiver: TestReceiver,
+    readonly stack: TestStack,
+    readonly workspace: TestWorkspace,
+    readonly jobs: JobClient,
+    readonly callbacks: CallbackRepository,
+  ) {}
+
+  static async start(env: Record<string, string>): Promise<DispatcherHarness> {
+    const pki = makeTestPki();
+    const receiver = await TestReceiver.start(pki);
+    const stack = await TestStack.start(['api-gateway', 'generator', 'webhook-dispatcher'], { ...baseEnv(pki), ...env });
+    const workspace = await stack.createWorkspace();
+    return new DispatcherHarness(pki, receiver, stack, workspace, new JobClient(stack, workspace.apiKey), new CallbackRepository(stack.redis, stack.keys));
+  }
+
+  /** The service the dashboard would call, built from this stack's configuration. */
+  async service() {
+    this.handle ??= await createCallbackService(loadConfig(this.stack.env), this.stack.redis, createLogger('test', 'error'));
+    return this.handle.service;
+  }
+
+  /** The `msg_` id of a finished job's callback. */
+  async messageIdOf(jobId: string): Promise<string> {
+    const job = await eventually(async () => {
+      const j = await this.stack.jobs.get(jobId);
+      return j && (j.status === 'completed' || j.status === 'failed') ? j : undefined;
+    }, 30_000, `job ${jobId} to finish`);
+    return callbackIdFor(job.id, eventTypeFor(job));
+  }
+
+  /** Waits for the callback to reach one of `states`; returns it with its attempt log. */
+  async settled(messageId: string, states: CallbackState[], timeoutMs = 30_000): Promise<{ callback: CallbackRecord; attempts: CallbackAttempt[] }> {
+    const callback = await eventually(async () => {
+      const cb = await this.callbacks.get(messageId);
+      return cb && states.includes(cb.state) ? cb : undefined;
+    }, timeoutMs, `callback ${messageId} to be ${states.join(' or ')}`);
+    return { callback, attempts: await this.callbacks.attempts(messageId) };
+  }
+
+  /** Waits until at least `count` attempts are recorded. */
+  async attempts(messageId: string, count: number, timeoutMs = 30_000): Promise<CallbackAttempt[]> {
+    return eventually(async () => {
+      const attempts = await this.callbacks.attempts(messageId);
+      return attempts.length >= count ? attempts : undefined;
+    }, timeoutMs, `${count} attempts of ${messageId}`);
+  }
+
+  /** A raw BullMQ handle on one of this stack's queues, to inspect jobs; close it after use. */
+  queue(name: 'job-events' | 'callback-deliveries'): Queue {
+    return new Queue(name, { connection: this.stack.redis, prefix: bullPrefix(this.stack.prefix) });
+  }
+
+  /** Waits until the dispatcher has handled the job-finished event with this BullMQ id. */
+  async eventHandled(queueJobId: string, timeoutMs = 15_000): Promise<void> {
+    const events = this.queue('job-events');
+    try {
+      await eventually(async () => ((await (await events.getJob(queueJobId))?.isCompleted()) ? true : undefined), timeoutMs, `event ${queueJobId} handled`);
+    } finally {
+      await events.close();
+    }
+  }
+
+  /** `npm run -s admin -- <args>` against this stack (the built CLI, without the setup step). */
+  admin(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    return new Promise((done, fail) => {
+      const child = spawn(process.execPath, [resolve(ROOT, 'tools/admin/dist/main.js'), ...args], { env: this.stack.env });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('error', fail);
+      child.on('close', (code) => done({ code, stdout, stderr }));
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.handle?.close();
+    await this.stack.stop();
+    await this.receiver.stop();
+    this.pki.cleanup();
+  }
+}

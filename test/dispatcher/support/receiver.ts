@@ -1,0 +1,109 @@
+import { once } from 'node:events';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
+import type { Socket } from 'node:net';
+import type { TestPki } from './pki';
+
+/** How the receiver answers one request. */
+export type Reply =
+  | { status: number; body?: string; headers?: Record<string, string> }
+  /** Drop the connection without an answer. */
+  | 'reset'
+  /** Never answer (until the receiver stops). */
+  | 'hang';
+
+/** Decides the reply to the `n`th request (1-based) to a path. */
+export type Script = (n: number, request: ReceivedRequest) => Reply;
+
+export interface ReceivedRequest {
+  path: string;
+  method: string;
+  /** Lower-case names; a repeated header is joined with ", ". */
+  headers: Record<string, string>;
+  /** The raw body as received, for signature checks. */
+  body: string;
+  /** When the request head arrived (Unix ms). */
+  receivedMs: number;
+  remoteAddress: string | undefined;
+}
+
+/** A real HTTPS webhook receiver on 127.0.0.1 with a scripted answer per path. */
+export class TestReceiver {
+  readonly requests: ReceivedRequest[] = [];
+  /** TCP connections accepted, whether or not a request followed. */
+  connections = 0;
+  private readonly scripts = new Map<string, Script>();
+  private readonly sockets = new Set<Socket>();
+
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+  ) {}
+
+  static async start(pki: TestPki): Promise<TestReceiver> {
+    const server = createServer({ cert: pki.cert, key: pki.key });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const receiver = new TestReceiver(server, (server.address() as { port: number }).port);
+    server.on('connection', (socket: Socket) => {
+      receiver.connections++;
+      receiver.sockets.add(socket);
+      socket.once('close', () => receiver.sockets.delete(socket));
+    });
+    server.on('request', (req, res) => void receiver.handle(req, res));
+    return receiver;
+  }
+
+  /** `https://localhost:<port><path>`: the name exercises the certificate and the loopback policy. */
+  url(path: string): string {
+    return `https://localhost:${this.port}${path}`;
+  }
+
+  script(path: string, script: Script): void {
+    this.scripts.set(path, script);
+  }
+
+  requestsTo(path: string): ReceivedRequest[] {
+    return this.requests.filter((r) => r.path === path);
+  }
+
+  async stop(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    this.server.close();
+    await once(this.server, 'close');
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const receivedMs = Date.now();
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const path = req.url ?? '/';
+    const request: ReceivedRequest = {
+      path,
+      method: req.method ?? '',
+      headers: flatten(req.headers),
+      body: Buffer.concat(chunks).toString('utf8'),
+      receivedMs,
+      remoteAddress: req.socket.remoteAddress,
+    };
+    this.requests.push(request);
+    const n = this.requestsTo(path).length;
+    const script: Script = this.scripts.get(path) ?? (() => ({ status: 200, body: 'ok' }));
+    const reply = script(n, request);
+    if (reply === 'hang') return;
+    if (reply === 'reset') {
+      req.socket.destroy();
+      return;
+    }
+    res.writeHead(reply.status, { 'content-type': 'text/plain', ...reply.headers });
+    res.end(reply.body ?? '');
+  }
+}
+
+function flatten(headers: IncomingHttpHeaders): Record<string, string> {
+  const flat: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return flat;
+}

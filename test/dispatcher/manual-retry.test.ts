@@ -25,14 +25,14 @@ describe('manual retry mid-ladder', () => {
     const deliveries = h.queue('callback-deliveries');
     try {
       const secondId = jobIds.delivery(messageId, 2, 'scheduled');
-      await eventually(async () => ((await (await deliveries.getJob(secondId))?.isDelayed()) ? true : undefined), 5_000, 'attempt 2 scheduled');
+      await eventually(async () => ((await (await deliveries.getJob(secondId))?.isDelayed()) ? true : undefined), 20_000, 'attempt 2 scheduled');
       const pending = (await h.callbacks.get(messageId))!;
       expect(pending).toMatchObject({ state: 'pending', ladder_attempt: 1 });
       expect(pending.next_attempt_ms).toBeGreaterThan(Date.now() - 1_000);
 
       const service = await h.service();
       const request = await service.retryNow(h.workspace.workspaceId, messageId);
-      await eventually(() => service.findManualAttempt(messageId, request.request_id), 10_000, 'manual attempt');
+      await eventually(() => service.findManualAttempt(messageId, request.request_id), 20_000, 'manual attempt');
 
       const { callback } = await h.settled(messageId, ['delivered']);
       expect(callback).toMatchObject({ state: 'delivered', attempt_count: 2, ladder_attempt: 1, next_attempt_ms: null });

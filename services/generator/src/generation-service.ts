@@ -46,7 +46,15 @@ const PROGRESS_STEP = 5;
  * event has a deterministic queue id.
  */
 export class GenerationService {
+  /** Aborts for the work in progress, so a shutdown past its deadline can stop the encoders. */
+  private readonly running = new Set<AbortController>();
+
   constructor(private readonly deps: GenerationDeps) {}
+
+  /** Stops every running generation (their jobs are left to BullMQ's stall recovery). */
+  abortAll(): void {
+    for (const controller of this.running) controller.abort(new Error('generator shutting down'));
+  }
 
   async run(jobId: string, attempt: AttemptInfo): Promise<void> {
     const job = await this.deps.jobs.get(jobId);
@@ -173,6 +181,7 @@ export class GenerationService {
 
   private async withTimeout<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const controller = new AbortController();
+    this.running.add(controller);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
@@ -184,6 +193,7 @@ export class GenerationService {
       return await Promise.race([work(controller.signal), timeout]);
     } finally {
       clearTimeout(timer);
+      this.running.delete(controller);
     }
   }
 }

@@ -40,7 +40,6 @@ async function main(): Promise<void> {
     }).catch((e) => logger.error('could not record given-up job', { job_id: job.data.jobId, error: String(e) }));
   });
   worker.on('error', (err) => logger.error('worker error', { error: String(err) }));
-  logger.info('generator started', { concurrency: config.generatorConcurrency });
 
   let stopping: Promise<void> | undefined;
   const shutdown = (signal: string) => {
@@ -48,7 +47,14 @@ async function main(): Promise<void> {
     stopping ??= (async () => {
       logger.info('draining', { signal });
       const deadline = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), config.shutdownTimeoutMs).unref());
-      if ((await Promise.race([worker.close(), deadline])) === 'timeout') await worker.close(true);
+      if ((await Promise.race([worker.close(), deadline])) === 'timeout') {
+        // BullMQ's forced close still waits for running processors, so stop the encoders here;
+        // their jobs keep their lock until it lapses, then another generator takes them over.
+        logger.warn('drain deadline passed; running jobs are left to stall recovery');
+        service.abortAll();
+        redis.disconnect();
+        process.exit(0);
+      }
       await events.close();
       await redis.quit();
       logger.info('stopped');
@@ -57,6 +63,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  logger.info('generator started', { concurrency: config.generatorConcurrency });
 }
 
 main().catch((err) => {

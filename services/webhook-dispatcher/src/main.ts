@@ -60,11 +60,6 @@ async function main(): Promise<void> {
   deliveries.on('error', (err) => logger.error('worker error', { queue: 'callback-deliveries', error: String(err) }));
 
   await Promise.all([events.waitUntilReady(), deliveries.waitUntilReady()]);
-  logger.info('webhook-dispatcher started', {
-    concurrency: config.dispatcherConcurrency,
-    timeout_ms: config.webhookTimeoutMs,
-    retry_schedule_ms: config.webhookRetryScheduleMs,
-  });
 
   let stopping: Promise<void> | undefined;
   const shutdown = (signal: string) => {
@@ -74,7 +69,12 @@ async function main(): Promise<void> {
       logger.info('draining', { signal });
       const deadline = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), config.shutdownTimeoutMs).unref());
       const closed = Promise.all([events.close(), deliveries.close()]);
-      if ((await Promise.race([closed, deadline])) === 'timeout') await Promise.all([events.close(true), deliveries.close(true)]);
+      if ((await Promise.race([closed, deadline])) === 'timeout') {
+        // A forced BullMQ close still waits for running attempts; exit instead and let their locks lapse.
+        logger.warn('drain deadline passed; running attempts are left to stall recovery');
+        redis.disconnect();
+        process.exit(0);
+      }
       await close();
       await redis.quit();
       logger.info('stopped');
@@ -83,6 +83,11 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  logger.info('webhook-dispatcher started', {
+    concurrency: config.dispatcherConcurrency,
+    timeout_ms: config.webhookTimeoutMs,
+    retry_schedule_ms: config.webhookRetryScheduleMs,
+  });
 }
 
 main().catch((err) => {

@@ -109,7 +109,7 @@ function validate(req: VideoRequest): void {
   }
 }
 
-function buildArgs(req: VideoRequest, plan: VideoPlan, target: string): string[] {
+function buildArgs(req: VideoRequest, plan: VideoPlan, target: string, timeLimitSeconds: number): string[] {
   const life =
     `life=s=${plan.gridWidth}x${plan.gridHeight}:r=${FPS}:seed=${plan.lifeSeed}:ratio=${plan.fillRatio}` +
     `:rule=${plan.rule}:mold=${plan.mold}:life_color=${plan.lifeColour}:death_color=${plan.deathColour}` +
@@ -123,6 +123,8 @@ function buildArgs(req: VideoRequest, plan: VideoPlan, target: string): string[]
   const seconds = String(req.seconds);
   const args = [
     '-hide_banner', '-nostdin', '-nostats', '-loglevel', 'error', '-y',
+    // A generator killed with SIGKILL cannot take ffmpeg down with it; this caps the orphan's life.
+    '-timelimit', String(timeLimitSeconds),
     '-f', 'lavfi', '-i', life,
     '-f', 'lavfi', '-i', box,
   ];
@@ -202,7 +204,7 @@ export class VideoEncoder {
     };
 
     try {
-      await this.run(buildArgs(req, plan, tempPath), req.seconds, report, signal);
+      await this.run(buildArgs(req, plan, tempPath, Math.ceil(this.timeoutMs / 1000)), req.seconds, report, signal);
       await rename(tempPath, req.outputPath);
     } catch (err) {
       await rm(tempPath, { force: true });

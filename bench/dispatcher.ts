@@ -23,9 +23,9 @@ import { bullPrefix, jobIds } from '@media/common';
 import type { ImageJob } from '@media/domain';
 import { JobRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
 import { makeTestPki, type TestPki } from '../test/dispatcher/support/pki';
+import { REDIS_URL } from '../test/support/stack';
 
 const ROOT = resolve(__dirname, '..');
-const REDIS_URL = 'redis://127.0.0.1:6379';
 const N = Number(process.env.BENCH_N ?? 2000);
 const PACED_N = Number(process.env.BENCH_PACED_N ?? 400);
 const PACED_RATE = Number(process.env.BENCH_PACED_RATE ?? 100);

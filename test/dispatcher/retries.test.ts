@@ -1,6 +1,5 @@
 import { parseDurationList } from '@media/common';
 import { verify } from '@media/webhooks';
-import { eventually } from '../support/stack';
 import { DispatcherHarness } from './support/harness';
 import type { ReceivedRequest } from './support/receiver';
 

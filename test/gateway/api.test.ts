@@ -26,7 +26,7 @@ describe('authentication and isolation', () => {
   it('answers 401 in the error shape without a key or with a wrong one', async () => {
     const missing = await fetch(`${stack.baseUrl}/v1/models`);
     expect(missing.status).toBe(401);
-    expect((await missing.json()).error).toMatchObject({ type: 'authentication_error', code: 'missing_api_key' });
+    expect(((await missing.json()) as { error: unknown }).error).toMatchObject({ type: 'authentication_error', code: 'missing_api_key' });
     const wrong = await api(stack, 'sk_wrong')('/v1/models');
     expect(wrong.status).toBe(401);
     expect(wrong.json.error).toMatchObject({ type: 'authentication_error', code: 'invalid_api_key', param: null });
@@ -276,14 +276,14 @@ describe('download links', () => {
     tampered.searchParams.set('expires', String(Number(url.searchParams.get('expires')) + 1));
     const t = await fetch(tampered);
     expect(t.status).toBe(403);
-    expect((await t.json()).error.code).toBe('invalid_link');
+    expect(((await t.json()) as { error: { code: string } }).error.code).toBe('invalid_link');
 
     const key = decodeURIComponent(url.pathname.replace('/v1/files/', ''));
     const signer = new LinkSigner(await loadLinkSigningKey(stack.redis, stack.keys, undefined), stack.baseUrl, 86_400);
     const old = signer.mint(key, Math.floor(Date.now() / 1000) - 2 * 86_400);
     const e = await fetch(old.url);
     expect(e.status).toBe(403);
-    expect((await e.json()).error.code).toBe('link_expired');
+    expect(((await e.json()) as { error: { code: string } }).error.code).toBe('link_expired');
 
     const escape = await fetch(`${stack.baseUrl}/v1/files/..%2F..%2Fetc%2Fpasswd?expires=9999999999&signature=${'a'.repeat(43)}`);
     expect(escape.status).toBe(403);

@@ -1,41 +1,32 @@
-import type { Queue } from 'bullmq';
 import sharp from 'sharp';
 import { MODEL_CATALOG, type ImageModel } from '@media/domain';
-import { api, eventually, TestStack, type TestWorkspace } from '../support/stack';
-import { bullQueue, chargesFor, finishedEvent, watchVideo, type Call } from './helpers';
+import { eventually } from '../support/stack';
+import { chargesFor, finishedEvent, watchVideo, startGeneratorStack, type GeneratorStack } from './helpers';
 
 // Real failure causes: each ends the job `failed` with its error code, is never charged, and is still
 // announced on job-events (a `*.failed` callback follows from it).
 describe('generator: failed jobs', () => {
-  let stack: TestStack;
-  let ws: TestWorkspace;
-  let call: Call;
-  let events: Queue;
-
+  let t: GeneratorStack;
   // A loopback callback URL is accepted here only so that the asynchronous (202) path can be exercised;
   // no dispatcher runs, so nothing is ever sent to it.
   const CALLBACK = 'http://127.0.0.1:9/hook';
 
   beforeAll(async () => {
-    stack = await TestStack.start(['api-gateway', 'generator'], {
+    t = await startGeneratorStack('failures', {
       MODERATION_BLOCKLIST: 'forbidden',
       CALLBACK_ALLOW_HTTP: '1',
       CALLBACK_ALLOWED_CIDRS: '127.0.0.1/32',
     });
-    ws = await stack.createWorkspace('failures');
-    call = api(stack, ws.apiKey);
-    events = bullQueue(stack, 'job-events');
   });
 
   afterAll(async () => {
-    await events?.close();
-    await stack?.stop();
+    await t?.close();
   });
 
   const imageRequest = (id: string) =>
     eventually(
       async () => {
-        const res = await call(`/v1/images/${id}`);
+        const res = await t.call(`/v1/images/${id}`);
         return res.json?.status === 'failed' || res.json?.status === 'completed' ? res.json : undefined;
       },
       20_000,
@@ -44,11 +35,11 @@ describe('generator: failed jobs', () => {
 
   /** The common end state of every failure: failed, coded, uncharged, announced. */
   async function expectFailedUncharged(id: string, code: string) {
-    const record = await stack.jobs.get(id);
+    const record = await t.stack.jobs.get(id);
     expect(record).toMatchObject({ status: 'failed', cost: null, error: { code } });
     expect(typeof record?.error?.message).toBe('string');
-    expect(await chargesFor(stack, ws.workspaceId, id)).toEqual([]);
-    expect((await finishedEvent(events, id)).data).toEqual({ jobId: id });
+    expect(await chargesFor(t.stack, t.ws.workspaceId, id)).toEqual([]);
+    expect((await finishedEvent(t.events, id)).data).toEqual({ jobId: id });
   }
 
   const png = (width: number, height: number) =>
@@ -68,21 +59,21 @@ describe('generator: failed jobs', () => {
   }
 
   describe('moderation_blocked', () => {
-    it('fails a blocked image prompt: the sync call answers 400 moderation_blocked and the request shows failed', async () => {
-      const res = await call('/v1/images/generations', { method: 'POST', json: { model: 'pixel-1', prompt: 'A FORBIDDEN castle', size: '256x256' } });
+    it('fails a blocked image prompt: the sync t.call answers 400 moderation_blocked and the request shows failed', async () => {
+      const res = await t.call('/v1/images/generations', { method: 'POST', json: { model: 'pixel-1', prompt: 'A FORBIDDEN castle', size: '256x256' } });
       expect(res.status).toBe(400);
       expect(res.json.error).toMatchObject({ type: 'invalid_request_error', code: 'moderation_blocked' });
       const id = res.headers.get('x-request-id')!;
       expect(id).toMatch(/^req_/);
 
-      const shown = await call(`/v1/images/${id}`);
+      const shown = await t.call(`/v1/images/${id}`);
       expect(shown.status).toBe(200);
       expect(shown.json).toMatchObject({ id, status: 'failed', cost: null, data: [], error: { code: 'moderation_blocked' } });
       await expectFailedUncharged(id, 'moderation_blocked');
     });
 
     it('fails a blocked image prompt accepted with a callback (202) in the background', async () => {
-      const res = await call('/v1/images/generations', {
+      const res = await t.call('/v1/images/generations', {
         method: 'POST',
         json: { model: 'pixel-1', prompt: 'something forbidden', size: '256x256', callback_url: CALLBACK },
       });
@@ -94,14 +85,14 @@ describe('generator: failed jobs', () => {
     });
 
     it('fails a blocked video prompt: failed, no content, no charge', async () => {
-      const created = await call('/v1/videos', {
+      const created = await t.call('/v1/videos', {
         method: 'POST',
         json: { model: 'motion-1', prompt: 'a Forbidden dance', seconds: 2, size: '640x360', generate_audio: true },
       });
       expect(created.status).toBe(200);
-      const { video } = await watchVideo(call, created.json.id);
+      const { video } = await watchVideo(t.call, created.json.id);
       expect(video).toMatchObject({ status: 'failed', cost: null, url: null, completed_at: null, error: { code: 'moderation_blocked' } });
-      const content = await call(`/v1/videos/${video.id}/content`);
+      const content = await t.call(`/v1/videos/${video.id}/content`);
       expect(content.status).toBe(409);
       expect(content.json.error.code).toBe('video_not_ready');
       await expectFailedUncharged(video.id, 'moderation_blocked');
@@ -110,17 +101,17 @@ describe('generator: failed jobs', () => {
 
   describe('invalid_image', () => {
     it('answers a sync edit of an undecodable PNG with 400 invalid_image and leaves the request failed', async () => {
-      const res = await call('/v1/images/edits', { method: 'POST', body: editForm(brokenPng()) });
+      const res = await t.call('/v1/images/edits', { method: 'POST', body: editForm(brokenPng()) });
       expect(res.status).toBe(400);
       expect(res.json.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_image' });
       const id = res.headers.get('x-request-id')!;
-      const shown = await call(`/v1/images/${id}`);
+      const shown = await t.call(`/v1/images/${id}`);
       expect(shown.json).toMatchObject({ id, status: 'failed', cost: null, data: [], error: { code: 'invalid_image' } });
       await expectFailedUncharged(id, 'invalid_image');
     });
 
     it('fails the background job of an undecodable edit accepted with a callback (202)', async () => {
-      const res = await call('/v1/images/edits', { method: 'POST', body: editForm(brokenPng(), { callback_url: CALLBACK }) });
+      const res = await t.call('/v1/images/edits', { method: 'POST', body: editForm(brokenPng(), { callback_url: CALLBACK }) });
       expect(res.status).toBe(202);
       const shown = await imageRequest(res.json.id);
       expect(shown).toMatchObject({ status: 'failed', cost: null, error: { code: 'invalid_image' } });
@@ -128,7 +119,7 @@ describe('generator: failed jobs', () => {
     });
 
     it('still edits a decodable PNG sent the same way, and charges it once (control)', async () => {
-      const res = await call('/v1/images/edits', { method: 'POST', body: editForm(await png(64, 48)) });
+      const res = await t.call('/v1/images/edits', { method: 'POST', body: editForm(await png(64, 48)) });
       expect(res.status).toBe(200);
       expect(res.json.status).toBe('completed');
       const image = await fetch(res.json.data[0].url);
@@ -137,16 +128,16 @@ describe('generator: failed jobs', () => {
       expect([meta.format, meta.width, meta.height]).toEqual(['png', 256, 256]);
       const price = (MODEL_CATALOG.find((m) => m.id === 'pixel-1') as ImageModel).pricePerImage['256x256'];
       expect(res.json.cost).toBeCloseTo(price, 9);
-      const charges = await chargesFor(stack, ws.workspaceId, res.json.id);
+      const charges = await chargesFor(t.stack, t.ws.workspaceId, res.json.id);
       expect(charges.map((c) => c.amount)).toEqual([res.json.cost]);
     });
   });
 
   it('has charged only completed jobs in this workspace, each once', async () => {
-    const ledger = await stack.jobs.ledger(ws.workspaceId);
+    const ledger = await t.stack.jobs.ledger(t.ws.workspaceId);
     const ids = ledger.map((e) => e.job_id);
     expect(new Set(ids).size).toBe(ids.length);
-    const jobs = await stack.jobs.getMany(ids);
+    const jobs = await t.stack.jobs.getMany(ids);
     expect(jobs.map((j) => j.status)).toEqual(ids.map(() => 'completed'));
   });
 });

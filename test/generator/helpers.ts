@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { Queue, type Job, type JobType } from 'bullmq';
 import { jobIds } from '@media/common';
 import { MODEL_CATALOG, type VideoModel } from '@media/domain';
-import { api, eventually, type TestStack } from '../support/stack';
+import { api, eventually, TestStack, type TestWorkspace } from '../support/stack';
 
 export type Call = ReturnType<typeof api>;
 
@@ -140,4 +140,33 @@ export async function ffmpegChildren(parentPid: number): Promise<number[]> {
 export async function isRunning(pid: number): Promise<boolean> {
   const stat = await procStat(pid);
   return stat !== undefined && stat.state !== 'Z' && stat.state !== 'X';
+}
+
+/** A gateway + generator stack with one workspace and handles on its queues, for one test file. */
+export interface GeneratorStack {
+  stack: TestStack;
+  ws: TestWorkspace;
+  call: Call;
+  events: Queue;
+  generation: Queue;
+  close(): Promise<void>;
+}
+
+export async function startGeneratorStack(name: string, env: Record<string, string> = {}): Promise<GeneratorStack> {
+  const stack = await TestStack.start(['api-gateway', 'generator'], env);
+  const ws = await stack.createWorkspace(name);
+  const events = bullQueue(stack, 'job-events');
+  const generation = bullQueue(stack, 'generation');
+  return {
+    stack,
+    ws,
+    call: api(stack, ws.apiKey),
+    events,
+    generation,
+    close: async () => {
+      await events.close();
+      await generation.close();
+      await stack.stop();
+    },
+  };
 }

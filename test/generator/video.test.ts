@@ -1,7 +1,5 @@
-import type { Queue } from 'bullmq';
-import { api, TestStack, type TestWorkspace } from '../support/stack';
+import { api, type TestWorkspace } from '../support/stack';
 import {
-  bullQueue,
   chargesFor,
   decodesCleanly,
   expectedVideoCost,
@@ -11,34 +9,25 @@ import {
   probe,
   queueJobsFor,
   watchVideo,
-  type Call,
+  type Call, startGeneratorStack,
+  type GeneratorStack,
 } from './helpers';
 
 // Video generation end to end through the real gateway and generator: the created object, progress as a
 // client polls it, the playable content, the charge and the durable job-finished event.
 describe('generator: videos', () => {
-  let stack: TestStack;
-  let ws: TestWorkspace;
-  let call: Call;
-  let events: Queue;
-  let generation: Queue;
+  let t: GeneratorStack;
 
   beforeAll(async () => {
-    stack = await TestStack.start(['api-gateway', 'generator']);
-    ws = await stack.createWorkspace('videos');
-    call = api(stack, ws.apiKey);
-    events = bullQueue(stack, 'job-events');
-    generation = bullQueue(stack, 'generation');
+    t = await startGeneratorStack('videos');
   });
 
   afterAll(async () => {
-    await events?.close();
-    await generation?.close();
-    await stack?.stop();
+    await t?.close();
   });
 
   it('makes a 2 s 640x360 video with audio: queued object, progress to 100, playable h264/aac content, catalog cost, one charge, one event', async () => {
-    const created = await call('/v1/videos', {
+    const created = await t.call('/v1/videos', {
       method: 'POST',
       json: { model: 'motion-1', prompt: 'a paper boat on a pond', seconds: 2, size: '640x360', generate_audio: true },
     });
@@ -61,18 +50,18 @@ describe('generator: videos', () => {
     const id: string = created.json.id;
     expect(id).toMatch(/^video_/);
 
-    const { video, progress } = await watchVideo(call, id);
+    const { video, progress } = await watchVideo(t.call, id);
     expect(video.status).toBe('completed');
     expect(progress[0]).toBeGreaterThanOrEqual(0);
     expect(isNonDecreasing(progress)).toBe(true);
     expect(progress.at(-1)).toBe(100);
     expect(video.error).toBeNull();
     expect(typeof video.completed_at).toBe('number');
-    expect(video.url).toEqual(expect.stringContaining(stack.baseUrl));
+    expect(video.url).toEqual(expect.stringContaining(t.stack.baseUrl));
     expect(video.cost).toBeCloseTo(expectedVideoCost(2, true), 9);
     expect(video.cost).toBeCloseTo(0.24, 9);
 
-    const content = await getBytes(stack, ws.apiKey, `/v1/videos/${id}/content`);
+    const content = await getBytes(t.stack, t.ws.apiKey, `/v1/videos/${id}/content`);
     expect(content.status).toBe(200);
     expect(content.headers.get('content-type')).toBe('video/mp4');
     const info = await probe(content.bytes);
@@ -89,19 +78,19 @@ describe('generator: videos', () => {
     expect(viaLink.status).toBe(200);
     expect(Buffer.from(await viaLink.arrayBuffer()).equals(content.bytes)).toBe(true);
 
-    const charges = await chargesFor(stack, ws.workspaceId, id);
+    const charges = await chargesFor(t.stack, t.ws.workspaceId, id);
     expect(charges).toHaveLength(1);
-    expect(charges[0]).toMatchObject({ job_id: id, workspace_id: ws.workspaceId, model: 'motion-1' });
+    expect(charges[0]).toMatchObject({ job_id: id, workspace_id: t.ws.workspaceId, model: 'motion-1' });
     expect(charges[0].amount).toBeCloseTo(video.cost, 9);
 
-    const event = await finishedEvent(events, id);
+    const event = await finishedEvent(t.events, id);
     expect(event.name).toBe('job-finished');
     expect(event.data).toEqual({ jobId: id });
-    expect(await queueJobsFor(events, id)).toHaveLength(1);
+    expect(await queueJobsFor(t.events, id)).toHaveLength(1);
   });
 
   it('reports intermediate progress for a 4 s 1280x720 video, never going backwards', async () => {
-    const created = await call('/v1/videos', {
+    const created = await t.call('/v1/videos', {
       method: 'POST',
       // A fixed seed keeps the encode long enough (about 2 s on one core) to be seen in motion.
       json: { model: 'motion-1', prompt: 'a slow paper boat', seed: 7, seconds: 4, size: '1280x720', generate_audio: true },
@@ -110,7 +99,7 @@ describe('generator: videos', () => {
     expect(created.json.progress).toBe(0);
     const id: string = created.json.id;
 
-    const { video, progress, statuses } = await watchVideo(call, id);
+    const { video, progress, statuses } = await watchVideo(t.call, id);
     expect(video.status).toBe('completed');
     expect(isNonDecreasing(progress)).toBe(true);
     expect(progress.at(-1)).toBe(100);
@@ -118,7 +107,7 @@ describe('generator: videos', () => {
     expect(statuses).toContain('in_progress');
     expect(statuses.indexOf('in_progress')).toBeLessThan(statuses.indexOf('completed'));
     expect(video.cost).toBeCloseTo(expectedVideoCost(4, true), 9);
-    expect(await chargesFor(stack, ws.workspaceId, id)).toHaveLength(1);
+    expect(await chargesFor(t.stack, t.ws.workspaceId, id)).toHaveLength(1);
   });
 
   describe('Idempotency-Key', () => {
@@ -126,8 +115,8 @@ describe('generator: videos', () => {
     let call2: Call;
 
     beforeAll(async () => {
-      other = await stack.createWorkspace('idempotency');
-      call2 = api(stack, other.apiKey);
+      other = await t.stack.createWorkspace('idempotency');
+      call2 = api(t.stack, other.apiKey);
     });
 
     const body = { model: 'motion-1', prompt: 'one boat only', seconds: 1, size: '640x360' };
@@ -158,10 +147,10 @@ describe('generator: videos', () => {
 
       const list = await call2('/v1/videos?limit=100');
       expect(list.json.data.map((v: { id: string }) => v.id).sort()).toEqual([id, a.json.id].sort());
-      const ledger = await stack.jobs.ledger(other.workspaceId);
+      const ledger = await t.stack.jobs.ledger(other.workspaceId);
       expect(ledger.map((e) => e.job_id).sort()).toEqual([id, a.json.id].sort());
-      expect(await queueJobsFor(generation, id)).toHaveLength(1);
-      expect(await queueJobsFor(generation, a.json.id)).toHaveLength(1);
+      expect(await queueJobsFor(t.generation, id)).toHaveLength(1);
+      expect(await queueJobsFor(t.generation, a.json.id)).toHaveLength(1);
     });
 
     it('rejects the same key with a different body with 409 idempotency_key_reused and creates nothing', async () => {
@@ -175,10 +164,10 @@ describe('generator: videos', () => {
       expect((await call2('/v1/videos?limit=100')).json.data).toHaveLength(before);
 
       // Keys belong to a workspace: another workspace may use the same key for its own video.
-      const elsewhere = await post(call, 'key-reused');
+      const elsewhere = await post(t.call, 'key-reused');
       expect(elsewhere.status).toBe(200);
       expect(elsewhere.json.id).not.toBe(first.json.id);
-      await watchVideo(call, elsewhere.json.id);
+      await watchVideo(t.call, elsewhere.json.id);
       await watchVideo(call2, first.json.id);
     });
   });

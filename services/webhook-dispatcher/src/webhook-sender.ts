@@ -1,6 +1,6 @@
 import { Agent as HttpAgent, type ClientRequest } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import type { Socket } from 'node:net';
+import { isIP, type Socket } from 'node:net';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import { pinnedLookup, type CheckedTarget } from '@media/callback-guard';
 import type { AttemptErrorClass } from '@media/storage';
@@ -83,7 +83,8 @@ export class WebhookSender {
    */
   send(target: CheckedTarget, body: Buffer, headers: Record<string, string>): Promise<Exchange> {
     const sentMs = this.#now();
-    let address: string | null = null;
+    // Node dials an IP-literal host without a lookup, so the lookup below never names it.
+    let address: string | null = isIP(target.hostname) ? target.hostname : null;
     const lookup = pinnedLookup(target);
     // Note the first address handed to the socket, so a connection that fails still names it.
     const recordingLookup = (hostname: string, options: unknown, callback: (...args: any[]) => void) =>

@@ -120,23 +120,30 @@ const READY: Record<ServiceName, RegExp> = {
  */
 export class TestStack {
   readonly prefix = `test-${randomBytes(6).toString('hex')}`;
-  readonly redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  readonly redis: Redis;
   readonly keys = new StoreKeys(this.prefix);
-  readonly workspaces = new WorkspaceRepository(this.redis, this.keys);
-  readonly jobs = new JobRepository(this.redis, this.keys);
+  readonly workspaces: WorkspaceRepository;
+  readonly jobs: JobRepository;
   readonly services = new Map<ServiceName, ServiceProcess>();
   baseUrl = '';
   mediaDir = '';
   env: NodeJS.ProcessEnv = {};
 
+  private constructor(readonly redisUrl: string) {
+    this.redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    this.workspaces = new WorkspaceRepository(this.redis, this.keys);
+    this.jobs = new JobRepository(this.redis, this.keys);
+  }
+
+  /** Starts `services` against the shared test Redis, or the one named by `env.REDIS_URL`. */
   static async start(services: ServiceName[], env: Record<string, string> = {}): Promise<TestStack> {
-    const stack = new TestStack();
+    const stack = new TestStack(env.REDIS_URL ?? REDIS_URL);
     const port = await freePort();
     stack.mediaDir = await mkdtemp(join(tmpdir(), 'media-test-'));
     stack.baseUrl = `http://127.0.0.1:${port}`;
     stack.env = {
       PATH: process.env.PATH,
-      REDIS_URL,
+      REDIS_URL: stack.redisUrl,
       KEY_PREFIX: stack.prefix,
       PORT: String(port),
       PUBLIC_BASE_URL: stack.baseUrl,

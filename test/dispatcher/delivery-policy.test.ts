@@ -90,7 +90,8 @@ it('refuses a host that rebinds to loopback after acceptance: blocked_address, a
   const attempt = await callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
 
   expect(attempt).toMatchObject({ ladder_attempt: 1, status: null, error: 'blocked_address', address: null });
-  expect(attempt!.error_detail).toContain('127.0.0.1');
+  // The attempt log is the workspace's to read: it names the rule, not the internal address.
+  expect(attempt!.error_detail).toMatch(/^private_address: .*non-public address$/);
   expect(resolver.calls).toBe(2);
   expect(receiver.connections).toBe(0);
   // A refused address is a failed attempt like any other: the ladder goes on.
@@ -137,4 +138,13 @@ it('records a connection nobody accepts as refused, naming the address it dialle
   const callback = (await callbacks.onJobFinished(await finishedJob(`https://closed.test:${port}/hook`)))!;
   const attempt = await callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
   expect(attempt).toMatchObject({ status: null, error: 'refused', address: '127.0.0.1' });
+});
+
+it('counts a 2xx as delivered even when the body that follows never finishes', async () => {
+  receiver.script('/stall', () => 'stall-body');
+  const callbacks = await service('127.0.0.0/8', scriptedResolver([['127.0.0.1']]));
+  const callback = (await callbacks.onJobFinished(await finishedJob(`https://pinned.test:${receiver.port}/stall`)))!;
+  const attempt = await callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
+  expect(attempt).toMatchObject({ status: 200, error: null });
+  expect((await callbacks.describe(workspaceId, callback.id)).callback.state).toBe('delivered');
 });

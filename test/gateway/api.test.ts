@@ -1,3 +1,5 @@
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import sharp from 'sharp';
 import { LinkSigner } from '@media/domain';
 import { loadLinkSigningKey } from '@media/storage';
@@ -188,8 +190,10 @@ describe('request validation', () => {
   it('answers malformed JSON, oversized bodies and wrong content types in the error shape', async () => {
     const bad = await call('/v1/videos', { method: 'POST', body: '{"prompt":', headers: { 'content-type': 'application/json' } });
     expect([bad.status, bad.json.error.code]).toEqual([400, 'invalid_json']);
-    const big = await call('/v1/videos', { method: 'POST', json: { prompt: 'x'.repeat(300_000) } });
+    const big = await call('/v1/videos', { method: 'POST', json: { prompt: 'x'.repeat(1_100_000) } });
     expect([big.status, big.json.error.code]).toEqual([413, 'request_too_large']);
+    const bigEdit = await call('/v1/images/edits', { method: 'POST', json: { prompt: 'x', image: `data:image/png;base64,${'A'.repeat(300_000)}` } });
+    expect([bigEdit.status, bigEdit.json.error.code]).toEqual([413, 'request_too_large']);
     const text = await call('/v1/videos', { method: 'POST', body: 'prompt=x', headers: { 'content-type': 'text/plain' } });
     expect([text.status, text.json.error.code]).toEqual([415, 'unsupported_media_type']);
   });
@@ -241,6 +245,10 @@ describe('image edits', () => {
     big.append('image', new Blob([Buffer.concat([await png(), Buffer.alloc(200_000)])], { type: 'image/png' }), 'big.png');
     const tooBig = await call('/v1/images/edits', { method: 'POST', body: big });
     expect([tooBig.status, tooBig.json.error.code]).toEqual([413, 'file_too_large']);
+
+    const inlineTooBig = `data:image/png;base64,${Buffer.concat([await png(), Buffer.alloc(120_000)]).toString('base64')}`;
+    const inline = await call('/v1/images/edits', { method: 'POST', json: { prompt: 'x', image: inlineTooBig } });
+    expect([inline.status, inline.json.error.code, inline.json.error.param]).toEqual([413, 'file_too_large', 'image[0]']);
   });
 });
 
@@ -284,6 +292,13 @@ describe('download links', () => {
     const e = await fetch(old.url);
     expect(e.status).toBe(403);
     expect(((await e.json()) as { error: { code: string } }).error.code).toBe('link_expired');
+
+    // A blob gone from the store answers 404 in the error shape; the gateway carries on.
+    await rm(join(stack.mediaDir, key), { force: true });
+    const gone = await fetch(url);
+    expect(gone.status).toBe(404);
+    expect(((await gone.json()) as { error: { type: string } }).error.type).toBe('not_found_error');
+    expect((await fetch(`${stack.baseUrl}/healthz`)).status).toBe(200);
 
     const escape = await fetch(`${stack.baseUrl}/v1/files/..%2F..%2Fetc%2Fpasswd?expires=9999999999&signature=${'a'.repeat(43)}`);
     expect(escape.status).toBe(403);

@@ -12,6 +12,11 @@ export class CallbackUrlRejectedError extends Error {
   override readonly name = 'CallbackUrlRejectedError';
   /** The rule that failed. */
   readonly reason: RejectionReason;
+  /**
+   * The refused addresses a host name resolved to: for server-side logs only. They stay out of the
+   * message, which the API echoes, so that callers cannot map internal names to internal addresses.
+   */
+  readonly refusedAddresses: readonly string[];
 
   /**
    * @param reason - the rule that failed
@@ -19,8 +24,9 @@ export class CallbackUrlRejectedError extends Error {
    * @param options - `cause` carries the resolver error for `unresolvable`, so callers can still tell a
    *   transient DNS failure from a name that does not exist
    */
-  constructor(reason: RejectionReason, message: string, options?: ErrorOptions) {
+  constructor(reason: RejectionReason, message: string, options?: ErrorOptions & { refusedAddresses?: readonly string[] }) {
     super(message, options);
     this.reason = reason;
+    this.refusedAddresses = options?.refusedAddresses ?? [];
   }
 }

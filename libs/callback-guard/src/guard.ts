@@ -108,7 +108,7 @@ export class CallbackUrlGuard {
 
   async #addressesOf(hostname: string): Promise<ResolvedAddress[]> {
     const literalFamily = isIP(hostname);
-    if (literalFamily !== 0) return this.#checked([{ address: hostname, family: literalFamily === 6 ? 6 : 4 }]);
+    if (literalFamily !== 0) return this.#checked([{ address: hostname, family: literalFamily === 6 ? 6 : 4 }], null);
 
     if (isLoopbackName(hostname)) {
       const allowed = LOOPBACK_NAME_ADDRESSES.filter(({ address }) => isAllowedIp(parseIp(address)!, this.#allowed));
@@ -127,11 +127,15 @@ export class CallbackUrlGuard {
     if (resolved.length === 0) {
       throw new CallbackUrlRejectedError('unresolvable', `callback_url host ${hostname} has no addresses`);
     }
-    return this.#checked(resolved);
+    return this.#checked(resolved, hostname);
   }
 
-  /** Refuses if any address is not allowed; returns the addresses in canonical spelling, deduplicated. */
-  #checked(candidates: readonly ResolvedAddress[]): ResolvedAddress[] {
+  /**
+   * Refuses if any address is not allowed; returns the addresses in canonical spelling, deduplicated.
+   * For a host name (not an IP literal) the message names no address, only the error's
+   * `refusedAddresses` does.
+   */
+  #checked(candidates: readonly ResolvedAddress[], hostname: string | null): ResolvedAddress[] {
     const accepted = new Map<string, ResolvedAddress>();
     const refused: string[] = [];
     for (const { address } of candidates) {
@@ -146,7 +150,11 @@ export class CallbackUrlGuard {
       accepted.set(canonical, { address: canonical, family: ip.kind() === 'ipv6' ? 6 : 4 });
     }
     if (refused.length > 0) {
-      throw new CallbackUrlRejectedError('private_address', `callback_url resolves to a non-public address (${refused.join(', ')})`);
+      const message =
+        hostname === null
+          ? `callback_url resolves to a non-public address (${refused.join(', ')})`
+          : `callback_url host ${hostname} resolves to a non-public address`;
+      throw new CallbackUrlRejectedError('private_address', message, { refusedAddresses: refused });
     }
     return [...accepted.values()];
   }

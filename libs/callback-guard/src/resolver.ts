@@ -21,6 +21,20 @@ export type HostResolver = (hostname: string) => Promise<ResolvedAddress[]>;
 export const systemResolver: HostResolver = async (hostname) => {
   // `all` because every address must be checked, not just the first; `verbatim` keeps the
   // resolver's order so the dispatcher dials in the order the system would have.
-  const records = await lookup(hostname, { all: true, verbatim: true });
+  const records = await withTimeout(lookup(hostname, { all: true, verbatim: true }), RESOLVE_TIMEOUT_MS, hostname);
   return records.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
 };
+
+/**
+ * A slow name server must not hold an API request, or a delivery slot, for long: past this the
+ * name counts as unresolvable. getaddrinfo cannot be cancelled; its answer is simply not awaited.
+ */
+export const RESOLVE_TIMEOUT_MS = 5_000;
+
+function withTimeout<T>(work: Promise<T>, ms: number, hostname: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error(`lookup of ${hostname} timed out`), { code: 'ETIMEOUT' })), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}

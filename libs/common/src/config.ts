@@ -90,7 +90,7 @@ const schema = Joi.object({
   SYNC_IMAGE_TIMEOUT_MS: Joi.number().integer().min(1_000).default(120_000),
   MODERATION_BLOCKLIST: csv,
   MAX_UPLOAD_BYTES: Joi.number().integer().min(1_024).default(20 * 1024 * 1024),
-  MAX_JSON_BYTES: Joi.number().integer().min(1_024).default(64 * 1024 * 1024),
+  MAX_JSON_BYTES: Joi.number().integer().min(1_024).default(32 * 1024 * 1024),
   IDEMPOTENCY_TTL_SECONDS: Joi.number().integer().min(60).default(86_400),
   SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(1_000).default(30_000),
   FFMPEG_PATH: Joi.string(),

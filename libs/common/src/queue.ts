@@ -37,6 +37,12 @@ export class JobQueue<Q extends QueueName> {
     return job.timestamp + (job.delay ?? 0);
   }
 
+  /** Payloads of the newest jobs in the failed set (BullMQ gave up on them). */
+  async failedPayloads(limit: number): Promise<PayloadOf<Q, JobNameOf<Q>>[]> {
+    const jobs = await this.queue.getFailed(0, limit - 1);
+    return jobs.filter((job) => job !== undefined).map((job) => job.data as PayloadOf<Q, JobNameOf<Q>>);
+  }
+
   async close(): Promise<void> {
     await this.queue.close();
   }

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { createReadStream } from 'node:fs';
 import { mkdir, rename, rm, stat, writeFile, readFile, copyFile } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
@@ -11,7 +12,8 @@ export interface BlobStore {
   get(key: string): Promise<Buffer>;
   /** Size in bytes, or undefined when the blob does not exist. */
   size(key: string): Promise<number | undefined>;
-  stream(key: string): Readable;
+  /** A stream of the blob, once it is open; rejects when the blob cannot be read. */
+  open(key: string): Promise<Readable>;
   remove(key: string): Promise<void>;
 }
 
@@ -59,8 +61,11 @@ export class FileBlobStore implements BlobStore {
     }
   }
 
-  stream(key: string): Readable {
-    return createReadStream(this.pathOf(key));
+  async open(key: string): Promise<Readable> {
+    const stream = createReadStream(this.pathOf(key));
+    // Wait for the file to open, so a missing blob is an error for the caller, not a broken response.
+    await once(stream, 'ready');
+    return stream;
   }
 
   async remove(key: string): Promise<void> {
@@ -69,9 +74,7 @@ export class FileBlobStore implements BlobStore {
 
   /** Keys come from our own records, but a link key is user-supplied text: refuse any escape. */
   private pathOf(key: string): string {
-    if (!SAFE_KEY.test(key) || key.split('/').some((part) => part === '..' || part === '.')) {
-      throw new Error(`invalid blob key`);
-    }
+    if (!isValidBlobKey(key)) throw new Error('invalid blob key');
     const path = join(this.root, key);
     if (!path.startsWith(this.root + sep)) throw new Error('invalid blob key');
     return path;

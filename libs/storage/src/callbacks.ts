@@ -133,7 +133,7 @@ export class CallbackRepository {
     const [[setError, set], [indexError]] = (await this.redis
       .multi()
       .set(this.keys.callback(callback.id), JSON.stringify(callback), 'NX')
-      .zadd(this.keys.workspaceCallbacks(callback.workspace_id), callback.created_ms, callback.id)
+      .zadd(this.keys.workspaceCallbacks(callback.workspace_id), 'NX', callback.created_ms, callback.id)
       .exec()) as [[Error | null, unknown], [Error | null, unknown]];
     if (setError || indexError) throw setError ?? indexError;
     if (set === 'OK') return { created: true, callback };

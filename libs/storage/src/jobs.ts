@@ -43,7 +43,7 @@ export class JobRepository {
     const [[, set]] = (await this.redis
       .multi()
       .set(this.keys.job(job.id), JSON.stringify(job), 'NX')
-      .zadd(index, job.created_ms, job.id)
+      .zadd(index, 'NX', job.created_ms, job.id)
       .exec()) as [[Error | null, unknown], ...unknown[]];
     return set === 'OK';
   }

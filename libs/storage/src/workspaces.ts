@@ -2,6 +2,7 @@ import { createHash, randomBytes, scrypt as scryptCb, timingSafeEqual } from 'no
 import { promisify } from 'node:util';
 import type { Redis } from 'ioredis';
 import { newId } from '@media/common';
+import { generateSecret } from '@media/webhooks';
 import type { StoreKeys } from './keys';
 
 const scrypt = promisify(scryptCb) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
@@ -31,11 +32,6 @@ export interface NewWorkspace {
 export interface RotatedSecret {
   signing_secret: string;
   previous_secret_expires_at: string | null;
-}
-
-/** `whsec_` + base64 of 32 random bytes (Standard Webhooks). */
-export function generateSigningSecret(): string {
-  return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
 /** API keys carry 256 random bits, so one SHA-256 pass is enough to store them safely. */
@@ -69,7 +65,7 @@ export class WorkspaceRepository {
   async create(name: string, ownerEmail: string, now = Date.now()): Promise<NewWorkspace> {
     const workspace: Workspace = { id: newId('ws'), name, created_ms: now };
     const apiKey = `sk_${randomBytes(32).toString('base64url')}`;
-    const signingSecret = generateSigningSecret();
+    const signingSecret = generateSecret();
     const password = randomBytes(12).toString('base64url');
     const secrets: SigningSecret[] = [{ secret: signingSecret, created_ms: now, expires_ms: 0 }];
     const member = { email: ownerEmail, role: 'owner' as Role, password_hash: await hashPassword(password) };
@@ -116,7 +112,7 @@ export class WorkspaceRepository {
   /** Issues a new current secret; the previous one keeps signing for `overlapSeconds`. */
   async rotateSecret(workspaceId: string, overlapSeconds: number, now = Date.now()): Promise<RotatedSecret> {
     if (!(await this.get(workspaceId))) throw new Error(`no workspace ${workspaceId}`);
-    const secret = generateSigningSecret();
+    const secret = generateSecret();
     const entry: SigningSecret = { secret, created_ms: now, expires_ms: 0 };
     const ends = (await this.redis.eval(
       ROTATE,

@@ -45,7 +45,10 @@ export function createApp(deps: GatewayDeps): Express {
 
   const v1 = express.Router();
   v1.use(requireApiKey(deps.workspaces));
-  v1.use(express.json({ limit: deps.maxJsonBytes }));
+  // Only edits carry images inline (base64 data URLs); every other body is a few fields.
+  const smallJson = express.json({ limit: '1mb' });
+  const editJson = express.json({ limit: deps.maxJsonBytes });
+  v1.use((req, res, next) => (req.path === '/images/edits' ? editJson : smallJson)(req, res, next));
   v1.use('/models', modelRoutes());
   v1.use('/images', imageRoutes({ ...deps, syncTimeoutMs: deps.syncImageTimeoutMs }));
   v1.use('/videos', videoRoutes(deps));

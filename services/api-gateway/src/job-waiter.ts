@@ -2,6 +2,8 @@ import type { Redis } from 'ioredis';
 import { isFinished, type JobRecord } from '@media/domain';
 import type { JobRepository, StoreKeys } from '@media/storage';
 
+const RECHECK_MS = 2_000;
+
 /**
  * Lets a synchronous image call wait for its job. One subscription per gateway process hears
  * every finished job id; the store is read after registering, so an early finish is not missed.
@@ -24,21 +26,28 @@ export class JobWaiter {
   async wait(jobId: string, timeoutMs: number): Promise<JobRecord | undefined> {
     this.ready ??= this.subscriber.subscribe(this.keys.jobFinishedChannel());
     await this.ready;
+    const deadline = Date.now() + timeoutMs;
     let wake!: () => void;
-    const woken = new Promise<void>((resolve) => (wake = resolve));
+    let woken = new Promise<void>((resolve) => (wake = resolve));
+    const onMessage = () => wake();
     const set = this.waiting.get(jobId) ?? new Set();
-    set.add(wake);
+    set.add(onMessage);
     this.waiting.set(jobId, set);
     let timer: NodeJS.Timeout | undefined;
     try {
-      const job = await this.jobs.get(jobId);
-      if (job && isFinished(job.status)) return job;
-      const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
-      if ((await Promise.race([woken, timedOut])) === 'timeout') return undefined;
-      return await this.jobs.get(jobId);
+      for (;;) {
+        const job = await this.jobs.get(jobId);
+        if (job && isFinished(job.status)) return job;
+        const left = deadline - Date.now();
+        if (left <= 0) return undefined;
+        // Pub/sub is the fast path; re-reading now and then covers a message lost while Redis reconnected.
+        await Promise.race([woken, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(left, RECHECK_MS))))]);
+        clearTimeout(timer);
+        woken = new Promise<void>((resolve) => (wake = resolve));
+      }
     } finally {
       clearTimeout(timer);
-      set.delete(wake);
+      set.delete(onMessage);
       if (set.size === 0) this.waiting.delete(jobId);
     }
   }

@@ -41,20 +41,22 @@ export function multipartEditInputs(req: Request): EditInputs {
 
 const DATA_URL = /^data:image\/(png|jpeg|jpg|webp);base64,([A-Za-z0-9+/=\s]+)$/;
 
-function fromDataUrl(value: unknown, param: string): Upload {
+function fromDataUrl(value: unknown, param: string, maxBytes: number): Upload {
   const url = typeof value === 'object' && value !== null ? (value as { image_url?: unknown }).image_url : value;
   // Only inline data: fetching a client-named URL from here would be a server-side request forgery hole.
   const match = typeof url === 'string' ? DATA_URL.exec(url) : null;
   if (!match) throw ApiError.invalid(`'${param}' must be a base64 data URL (data:image/png;base64,...).`, param, 'invalid_image_format');
-  return toUpload(Buffer.from(match[2], 'base64'), param);
+  const bytes = Buffer.from(match[2], 'base64');
+  if (bytes.length > maxBytes) throw new ApiError(413, 'invalid_request_error', `'${param}' is larger than ${maxBytes} bytes.`, param, 'file_too_large');
+  return toUpload(bytes, param);
 }
 
 /** Edit inputs from a JSON body: `image` (data URL or array), or `images: [{image_url}]`, and `mask`. Removes them from the body. */
-export function jsonEditInputs(body: Record<string, unknown>): EditInputs {
+export function jsonEditInputs(body: Record<string, unknown>, maxUploadBytes: number): EditInputs {
   const raw = body.images ?? body.image;
   const list = Array.isArray(raw) ? raw : raw === undefined ? [] : [raw];
-  const images = list.map((v, i) => fromDataUrl(v, `${body.images ? 'images' : 'image'}[${i}]`));
-  const masks = body.mask === undefined ? [] : [fromDataUrl(body.mask, 'mask')];
+  const images = list.map((v, i) => fromDataUrl(v, `${body.images ? 'images' : 'image'}[${i}]`, maxUploadBytes));
+  const masks = body.mask === undefined ? [] : [fromDataUrl(body.mask, 'mask', maxUploadBytes)];
   delete body.images;
   delete body.image;
   delete body.mask;

@@ -76,7 +76,7 @@ export class GenerationService {
         throw new PermanentGenerationError('moderation_blocked', 'The request was blocked by output moderation.');
       }
       const finished = await this.withTimeout<JobRecord>((signal) =>
-        job.kind === 'video' ? this.makeVideo(job, signal, attempt) : this.makeImages(job),
+        job.kind === 'video' ? this.makeVideo(job, signal, attempt) : this.makeImages(job, signal),
       );
       await this.complete(finished);
     } catch (err) {
@@ -86,18 +86,25 @@ export class GenerationService {
     }
   }
 
-  /** Ends a job `failed` when BullMQ has given up on it (retries or stalls exhausted). */
+  /**
+   * Ends a job `failed` when BullMQ has given up on it (retries or stalls exhausted). Safe to repeat:
+   * a job that has finished is left alone.
+   */
   async giveUp(jobId: string, reason: string): Promise<void> {
+    const job = await this.deps.jobs.get(jobId);
+    if (!job || isFinished(job.status)) return;
     this.deps.logger.error('generation given up', { job_id: jobId, reason });
     await this.fail(jobId, { code: 'generation_failed', message: 'The generator could not complete the job.' });
   }
 
-  private async makeImages(job: ImageJob): Promise<ImageJob> {
+  private async makeImages(job: ImageJob, signal: AbortSignal): Promise<ImageJob> {
     const { width, height } = parseSize(job.size);
     const inputs = job.operation === 'edit' ? await Promise.all(job.inputs.map((key) => this.deps.blobs.get(key))) : [];
     const mask = job.operation === 'edit' && job.mask ? await this.deps.blobs.get(job.mask) : undefined;
     const outputs: string[] = [];
     for (let index = 0; index < job.n; index++) {
+      // One image renders in well under a second; stopping between images ends a timed-out job promptly.
+      signal.throwIfAborted();
       const base = { prompt: job.prompt, seed: job.seed, index, width, height, format: job.output_format };
       const bytes =
         job.operation === 'edit'

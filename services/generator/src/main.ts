@@ -5,6 +5,9 @@ import { GenerationService } from './generation-service';
 import { defaultFfmpegPath, ImageRenderer, VideoEncoder } from './media';
 import { ModerationPolicy } from './moderation';
 
+const FAILED_SWEEP_MS = 60_000;
+const FAILED_SWEEP_BATCH = 100;
+
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('generator', config.logLevel);
@@ -41,11 +44,21 @@ async function main(): Promise<void> {
   });
   worker.on('error', (err) => logger.error('worker error', { error: String(err) }));
 
+  // The 'failed' listener runs once; if Redis or this process failed at that moment, the job would
+  // stay in progress for ever. Sweeping the failed set now and then makes good any such loss.
+  const generation = new JobQueue('generation', redis, config.keyPrefix);
+  const sweepFailed = async () => {
+    for (const { jobId } of await generation.failedPayloads(FAILED_SWEEP_BATCH)) await service.giveUp(jobId, 'found in the failed set');
+  };
+  const sweeper = setInterval(() => void sweepFailed().catch((e) => logger.warn('failed-job sweep', { error: String(e) })), FAILED_SWEEP_MS);
+  void sweepFailed().catch((e) => logger.warn('failed-job sweep', { error: String(e) }));
+
   let stopping: Promise<void> | undefined;
   const shutdown = (signal: string) => {
     // close() waits for running jobs; past the deadline they are left to BullMQ's stall recovery.
     stopping ??= (async () => {
       logger.info('draining', { signal });
+      clearInterval(sweeper);
       const deadline = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), config.shutdownTimeoutMs).unref());
       if ((await Promise.race([worker.close(), deadline])) === 'timeout') {
         // BullMQ's forced close still waits for running processors, so stop the encoders here;
@@ -56,6 +69,7 @@ async function main(): Promise<void> {
         process.exit(0);
       }
       await events.close();
+      await generation.close();
       await redis.quit();
       logger.info('stopped');
       process.exit(0);

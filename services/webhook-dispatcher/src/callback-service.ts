@@ -245,6 +245,11 @@ export class CallbackService {
       target = await this.deps.guard.check(callback.url);
     } catch (err) {
       if (!(err instanceof CallbackUrlRejectedError)) throw err;
+      this.deps.logger.warn('callback address refused', {
+        message_id: callback.id,
+        reason: err.reason,
+        refused_addresses: err.refusedAddresses,
+      });
       return {
         sentMs: checkedAt,
         durationMs: this.now() - checkedAt,

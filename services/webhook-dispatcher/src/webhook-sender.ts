@@ -109,7 +109,9 @@ export class WebhookSender {
         settled = true;
         // Past the cap, or after an error, the rest of the answer is not wanted.
         stream.destroy();
-        const transportError = error === undefined ? null : classifyTransportError(error);
+        // The answer is its status line: a body that then stalls or breaks does not undo a 2xx
+        // received in time (spec 3: "any 2xx response within 15 s").
+        const transportError = error === undefined || status !== null ? null : classifyTransportError(error);
         resolve({
           sentMs,
           durationMs: this.#now() - sentMs,

@@ -10,7 +10,9 @@ export type Reply =
   /** Drop the connection without an answer. */
   | 'reset'
   /** Never answer (until the receiver stops). */
-  | 'hang';
+  | 'hang'
+  /** Send `200` and the start of a body, then never finish it. */
+  | 'stall-body';
 
 /** Decides the reply to the `n`th request (1-based) to a path. */
 export type Script = (n: number, request: ReceivedRequest) => Reply;
@@ -91,6 +93,11 @@ export class TestReceiver {
     const script: Script = this.scripts.get(path) ?? (() => ({ status: 200, body: 'ok' }));
     const reply = script(n, request);
     if (reply === 'hang') return;
+    if (reply === 'stall-body') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('partial');
+      return;
+    }
     if (reply === 'reset') {
       req.socket.destroy();
       return;

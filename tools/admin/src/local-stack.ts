@@ -88,7 +88,8 @@ async function main(): Promise<void> {
   let stopping = false;
   const children = SERVICES.map((name) => {
     const child = spawn(process.execPath, [join(ROOT, 'services', name, 'dist', 'main.js')], {
-      env: { ...process.env, MEDIA_DIR: process.env.MEDIA_DIR ?? join(ROOT, 'var', 'media') },
+      // The default MEDIA_DIR is relative; every service gets the same absolute one.
+      env: { ...process.env, MEDIA_DIR: resolve(ROOT, config.mediaDir) },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     child.on('exit', (code, signal) => {

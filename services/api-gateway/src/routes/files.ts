@@ -2,8 +2,7 @@ import { Router } from 'express';
 import type { LinkSigner } from '@media/domain';
 import { isValidBlobKey, type BlobStore } from '@media/storage';
 import { ApiError } from '../http/api-error';
-
-const CONTENT_TYPES: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', webp: 'image/webp', mp4: 'video/mp4' };
+import { sendBlob } from '../http/send-blob';
 
 /** Signed download links: no API key, the link itself is the capability. */
 export function fileRoutes(links: LinkSigner, blobs: BlobStore): Router {
@@ -15,12 +14,7 @@ export function fileRoutes(links: LinkSigner, blobs: BlobStore): Router {
       typeof expires === 'string' && typeof signature === 'string' && isValidBlobKey(key) ? links.check(key, expires, signature) : 'invalid';
     if (verdict === 'expired') throw new ApiError(403, 'permission_error', 'This download link has expired.', null, 'link_expired');
     if (verdict !== 'ok') throw new ApiError(403, 'permission_error', 'This download link is not valid.', null, 'invalid_link');
-    const size = await blobs.size(key);
-    if (size === undefined) throw ApiError.notFound('The file no longer exists.');
-    res.setHeader('content-type', CONTENT_TYPES[key.split('.').pop() ?? ''] ?? 'application/octet-stream');
-    res.setHeader('content-length', String(size));
-    res.setHeader('cache-control', 'private, max-age=3600');
-    blobs.stream(key).pipe(res);
+    await sendBlob(res, blobs, key, ApiError.notFound('The file no longer exists.'), { 'cache-control': 'private, max-age=3600' });
   });
   return router;
 }

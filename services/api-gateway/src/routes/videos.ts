@@ -4,6 +4,7 @@ import type { JobPresenter, VideoJob } from '@media/domain';
 import type { BlobStore, JobRepository } from '@media/storage';
 import { ApiError } from '../http/api-error';
 import { requireBodyType } from '../http/middleware';
+import { sendBlob } from '../http/send-blob';
 import type { JobIntakeService } from '../job-intake';
 import { multipartParser } from '../uploads';
 import { parseVideoRequest } from '../validation';
@@ -66,11 +67,7 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
     if (job.status !== 'completed' || !job.output) {
       throw new ApiError(409, 'invalid_request_error', `Video '${job.id}' is ${job.status}; content is available once it is completed.`, null, 'video_not_ready');
     }
-    const size = await deps.blobs.size(job.output);
-    if (size === undefined) throw new ApiError(410, 'invalid_request_error', 'The video content has expired.', null, 'content_expired');
-    res.setHeader('content-type', 'video/mp4');
-    res.setHeader('content-length', String(size));
-    deps.blobs.stream(job.output).pipe(res);
+    await sendBlob(res, deps.blobs, job.output, new ApiError(410, 'invalid_request_error', 'The video content has expired.', null, 'content_expired'));
   });
 
   return router;

@@ -23,7 +23,7 @@ import { bullPrefix, jobIds } from '@media/common';
 import type { ImageJob } from '@media/domain';
 import { JobRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
 import { makeTestPki, type TestPki } from '../test/dispatcher/support/pki';
-import { REDIS_URL } from '../test/support/stack';
+import { deleteKeysUnder, REDIS_URL } from '../test/support/stack';
 
 const ROOT = resolve(__dirname, '..');
 const N = Number(process.env.BENCH_N ?? 2000);
@@ -115,12 +115,7 @@ async function main(): Promise<void> {
       await once(dispatcher, 'exit');
     }
     await events.close();
-    let cursor = '0';
-    do {
-      const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (found.length > 0) await redis.del(...found);
-    } while (cursor !== '0');
+    await deleteKeysUnder(redis, prefix);
     redis.disconnect();
     receiver.server.closeAllConnections();
     receiver.server.close();

@@ -5,7 +5,7 @@ import { createLogger, jobIds, loadConfig } from '@media/common';
 import type { ImageJob } from '@media/domain';
 import { JobRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
 import { createCallbackService, type CallbackServiceHandle } from '../../services/webhook-dispatcher/src/wiring';
-import { freePort, REDIS_URL } from '../support/stack';
+import { deleteKeysUnder, freePort, REDIS_URL } from '../support/stack';
 import { makeTestPki, type TestPki } from './support/pki';
 import { TestReceiver } from './support/receiver';
 
@@ -34,12 +34,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const handle of handles) await handle.close();
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (found.length > 0) await redis.del(...found);
-  } while (cursor !== '0');
+  await deleteKeysUnder(redis, prefix);
   redis.disconnect();
   await receiver?.stop();
   await stranger?.stop();

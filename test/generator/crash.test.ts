@@ -11,7 +11,7 @@ import {
   probe,
   queueJobsFor,
   watchVideo,
-  startGeneratorStack,
+  startEncodingVideo, startGeneratorStack,
   type GeneratorStack,
 } from './helpers';
 
@@ -41,22 +41,8 @@ describe('generator: crash safety', () => {
     );
 
   it('finishes a video exactly once after the generator is SIGKILLed mid-encode', async () => {
-    const created = await t.call('/v1/videos', {
-      method: 'POST',
-      // Fixed seed: an encode of about 3 s on one core, so there is time to kill it half way.
-      json: { model: 'motion-1', prompt: 'a slow paper boat', seed: 5, seconds: 8, size: '1280x720', generate_audio: true },
-    });
-    expect(created.status).toBe(200);
-    const id: string = created.json.id;
-
-    const partial = await eventually(
-      async () => {
-        const job = await t.stack.jobs.get(id);
-        return job?.kind === 'video' && job.progress > 0 ? job : undefined;
-      },
-      15_000,
-      'progress > 0 in the store',
-    );
+    // Fixed seed: an encode of about 3 s on one core, so there is time to kill it half way.
+    const { id, partial } = await startEncodingVideo(t, 5, 8);
     const first = t.stack.service('generator');
     await first.kill('SIGKILL');
     const atKill = await t.stack.jobs.get(id);
@@ -67,7 +53,7 @@ describe('generator: crash safety', () => {
     const second = await t.stack.startService('generator');
     const { video, progress } = await watchVideo(t.call, id, 30_000);
     expect(video.status).toBe('completed');
-    expect(progress[0]).toBeGreaterThanOrEqual(partial.kind === 'video' ? partial.progress : 0);
+    expect(progress[0]).toBeGreaterThanOrEqual(partial.progress);
     expect(isNonDecreasing(progress)).toBe(true);
     expect(progress.at(-1)).toBe(100);
     expect(video.cost).toBeCloseTo(expectedVideoCost(8, true), 9);

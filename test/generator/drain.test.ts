@@ -11,7 +11,7 @@ import {
   probe,
   queueJobsFor,
   watchVideo,
-  startGeneratorStack,
+  startEncodingVideo, startGeneratorStack,
   type GeneratorStack,
 } from './helpers';
 
@@ -29,22 +29,8 @@ describe('generator: SIGTERM drain', () => {
   });
 
   it('finishes the running video before exiting with code 0', async () => {
-    const created = await t.call('/v1/videos', {
-      method: 'POST',
-      // Fixed seed: an encode of about 3 s on one core, so it is still running when SIGTERM arrives.
-      json: { model: 'motion-1', prompt: 'a slow paper boat', seed: 7, seconds: 6, size: '1280x720', generate_audio: true },
-    });
-    expect(created.status).toBe(200);
-    const id: string = created.json.id;
-
-    await eventually(
-      async () => {
-        const job = await t.stack.jobs.get(id);
-        return job?.kind === 'video' && job.progress > 0 ? job : undefined;
-      },
-      15_000,
-      'progress > 0 in the store',
-    );
+    // Fixed seed: an encode of about 3 s on one core, so it is still running when SIGTERM arrives.
+    const { id } = await startEncodingVideo(t, 7, 6);
     // The job must still be running when the drain begins, or this test proves nothing.
     expect((await t.stack.jobs.get(id))?.status).toBe('in_progress');
     const generator = t.stack.service('generator');
@@ -90,21 +76,8 @@ describe('generator: SIGTERM drain', () => {
     // Only the generators started from here on get the short drain deadline.
     t.stack.env = { ...t.stack.env, SHUTDOWN_TIMEOUT_MS: '1000' };
     const generator = await t.stack.startService('generator');
-    const created = await t.call('/v1/videos', {
-      method: 'POST',
-      // Fixed seed: an encode of about 5 s on one core, far past the 1 s deadline.
-      json: { model: 'motion-1', prompt: 'a slow paper boat', seed: 5, seconds: 12, size: '1280x720', generate_audio: true },
-    });
-    expect(created.status).toBe(200);
-    const id: string = created.json.id;
-    await eventually(
-      async () => {
-        const job = await t.stack.jobs.get(id);
-        return job?.kind === 'video' && job.progress > 0 ? job : undefined;
-      },
-      15_000,
-      'progress > 0 in the store',
-    );
+    // Fixed seed: an encode of about 5 s on one core, far past the 1 s deadline.
+    const { id } = await startEncodingVideo(t, 5, 12);
     expect((await t.stack.jobs.get(id))?.status).toBe('in_progress');
     const encoders = await ffmpegChildren(generator.pid!);
     expect(encoders.length).toBeGreaterThan(0);

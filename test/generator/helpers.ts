@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Queue, type Job, type JobType } from 'bullmq';
 import { jobIds } from '@media/common';
-import { MODEL_CATALOG, type VideoModel } from '@media/domain';
+import { MODEL_CATALOG, type VideoJob, type VideoModel } from '@media/domain';
 import { api, eventually, TestStack, type TestWorkspace } from '../support/stack';
 
 export type Call = ReturnType<typeof api>;
@@ -169,4 +169,26 @@ export async function startGeneratorStack(name: string, env: Record<string, stri
       await stack.stop();
     },
   };
+}
+
+/**
+ * Starts a 1280x720 video with audio whose fixed seed makes a slow encode, and waits until the
+ * generator has stored progress for it. Returns its id and the record at that moment.
+ */
+export async function startEncodingVideo(g: GeneratorStack, seed: number, seconds: number): Promise<{ id: string; partial: VideoJob }> {
+  const created = await g.call('/v1/videos', {
+    method: 'POST',
+    json: { model: 'motion-1', prompt: 'a slow paper boat', seed, seconds, size: '1280x720', generate_audio: true },
+  });
+  if (created.status !== 200) throw new Error(`video creation answered ${created.status}: ${created.text}`);
+  const id: string = created.json.id;
+  const partial = await eventually(
+    async () => {
+      const job = await g.stack.jobs.get(id);
+      return job?.kind === 'video' && job.progress > 0 ? job : undefined;
+    },
+    15_000,
+    'progress > 0 in the store',
+  );
+  return { id, partial };
 }

@@ -23,6 +23,16 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Deletes every key under `prefix:` (and nothing else: the Redis may be shared). */
+export async function deleteKeysUnder(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== '0');
+}
+
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
 export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -177,12 +187,7 @@ export class TestStack {
 
   async stop(): Promise<void> {
     await Promise.all([...this.services.values()].map((s) => s.kill('SIGKILL')));
-    let cursor = '0';
-    do {
-      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await this.redis.del(...keys);
-    } while (cursor !== '0');
+    await deleteKeysUnder(this.redis, this.prefix);
     this.redis.disconnect();
     await rm(this.mediaDir, { recursive: true, force: true });
   }

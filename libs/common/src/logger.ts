@@ -12,6 +12,15 @@ const redact = winston.format((info) => {
   return info;
 });
 
+/** Services that check callback URLs say loudly at start-up when the development relaxations are on. */
+export function warnIfCallbackChecksRelaxed(config: { callbackAllowHttp: boolean; callbackAllowedCidrs: string[] }, logger: Logger): void {
+  if (!config.callbackAllowHttp && config.callbackAllowedCidrs.length === 0) return;
+  logger.warn('CALLBACK URL CHECKS RELAXED: for development and tests only', {
+    allow_http: config.callbackAllowHttp,
+    allowed_cidrs: config.callbackAllowedCidrs,
+  });
+}
+
 /** JSON lines on stdout; callers add `request_id` / `job_id` through child loggers. */
 export function createLogger(service: string, level = 'info'): Logger {
   return winston.createLogger({

@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import { CallbackUrlGuard } from '@media/callback-guard';
-import { createLogger, createRedis, JobQueue, loadConfig } from '@media/common';
+import { createLogger, createRedis, JobQueue, loadConfig, warnIfCallbackChecksRelaxed } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
 import { FileBlobStore, IdempotencyRepository, JobRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
 import { createApp } from './app';
@@ -10,12 +10,7 @@ import { JobWaiter } from './job-waiter';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('api-gateway', config.logLevel);
-  if (config.callbackAllowHttp || config.callbackAllowedCidrs.length > 0) {
-    logger.warn('CALLBACK URL CHECKS RELAXED: for development and tests only', {
-      allow_http: config.callbackAllowHttp,
-      allowed_cidrs: config.callbackAllowedCidrs,
-    });
-  }
+  warnIfCallbackChecksRelaxed(config, logger);
   const redis = createRedis(config.redisUrl, 'request');
   const keys = new StoreKeys(config.keyPrefix);
   const jobs = new JobRepository(redis, keys);

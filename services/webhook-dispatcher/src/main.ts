@@ -1,15 +1,10 @@
-import { createLogger, createRedis, loadConfig, startWorker } from '@media/common';
+import { createLogger, createRedis, loadConfig, startWorker, warnIfCallbackChecksRelaxed } from '@media/common';
 import { createCallbackService } from './wiring';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('webhook-dispatcher', config.logLevel);
-  if (config.callbackAllowHttp || config.callbackAllowedCidrs.length > 0) {
-    logger.warn('CALLBACK URL CHECKS RELAXED: for development and tests only', {
-      allow_http: config.callbackAllowHttp,
-      allowed_cidrs: config.callbackAllowedCidrs,
-    });
-  }
+  warnIfCallbackChecksRelaxed(config, logger);
   const redis = createRedis(config.redisUrl, 'worker');
   const { service, close } = await createCallbackService(config, redis, logger);
   const workerOptions = {

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { Webhook } from 'standardwebhooks';
-import { jobIds, JobQueue } from '@media/common';
+import { createLogger, jobIds, JobQueue } from '@media/common';
 import { verify } from '@media/webhooks';
 import { CallbackNotFoundError } from '../../services/webhook-dispatcher/src/errors';
 import { eventually } from '../support/stack';
@@ -130,7 +130,7 @@ describe('callback events', () => {
     await h.settled(messageId, ['delivered']);
 
     // A replay under a new queue id, as if BullMQ's own de-duplication window had passed.
-    const events = new JobQueue('job-events', h.stack.redis, h.stack.prefix);
+    const events = new JobQueue('job-events', h.stack.redis, h.stack.prefix, createLogger('test', 'error'));
     try {
       await events.add('job-finished', { jobId }, { jobId: `replay.${jobId}` });
     } finally {

@@ -1,4 +1,5 @@
 import Joi from 'joi';
+import { CRASH_POINTS, type CrashPoint } from './faults';
 
 /**
  * Every setting of every service, validated once at start-up. Only this module reads the
@@ -37,6 +38,8 @@ export interface AppConfig {
   idempotencyTtlSeconds: number;
   shutdownTimeoutMs: number;
   ffmpegPath: string | undefined;
+  /** Test-only crash points (see faults.ts); empty in production. */
+  faultCrashPoints: CrashPoint[];
 }
 
 const DURATION = /^\d+(ms|s|m|h)$/;
@@ -54,6 +57,9 @@ export function parseDurationList(text: string): number[] {
       return Number(match[1]) * UNIT_MS[match[2]];
     });
 }
+
+const list = (text: string): string[] =>
+  text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
 
 const csv = Joi.string().allow('').default('');
 
@@ -86,7 +92,7 @@ const schema = Joi.object({
   DISPATCHER_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(50),
   GENERATION_TIMEOUT_MS: Joi.number().integer().min(1_000).default(300_000),
   GENERATION_ATTEMPTS: Joi.number().integer().min(1).max(10).default(3),
-  JOB_LOCK_MS: Joi.number().integer().min(1_000).default(30_000),
+  JOB_LOCK_MS: Joi.number().integer().min(1_000).default(10_000),
   SYNC_IMAGE_TIMEOUT_MS: Joi.number().integer().min(1_000).default(120_000),
   MODERATION_BLOCKLIST: csv,
   MAX_UPLOAD_BYTES: Joi.number().integer().min(1_024).default(20 * 1024 * 1024),
@@ -94,6 +100,13 @@ const schema = Joi.object({
   IDEMPOTENCY_TTL_SECONDS: Joi.number().integer().min(60).default(86_400),
   SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(1_000).default(30_000),
   FFMPEG_PATH: Joi.string(),
+  FAULT_CRASH_POINTS: Joi.string()
+    .custom((value: string, helpers) => {
+      const unknown = list(value).filter((p) => !CRASH_POINTS.includes(p as CrashPoint));
+      return unknown.length === 0 ? value : helpers.message({ custom: `{{#label}} has unknown crash points: ${unknown.join(', ')}` });
+    })
+    .allow('')
+    .default(''),
 });
 
 /** Names of the settings, for the README and for docker-compose/k8s checks. */
@@ -105,9 +118,6 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
-
-const list = (text: string): string[] =>
-  text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
 
 /** Validates the environment once; throws a {@link ConfigError} listing every bad key. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
@@ -147,5 +157,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     idempotencyTtlSeconds: value.IDEMPOTENCY_TTL_SECONDS,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
     ffmpegPath: value.FFMPEG_PATH,
+    faultCrashPoints: list(value.FAULT_CRASH_POINTS) as CrashPoint[],
   };
 }

@@ -4,3 +4,6 @@ export * from './logger';
 export * from './queue';
 export * from './queues';
 export * from './redis';
+export * from './errors';
+export * from './faults';
+export * from './shutdown';

@@ -12,10 +12,12 @@ export interface JobCatalogue {
     'generate-video': { jobId: string };
   };
   'job-events': {
-    'job-finished': { jobId: string };
+    /** `requeue`: how many times BullMQ gave up on this event before (transient trouble); absent at first. */
+    'job-finished': { jobId: string; requeue?: number };
   };
   'callback-deliveries': {
-    deliver: { messageId: string; attempt: number; trigger: AttemptTrigger };
+    /** `requeue`: how many times BullMQ gave up on this attempt before (transient trouble); absent at first. */
+    deliver: { messageId: string; attempt: number; trigger: AttemptTrigger; requeue?: number };
   };
 }
 
@@ -53,7 +55,11 @@ export const QUEUE_DEFAULTS: { [Q in QueueName]: JobsOptions } = {
  */
 export const jobIds = {
   generation: (jobId: string) => jobId,
-  jobFinished: (jobId: string) => `finished.${jobId}`,
-  delivery: (messageId: string, attempt: number, trigger: AttemptTrigger) =>
-    trigger === 'manual' ? `${messageId}.manual.${Date.now()}` : `${messageId}.${attempt}`,
+  jobFinished: (jobId: string, requeue = 0) => (requeue === 0 ? `finished.${jobId}` : `finished.${jobId}.r${requeue}`),
+  delivery: (messageId: string, attempt: number, trigger: AttemptTrigger, requeue = 0) =>
+    trigger === 'manual'
+      ? `${messageId}.manual.${Date.now()}`
+      : requeue === 0
+        ? `${messageId}.${attempt}`
+        : `${messageId}.${attempt}.r${requeue}`,
 };

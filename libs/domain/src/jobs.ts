@@ -70,3 +70,9 @@ export interface LedgerEntry {
   amount: number;
   created_ms: number;
 }
+
+/** The `generation` queue's job name for a job record: one mapping for the gateway and the intake repair. */
+export function generationJobName(job: JobRecord): 'generate-image' | 'edit-image' | 'generate-video' {
+  if (job.kind === 'video') return 'generate-video';
+  return job.operation === 'edit' ? 'edit-image' : 'generate-image';
+}

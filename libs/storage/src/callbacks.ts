@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { AttemptTrigger } from '@media/common';
 import type { EventType } from '@media/domain';
 import type { StoreKeys } from './keys';
+import { encodeRecord } from './record-json';
 
 /** Where a callback stands: still on its ladder, answered with a 2xx, or out of automatic attempts. */
 export type CallbackState = 'pending' | 'delivered' | 'failed';
@@ -9,9 +10,19 @@ export type CallbackState = 'pending' | 'delivered' | 'failed';
 /**
  * Why an attempt did not end in a 2xx. Stable strings: the dashboard shows and filters on them.
  * `http_error` is a non-2xx, non-3xx answer; `blocked_address` is a URL that failed the
- * delivery-time check (no connection was made).
+ * delivery-time check (no connection was made); `dispatcher_error` is an attempt the dispatcher could
+ * not make at all, after its own retries of it ran out (nothing was sent, or no answer was recorded).
  */
-export type AttemptErrorClass = 'timeout' | 'dns' | 'refused' | 'reset' | 'tls' | 'redirect' | 'blocked_address' | 'http_error';
+export type AttemptErrorClass =
+  | 'timeout'
+  | 'dns'
+  | 'refused'
+  | 'reset'
+  | 'tls'
+  | 'redirect'
+  | 'blocked_address'
+  | 'http_error'
+  | 'dispatcher_error';
 
 /** One callback: one finished job, one event, one `msg_` id for its whole life. */
 export interface CallbackRecord {
@@ -132,7 +143,7 @@ export class CallbackRepository {
   async create(callback: CallbackRecord): Promise<{ created: boolean; callback: CallbackRecord }> {
     const [[setError, set], [indexError]] = (await this.redis
       .multi()
-      .set(this.keys.callback(callback.id), JSON.stringify(callback), 'NX')
+      .set(this.keys.callback(callback.id), encodeRecord(callback), 'NX')
       .zadd(this.keys.workspaceCallbacks(callback.workspace_id), 'NX', callback.created_ms, callback.id)
       .exec()) as [[Error | null, unknown], [Error | null, unknown]];
     if (setError || indexError) throw setError ?? indexError;
@@ -190,7 +201,7 @@ export class CallbackRepository {
       this.keys.callback(messageId),
       this.keys.callbackAttempts(messageId),
       attemptKey,
-      JSON.stringify({ ...attempt, number: 0 }),
+      encodeRecord({ ...attempt, number: 0 }),
       String(attempt.ladder_attempt ?? 0),
       attempt.error === null ? '1' : '0',
       nextAttemptMs === null ? '' : String(nextAttemptMs),

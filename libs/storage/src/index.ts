@@ -5,3 +5,4 @@ export * from './jobs';
 export * from './keys';
 export * from './link-key';
 export * from './workspaces';
+export * from './record-json';

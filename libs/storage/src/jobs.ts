@@ -1,29 +1,54 @@
 import type { Redis } from 'ioredis';
 import { isFinished, type JobRecord, type LedgerEntry } from '@media/domain';
 import type { StoreKeys } from './keys';
+import { encodeRecord } from './record-json';
+
+// A record that cjson cannot decode (written before encodeRecord existed, or by hand) must not
+// wedge the job: the scripts answer -2 and the caller fails it permanently.
+const STATUS_OF = `
+local function status_of(raw)
+  local ok, record = pcall(cjson.decode, raw)
+  if not ok or type(record) ~= 'table' then return nil end
+  return record['status']
+end
+`;
 
 // Completion and its charge in one step: a job ends once, so it is charged at most once even
-// when a crashed worker's job is processed again.
-const FINISH = `
+// when a crashed worker's job is processed again. The job leaves its workspace's unfinished set
+// in the same step, so the waiting-jobs cap never counts a finished job.
+const FINISH = `${STATUS_OF}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return -1 end
-local status = cjson.decode(raw)['status']
+local status = status_of(raw)
+if status == nil then return -2 end
 if status == 'completed' or status == 'failed' then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
 if ARGV[2] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[2]) end
+redis.call('SREM', KEYS[3], ARGV[3])
+redis.call('ZREM', KEYS[4], ARGV[3])
 redis.call('PUBLISH', ARGV[4], ARGV[3])
 return 1
 `;
 
 // Progress and status writes must never overwrite a finished job.
-const UPDATE_ACTIVE = `
+const UPDATE_ACTIVE = `${STATUS_OF}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return -1 end
-local status = cjson.decode(raw)['status']
+local status = status_of(raw)
+if status == nil then return -2 end
 if status == 'completed' or status == 'failed' then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
 return 1
 `;
+
+/** A stored job record that cannot be read back; retrying cannot help, so callers fail the job. */
+export class CorruptRecordError extends Error {
+  override readonly name = 'CorruptRecordError';
+
+  constructor(readonly recordId: string) {
+    super(`record ${recordId} cannot be decoded`);
+  }
+}
 
 export interface ListPage {
   ids: string[];
@@ -37,20 +62,45 @@ export class JobRepository {
     private readonly keys: StoreKeys,
   ) {}
 
-  /** Stores a new job; false when a job with that id already exists (an idempotent replay). */
+  /**
+   * Stores a new job; false when a job with that id already exists (an idempotent replay).
+   *
+   * The job is also entered in the intake set until {@link markQueued}: storing a job and queueing
+   * it are two writes to two systems, and a gateway that dies between them would otherwise leave a
+   * job that is listed and never run. {@link unqueuedSince} finds such jobs for the repair sweep.
+   */
   async create(job: JobRecord): Promise<boolean> {
     const index = job.kind === 'video' ? this.keys.workspaceVideos(job.workspace_id) : this.keys.workspaceImages(job.workspace_id);
-    const [[, set]] = (await this.redis
+    const [[error, set]] = (await this.redis
       .multi()
-      .set(this.keys.job(job.id), JSON.stringify(job), 'NX')
+      .set(this.keys.job(job.id), encodeRecord(job), 'NX')
       .zadd(index, 'NX', job.created_ms, job.id)
+      .zadd(this.keys.intake(), 'NX', job.created_ms, job.id)
+      .sadd(this.keys.workspaceUnfinished(job.workspace_id), job.id)
       .exec()) as [[Error | null, unknown], ...unknown[]];
+    if (error) throw error;
     return set === 'OK';
   }
 
+  /** The job is on the generation queue: it no longer needs the intake repair. */
+  async markQueued(id: string): Promise<void> {
+    await this.redis.zrem(this.keys.intake(), id);
+  }
+
+  /** Ids of jobs stored before `beforeMs` and not yet marked queued, oldest first. */
+  async unqueuedSince(beforeMs: number, limit: number): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.intake(), '-inf', beforeMs, 'LIMIT', 0, limit);
+  }
+
+  /** How many jobs of the workspace are accepted and not finished (the waiting-jobs cap). */
+  async unfinishedCount(workspaceId: string): Promise<number> {
+    return this.redis.scard(this.keys.workspaceUnfinished(workspaceId));
+  }
+
+  /** @throws CorruptRecordError when the stored record is not JSON */
   async get(id: string): Promise<JobRecord | undefined> {
     const raw = await this.redis.get(this.keys.job(id));
-    return raw ? (JSON.parse(raw) as JobRecord) : undefined;
+    return raw === null ? undefined : decodeJob(id, raw);
   }
 
   /** A job of this workspace; another workspace's job is indistinguishable from a missing one. */
@@ -62,7 +112,9 @@ export class JobRepository {
   /** Writes an unfinished job; false if it has finished meanwhile. */
   async updateActive(job: JobRecord): Promise<boolean> {
     if (isFinished(job.status)) throw new Error('use finish() for finished jobs');
-    return (await this.redis.eval(UPDATE_ACTIVE, 1, this.keys.job(job.id), JSON.stringify(job))) === 1;
+    const result = await this.redis.eval(UPDATE_ACTIVE, 1, this.keys.job(job.id), encodeRecord(job));
+    if (result === -2) throw new CorruptRecordError(job.id);
+    return result === 1;
   }
 
   /**
@@ -73,15 +125,18 @@ export class JobRepository {
     if (!isFinished(job.status)) throw new Error('finish() needs a finished job');
     const result = await this.redis.eval(
       FINISH,
-      2,
+      4,
       this.keys.job(job.id),
       this.keys.workspaceLedger(job.workspace_id),
-      JSON.stringify(job),
-      charge ? JSON.stringify(charge) : '',
+      this.keys.workspaceUnfinished(job.workspace_id),
+      this.keys.intake(),
+      encodeRecord(job),
+      charge ? encodeRecord(charge) : '',
       job.id,
       this.keys.jobFinishedChannel(),
     );
     if (result === -1) throw new Error(`job ${job.id} does not exist`);
+    if (result === -2) throw new CorruptRecordError(job.id);
     return result === 1;
   }
 
@@ -102,11 +157,27 @@ export class JobRepository {
   async getMany(ids: string[]): Promise<JobRecord[]> {
     if (ids.length === 0) return [];
     const raws = await this.redis.mget(ids.map((id) => this.keys.job(id)));
-    return raws.filter((r): r is string => r !== null).map((r) => JSON.parse(r) as JobRecord);
+    // A list shows what it can read: one unreadable record must not hide the rest.
+    return raws.flatMap((raw, i) => {
+      if (raw === null) return [];
+      try {
+        return [decodeJob(ids[i], raw)];
+      } catch {
+        return [];
+      }
+    });
   }
 
   async ledger(workspaceId: string): Promise<LedgerEntry[]> {
     const raws = await this.redis.lrange(this.keys.workspaceLedger(workspaceId), 0, -1);
     return raws.map((r) => JSON.parse(r) as LedgerEntry);
+  }
+}
+
+function decodeJob(id: string, raw: string): JobRecord {
+  try {
+    return JSON.parse(raw) as JobRecord;
+  } catch {
+    throw new CorruptRecordError(id);
   }
 }

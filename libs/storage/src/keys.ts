@@ -8,9 +8,13 @@ export class StoreKeys {
   workspaceImages = (id: string) => `${this.prefix}:ws:${id}:images`;
   workspaceLedger = (id: string) => `${this.prefix}:ws:${id}:ledger`;
   workspaceCallbacks = (id: string) => `${this.prefix}:ws:${id}:callbacks`;
+  /** Ids of the workspace's accepted, unfinished jobs (the waiting-jobs cap counts them). */
+  workspaceUnfinished = (id: string) => `${this.prefix}:ws:${id}:unfinished`;
   workspaces = () => `${this.prefix}:workspaces`;
   apiKey = (hash: string) => `${this.prefix}:apikey:${hash}`;
   job = (id: string) => `${this.prefix}:job:${id}`;
+  /** Jobs stored but not yet known to be queued, scored by creation time (the intake repair reads it). */
+  intake = () => `${this.prefix}:intake`;
   charged = () => `${this.prefix}:charged`;
   idempotency = (workspaceId: string, keyHash: string) => `${this.prefix}:idem:${workspaceId}:${keyHash}`;
   callback = (messageId: string) => `${this.prefix}:cb:${messageId}`;

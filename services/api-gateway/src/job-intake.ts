@@ -1,7 +1,7 @@
 import { createHash, randomInt } from 'node:crypto';
-import { newId, type JobQueue } from '@media/common';
+import { FaultInjector, jobIds, newId, type JobQueue } from '@media/common';
 import { CallbackUrlGuard, CallbackUrlRejectedError } from '@media/callback-guard';
-import { isFinished, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
+import { generationJobName, isFinished, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
 import type { BlobStore, IdempotencyRepository, JobRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
 import type { ImageParams, VideoParams } from './validation';
@@ -33,6 +33,7 @@ export class JobIntakeService {
     private readonly idempotency: IdempotencyRepository,
     private readonly generation: JobQueue<'generation'>,
     private readonly callbackGuard: CallbackUrlGuard,
+    private readonly faults: FaultInjector = FaultInjector.none(),
   ) {}
 
   async createImageJob(workspaceId: string, requestId: string, params: ImageParams, edit: EditInputs | null, idempotencyKey?: string): Promise<Intake> {
@@ -139,13 +140,16 @@ export class JobIntakeService {
       const existing = await this.jobs.get(job.id);
       if (existing) job = existing;
     }
+    this.faults.at('intake.stored');
     await this.enqueue(job);
     return job;
   }
 
-  private enqueue(job: JobRecord): Promise<void> {
-    const name = job.kind === 'video' ? 'generate-video' : job.operation === 'edit' ? 'edit-image' : 'generate-image';
-    return this.generation.add(name, { jobId: job.id }, { jobId: job.id });
+  /** Queues the job, then clears its intake mark (until then the generator's intake repair would queue it). */
+  private async enqueue(job: JobRecord): Promise<void> {
+    await this.generation.add(generationJobName(job), { jobId: job.id }, { jobId: jobIds.generation(job.id) });
+    this.faults.at('intake.queued');
+    await this.jobs.markQueued(job.id);
   }
 
   private async checkCallbackUrl(url: string | null): Promise<void> {

@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   const jobs = new JobRepository(redis, keys);
   const blobs = new FileBlobStore(config.mediaDir);
   const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret), config.publicBaseUrl, config.linkTtlSeconds);
-  const generation = new JobQueue('generation', redis, config.keyPrefix, { attempts: config.generationAttempts });
+  const generation = new JobQueue('generation', redis, config.keyPrefix, logger, { attempts: config.generationAttempts });
   const waiter = new JobWaiter(createRedis(config.redisUrl, 'worker'), keys, jobs);
   const app = createApp({
     redis,

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { jobIds, type JobQueue, type Logger } from '@media/common';
+import { FaultInjector, jobIds, type JobQueue, type Logger } from '@media/common';
 import {
   findModel,
   imageCost,
@@ -14,8 +14,8 @@ import {
   type LedgerEntry,
   type VideoJob,
 } from '@media/domain';
-import type { BlobStore, JobRepository } from '@media/storage';
-import { GenerationTimeoutError, PermanentGenerationError } from './errors';
+import { CorruptRecordError, type BlobStore, type JobRepository } from '@media/storage';
+import { GenerationTimeoutError, jobErrorFor, PermanentGenerationError } from './errors';
 import { InvalidImageError, type ImageRenderer, type VideoEncoder } from './media';
 import type { ModerationPolicy } from './moderation';
 
@@ -28,12 +28,11 @@ export interface GenerationDeps {
   moderation: ModerationPolicy;
   logger: Logger;
   timeoutMs: number;
+  faults?: FaultInjector;
 }
 
-/** Where a generation attempt stands within BullMQ's retries. */
+/** Hooks into the running BullMQ job. */
 export interface AttemptInfo {
-  /** True when BullMQ will not retry after this attempt. */
-  isLast: boolean;
   reportProgress?: (percent: number) => Promise<void>;
 }
 
@@ -44,20 +43,27 @@ const PROGRESS_STEP = 5;
  * Turns a queued job into media, a final state, a charge and a job-finished event. Every step
  * can run again after a crash: finishing and charging happen once in one transaction, and the
  * event has a deterministic queue id.
+ *
+ * Failing is one path: {@link run} throws a {@link PermanentGenerationError} (BullMQ fails the job
+ * at once) or any other error (BullMQ retries), and the `failed` outcome is written only by
+ * {@link giveUp}, where BullMQ has given up.
  */
 export class GenerationService {
   /** Aborts for the work in progress, so a shutdown past its deadline can stop the encoders. */
   private readonly running = new Set<AbortController>();
+  private readonly faults: FaultInjector;
 
-  constructor(private readonly deps: GenerationDeps) {}
+  constructor(private readonly deps: GenerationDeps) {
+    this.faults = deps.faults ?? FaultInjector.none();
+  }
 
   /** Stops every running generation (their jobs are left to BullMQ's stall recovery). */
   abortAll(): void {
     for (const controller of this.running) controller.abort(new Error('generator shutting down'));
   }
 
-  async run(jobId: string, attempt: AttemptInfo): Promise<void> {
-    const job = await this.deps.jobs.get(jobId);
+  async run(jobId: string, attempt: AttemptInfo = {}): Promise<void> {
+    const job = await this.read(jobId);
     if (!job) {
       this.deps.logger.warn('generation job has no record; dropping', { job_id: jobId });
       return;
@@ -70,31 +76,37 @@ export class GenerationService {
     job.status = 'in_progress';
     await this.deps.jobs.updateActive(job);
 
+    const blocked = this.deps.moderation.blockedTerm(job.prompt);
+    if (blocked) throw new PermanentGenerationError('moderation_blocked', 'The request was blocked by output moderation.');
+    let finished: JobRecord;
     try {
-      const blocked = this.deps.moderation.blockedTerm(job.prompt);
-      if (blocked) {
-        throw new PermanentGenerationError('moderation_blocked', 'The request was blocked by output moderation.');
-      }
-      const finished = await this.withTimeout<JobRecord>((signal) =>
+      finished = await this.withTimeout<JobRecord>((signal) =>
         job.kind === 'video' ? this.makeVideo(job, signal, attempt) : this.makeImages(job, signal),
       );
-      await this.complete(finished);
     } catch (err) {
-      const permanent = err instanceof PermanentGenerationError || err instanceof InvalidImageError;
-      if (!permanent && !attempt.isLast) throw err; // transient: BullMQ retries
-      await this.fail(jobId, this.classify(err));
+      if (err instanceof InvalidImageError) throw new PermanentGenerationError('invalid_image', 'An input image could not be decoded.');
+      if (!(err instanceof GenerationTimeoutError)) this.deps.logger.warn('generation error', { job_id: jobId, error: String(err) });
+      throw err;
     }
+    this.faults.at('generation.rendered');
+    await this.complete(finished);
   }
 
   /**
-   * Ends a job `failed` when BullMQ has given up on it (retries or stalls exhausted). Safe to repeat:
-   * a job that has finished is left alone.
+   * Records the outcome of a job BullMQ has given up on (retries or stall recoveries used up, or a
+   * permanent failure): `failed` with its error, uncharged, announced. Safe to repeat; for a job
+   * that had finished it only makes sure the finish was announced.
    */
-  async giveUp(jobId: string, reason: string): Promise<void> {
+  async giveUp(jobId: string, reason: string, permanent?: { code: string; detail: string }): Promise<void> {
     const job = await this.deps.jobs.get(jobId);
-    if (!job || isFinished(job.status)) return;
-    this.deps.logger.error('generation given up', { job_id: jobId, reason });
-    await this.fail(jobId, { code: 'generation_failed', message: 'The generator could not complete the job.' });
+    if (!job) return;
+    if (isFinished(job.status)) {
+      // Finished, then the process died before queueing the event (or the event is queued: no-op).
+      await this.announce(jobId);
+      return;
+    }
+    this.deps.logger.warn('generation given up', { job_id: jobId, reason });
+    await this.fail(job, jobErrorFor(reason, permanent));
   }
 
   private async makeImages(job: ImageJob, signal: AbortSignal): Promise<ImageJob> {
@@ -150,19 +162,26 @@ export class GenerationService {
     if (await this.deps.jobs.finish(done, charge)) {
       this.deps.logger.info('job completed', { job_id: job.id, cost });
     }
+    this.faults.at('generation.finished');
     await this.announce(job.id);
   }
 
-  private async fail(jobId: string, error: JobError): Promise<void> {
-    const job = await this.deps.jobs.get(jobId);
-    if (!job) return;
-    if (!isFinished(job.status)) {
-      const failed: JobRecord = { ...job, status: 'failed', finished_ms: Date.now(), cost: null, error };
-      if (await this.deps.jobs.finish(failed, null)) {
-        this.deps.logger.warn('job failed', { job_id: jobId, code: error.code });
-      }
+  private async fail(job: JobRecord, error: JobError): Promise<void> {
+    const failed: JobRecord = { ...job, status: 'failed', finished_ms: Date.now(), cost: null, error };
+    if (await this.deps.jobs.finish(failed, null)) {
+      this.deps.logger.warn('job failed', { job_id: job.id, code: error.code });
     }
-    await this.announce(jobId);
+    await this.announce(job.id);
+  }
+
+  /** The job record; one that cannot be read is a permanent failure, not something to retry. */
+  private async read(jobId: string): Promise<JobRecord | undefined> {
+    try {
+      return await this.deps.jobs.get(jobId);
+    } catch (err) {
+      if (err instanceof CorruptRecordError) throw new PermanentGenerationError('generation_failed', 'The job record could not be read.');
+      throw err;
+    }
   }
 
   private announce(jobId: string): Promise<void> {
@@ -175,15 +194,6 @@ export class GenerationService {
     if (job.kind === 'video' && model.kind === 'video') return videoCost(model, job.seconds, job.generate_audio);
     if (job.kind === 'image' && model.kind === 'image') return imageCost(model, job.size, job.n);
     throw new PermanentGenerationError('generation_failed', `model ${job.model} cannot make ${job.kind}s`);
-  }
-
-  /** The job-level error shown to the client; internal details stay in the logs. */
-  private classify(err: unknown): JobError {
-    if (err instanceof PermanentGenerationError) return { code: err.code, message: err.message };
-    if (err instanceof InvalidImageError) return { code: 'invalid_image', message: 'An input image could not be decoded.' };
-    if (err instanceof GenerationTimeoutError) return { code: 'generation_failed', message: 'Generation timed out.' };
-    this.deps.logger.error('generation error', { error: String(err) });
-    return { code: 'generation_failed', message: 'The generator failed to produce output.' };
   }
 
   private async withTimeout<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {

@@ -1,5 +1,5 @@
 import { CallbackUrlRejectedError, type CheckedTarget } from '@media/callback-guard';
-import { derivedId, jobIds, type AttemptTrigger, type JobQueue, type Logger } from '@media/common';
+import { derivedId, FaultInjector, jobIds, type AttemptTrigger, type GaveUpJob, type JobQueue, type Logger } from '@media/common';
 import { eventTypeFor, isFinished, type EventType, type JobPresenter } from '@media/domain';
 import type {
   CallbackAttempt,
@@ -20,6 +20,7 @@ export interface DeliveryRequest {
   messageId: string;
   attempt: number;
   trigger: AttemptTrigger;
+  requeue?: number;
 }
 
 /** A manual retry that was queued for the dispatcher. */
@@ -39,12 +40,23 @@ export interface CallbackServiceDeps {
   guard: { check(url: string): Promise<CheckedTarget> };
   sender: { send(target: CheckedTarget, body: Buffer, headers: Record<string, string>): Promise<Exchange> };
   deliveries: Pick<JobQueue<'callback-deliveries'>, 'add' | 'remove'>;
+  /** Where a given-up job-finished event is queued again. */
+  events?: Pick<JobQueue<'job-events'>, 'add'>;
   logger: Logger;
   /** Gaps before automatic attempts 2..n (WEBHOOK_RETRY_SCHEDULE). */
   retryScheduleMs: readonly number[];
   docsUrl: string;
   now?: () => number;
+  faults?: FaultInjector;
 }
+
+/**
+ * How often one automatic attempt is queued again after BullMQ gave up on it (its retries or stall
+ * recoveries ran out: a Redis outage, a dispatcher that keeps dying mid-attempt). Past this the
+ * attempt is recorded as failed (`dispatcher_error`) and the ladder moves on, so a callback that
+ * kills its dispatcher cannot loop for ever.
+ */
+export const MAX_REQUEUES = 5;
 
 /** The `msg_` id of a job's callback: derived, so a replayed job-finished event finds the same callback. */
 export const callbackIdFor = (jobId: string, type: EventType): string => derivedId('msg', jobId, type);
@@ -60,9 +72,11 @@ export const callbackIdFor = (jobId: string, type: EventType): string => derived
  */
 export class CallbackService {
   private readonly now: () => number;
+  private readonly faults: FaultInjector;
 
   constructor(private readonly deps: CallbackServiceDeps) {
     this.now = deps.now ?? Date.now;
+    this.faults = deps.faults ?? FaultInjector.none();
   }
 
   /**
@@ -99,6 +113,7 @@ export class CallbackService {
       delivered_ms: null,
       last_attempt_ms: null,
     });
+    this.faults.at('callback.created');
     // Also for an existing record: a crash between create and this add is repaired by the event's
     // retry. Once attempt 1 has run, a replayed event adds nothing.
     if (callback.state === 'pending' && callback.ladder_attempt === 0) {
@@ -135,6 +150,7 @@ export class CallbackService {
     }
 
     const exchange = await this.attempt(callback);
+    this.faults.at('delivery.sent');
     // No status and no transport error would be a stream that ended without an answer: not delivered.
     const error = exchange.transportError ?? (exchange.status === null ? 'reset' : classifyStatus(exchange.status));
     const ladder = request.trigger === 'scheduled' ? request.attempt : null;
@@ -159,6 +175,7 @@ export class CallbackService {
       this.now(),
     );
 
+    this.faults.at('delivery.recorded');
     if (request.trigger === 'scheduled') {
       await this.scheduleNext(after);
     } else if (error === null && after.ladder_attempt < maxAttempts(this.deps.retryScheduleMs)) {
@@ -219,10 +236,75 @@ export class CallbackService {
     return { callback, attempts: await this.deps.callbacks.attempts(messageId) };
   }
 
-  /** Ends a callback whose automatic delivery BullMQ gave up on (retries exhausted, or undeliverable). */
-  async giveUp(messageId: string, reason: string): Promise<void> {
-    const callback = await this.deps.callbacks.giveUp(messageId);
-    this.deps.logger.error('callback delivery given up', { message_id: messageId, reason, state: callback?.state });
+  /**
+   * Records the outcome of a delivery job BullMQ gave up on; called from the worker's `failed` event
+   * and again by the sweep of the failed set, so it is idempotent.
+   *
+   * A callback is marked `failed` only after its last automatic attempt failed (spec 8), so a
+   * transient give-up never ends the ladder: the same attempt is queued again after the first gap
+   * of the ladder. Only a permanent failure (the job record or every signing secret is gone) ends
+   * the callback at once. A manual attempt leaves the callback as it was.
+   */
+  async onDeliveryGaveUp({ payload, reason, permanent }: Pick<GaveUpJob<'callback-deliveries'>, 'payload' | 'reason' | 'permanent'>): Promise<void> {
+    const log = { message_id: payload.messageId, attempt: payload.attempt, trigger: payload.trigger, reason };
+    if (payload.trigger !== 'scheduled') {
+      this.deps.logger.error('manual delivery given up', log);
+      return;
+    }
+    const callback = await this.deps.callbacks.get(payload.messageId);
+    // Ended meanwhile, or this attempt was recorded after all: nothing is left to repair.
+    if (!callback || callback.state !== 'pending' || callback.ladder_attempt >= payload.attempt) return;
+    if (permanent) {
+      const ended = await this.deps.callbacks.giveUp(payload.messageId);
+      this.deps.logger.error('callback cannot be delivered; ended as failed', { ...log, state: ended?.state });
+      return;
+    }
+    const requeue = (payload.requeue ?? 0) + 1;
+    if (requeue <= MAX_REQUEUES) {
+      this.deps.logger.warn('delivery attempt given up by the queue; queued again', { ...log, requeue });
+      await this.deps.deliveries.add(
+        'deliver',
+        { ...payload, requeue },
+        { jobId: jobIds.delivery(payload.messageId, payload.attempt, 'scheduled', requeue), delay: this.deps.retryScheduleMs[0] ?? 0 },
+      );
+      return;
+    }
+    // The attempt could not be made MAX_REQUEUES times over: count it as failed and go on up the ladder.
+    const now = this.now();
+    const { callback: after } = await this.deps.callbacks.recordAttempt(
+      callback.id,
+      attemptKey('scheduled', payload.attempt, ''),
+      {
+        ladder_attempt: payload.attempt,
+        trigger: 'scheduled',
+        sent_ms: now,
+        duration_ms: 0,
+        status: null,
+        error: 'dispatcher_error',
+        error_detail: reason.slice(0, 200),
+        address: null,
+        excerpt: '',
+      },
+      nextAttemptAt(this.deps.retryScheduleMs, payload.attempt, now),
+      now,
+    );
+    this.deps.logger.error('delivery attempt recorded as failed after repeated give-ups', { ...log, state: after.state });
+    await this.scheduleNext(after);
+  }
+
+  /**
+   * A job-finished event BullMQ gave up on must still make its callback: a permanent failure is
+   * logged for someone to look at, anything else is queued again (with the next requeue count, so
+   * the sweep's repeat of this call is a no-op).
+   */
+  async onEventGaveUp({ payload, reason, permanent }: Pick<GaveUpJob<'job-events'>, 'payload' | 'reason' | 'permanent'>): Promise<void> {
+    if (permanent || !this.deps.events) {
+      this.deps.logger.error('job-finished event given up; no callback will be made', { job_id: payload.jobId, reason });
+      return;
+    }
+    const requeue = (payload.requeue ?? 0) + 1;
+    this.deps.logger.warn('job-finished event given up by the queue; queued again', { job_id: payload.jobId, reason, requeue });
+    await this.deps.events.add('job-finished', { jobId: payload.jobId, requeue }, { jobId: jobIds.jobFinished(payload.jobId, requeue) });
   }
 
   /** Queues the next automatic attempt if the ladder says one is due; a no-op when it is queued already. */

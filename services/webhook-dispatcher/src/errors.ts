@@ -1,4 +1,4 @@
-import { UnrecoverableError } from 'bullmq';
+import { PermanentJobError } from '@media/common';
 
 /** No callback with that id in the caller's workspace (another workspace's callback looks the same). */
 export class CallbackNotFoundError extends Error {
@@ -14,8 +14,8 @@ export class CallbackNotFoundError extends Error {
  * secret is gone). An UnrecoverableError, so BullMQ fails it at once instead of retrying; the
  * dispatcher then ends the callback as `failed`.
  */
-export class UndeliverableCallbackError extends UnrecoverableError {
+export class UndeliverableCallbackError extends PermanentJobError {
   constructor(readonly messageId: string, reason: string) {
-    super(`callback ${messageId} cannot be delivered: ${reason}`);
+    super('undeliverable', `callback ${messageId} cannot be delivered: ${reason}`);
   }
 }

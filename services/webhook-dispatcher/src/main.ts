@@ -1,32 +1,37 @@
-import { createLogger, createRedis, loadConfig, startWorker, warnIfCallbackChecksRelaxed } from '@media/common';
+import { createLogger, createRedis, drainWithin, FaultInjector, loadConfig, QueueConsumer, warnIfCallbackChecksRelaxed } from '@media/common';
 import { createCallbackService } from './wiring';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('webhook-dispatcher', config.logLevel);
   warnIfCallbackChecksRelaxed(config, logger);
-  const redis = createRedis(config.redisUrl, 'worker');
-  const { service, close } = await createCallbackService(config, redis, logger);
-  const workerOptions = {
+  const redis = createRedis(config.redisUrl, 'worker', logger);
+  const faults = new FaultInjector(config.faultCrashPoints, (point) => {
+    logger.warn('crash point reached', { point });
+    process.kill(process.pid, 'SIGKILL');
+  });
+  const { service, close } = await createCallbackService(config, redis, logger, { faults });
+  const consumerOptions = {
     connection: redis,
     keyPrefix: config.keyPrefix,
     concurrency: config.dispatcherConcurrency,
     // A dispatcher killed mid-attempt has its jobs picked up again after about this long.
     lockDurationMs: config.jobLockMs,
+    logger,
   };
 
-  const events = startWorker(
+  const events = new QueueConsumer(
     'job-events',
     {
       'job-finished': async ({ jobId }) => {
         await service.onJobFinished(jobId);
       },
     },
-    workerOptions,
+    { ...consumerOptions, onGaveUp: (job) => service.onEventGaveUp(job) },
   );
   // Each attempt waits on a receiver for up to WEBHOOK_TIMEOUT_MS, so concurrency is what keeps one
   // slow receiver from holding up everyone else's callbacks.
-  const deliveries = startWorker(
+  const deliveries = new QueueConsumer(
     'callback-deliveries',
     {
       deliver: async (request, job) => {
@@ -34,25 +39,8 @@ async function main(): Promise<void> {
         await service.deliver(request, job.id);
       },
     },
-    workerOptions,
+    { ...consumerOptions, onGaveUp: (job) => service.onDeliveryGaveUp(job) },
   );
-
-  deliveries.on('failed', (job, err) => {
-    // Transient errors exhausted BullMQ's retries, or the callback is undeliverable: an automatic
-    // delivery must still end, as `failed`. A manual attempt leaves the callback as it was.
-    if (!job) return;
-    logger.error('delivery job failed', { message_id: job.data.messageId, trigger: job.data.trigger, error: err.message });
-    if (job.data.trigger !== 'scheduled') return;
-    void job
-      .getState()
-      .then(async (state) => {
-        if (state === 'failed') await service.giveUp(job.data.messageId, err.message);
-      })
-      .catch((e) => logger.error('could not record given-up callback', { message_id: job.data.messageId, error: String(e) }));
-  });
-  events.on('failed', (job, err) => logger.error('job-finished event failed', { job_id: job?.data.jobId, error: err.message }));
-  events.on('error', (err) => logger.error('worker error', { queue: 'job-events', error: String(err) }));
-  deliveries.on('error', (err) => logger.error('worker error', { queue: 'callback-deliveries', error: String(err) }));
 
   await Promise.all([events.waitUntilReady(), deliveries.waitUntilReady()]);
 
@@ -62,10 +50,8 @@ async function main(): Promise<void> {
     // recovery, which repeats them with the same webhook-id.
     stopping ??= (async () => {
       logger.info('draining', { signal });
-      const deadline = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), config.shutdownTimeoutMs).unref());
-      const closed = Promise.all([events.close(), deliveries.close()]);
-      if ((await Promise.race([closed, deadline])) === 'timeout') {
-        // A forced BullMQ close still waits for running attempts; exit instead and let their locks lapse.
+      if ((await drainWithin(Promise.all([events.close(), deliveries.close()]), config.shutdownTimeoutMs)) === 'deadline') {
+        // A BullMQ close still waits for running attempts; exit instead and let their locks lapse.
         logger.warn('drain deadline passed; running attempts are left to stall recovery');
         redis.disconnect();
         process.exit(0);

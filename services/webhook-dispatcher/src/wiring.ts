@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
-import { JobQueue, type AppConfig, type Logger } from '@media/common';
+import { FaultInjector, JobQueue, type AppConfig, type Logger } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
 import { CallbackRepository, JobRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
 import { CallbackService } from './callback-service';
@@ -19,6 +19,7 @@ export interface WiringOverrides {
   /** Replaces the system resolver of the URL guard (tests: DNS rebinding). */
   resolver?: HostResolver;
   now?: () => number;
+  faults?: FaultInjector;
 }
 
 /**
@@ -35,7 +36,8 @@ export async function createCallbackService(
   const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret), config.publicBaseUrl, config.linkTtlSeconds);
   const extraCaPem = config.callbackCaFile ? await readFile(config.callbackCaFile, 'utf8') : undefined;
   const sender = await WebhookSender.create({ timeoutMs: config.webhookTimeoutMs, extraCaPem }, overrides.now);
-  const deliveries = new JobQueue('callback-deliveries', redis, config.keyPrefix);
+  const deliveries = new JobQueue('callback-deliveries', redis, config.keyPrefix, logger);
+  const events = new JobQueue('job-events', redis, config.keyPrefix, logger);
   const callbacks = new CallbackRepository(redis, keys);
   const service = new CallbackService({
     callbacks,
@@ -45,17 +47,19 @@ export async function createCallbackService(
     guard: new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs }, overrides.resolver),
     sender,
     deliveries,
+    events,
     logger,
     retryScheduleMs: config.webhookRetryScheduleMs,
     docsUrl: config.docsUrl,
     now: overrides.now,
+    faults: overrides.faults,
   });
   return {
     service,
     callbacks,
     close: async () => {
       sender.close();
-      await deliveries.close();
+      await Promise.all([deliveries.close(), events.close()]);
     },
   };
 }

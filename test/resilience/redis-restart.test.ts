@@ -1,67 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { verify } from '@media/webhooks';
 import { DispatcherHarness } from '../dispatcher/support/harness';
-import { eventually, freePort } from '../support/stack';
+import { PrivateRedis } from '../support/private-redis';
 
 /**
  * A Redis restart in the middle of work loses no job, no callback and no charge. The stack runs
  * on a private redis-server (AOF, fsync always, as production runs it) that the test restarts.
  */
-class PrivateRedis {
-  private child: ChildProcess | undefined;
-
-  private constructor(
-    readonly port: number,
-    private readonly dir: string,
-  ) {}
-
-  static async start(): Promise<PrivateRedis> {
-    const redis = new PrivateRedis(await freePort(), await mkdtemp(join(tmpdir(), 'redis-restart-')));
-    await redis.launch();
-    return redis;
-  }
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  async launch(): Promise<void> {
-    this.child = spawn(
-      'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''],
-      { stdio: 'ignore' },
-    );
-    await eventually(async () => {
-      const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      probe.on('error', () => undefined);
-      try {
-        await probe.connect();
-        return (await probe.ping()) === 'PONG' ? true : undefined;
-      } finally {
-        probe.disconnect();
-      }
-    }, 10_000, 'private redis-server to answer');
-  }
-
-  /** A clean shutdown: Redis flushes its append-only file and exits. */
-  async stop(): Promise<void> {
-    if (!this.child || this.child.exitCode !== null) return;
-    const exited = once(this.child, 'exit');
-    this.child.kill('SIGTERM');
-    await exited;
-  }
-
-  async destroy(): Promise<void> {
-    await this.stop();
-    await rm(this.dir, { recursive: true, force: true });
-  }
-}
-
 let redis: PrivateRedis;
 let h: DispatcherHarness;
 

@@ -52,6 +52,8 @@ export async function eventually<T>(check: () => Promise<T | undefined> | T | un
 /** One service as a real child process, with its JSON log lines kept for assertions. */
 export class ServiceProcess {
   readonly lines: Record<string, unknown>[] = [];
+  /** Everything the process wrote to stderr, over all its starts. */
+  stderr = '';
   private child: ChildProcess | undefined;
   private exited: Promise<number | null> = Promise.resolve(null);
 
@@ -82,7 +84,10 @@ export class ServiceProcess {
       }
     });
     let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      this.stderr += chunk.toString();
+    });
     const startedAt = this.lines.length;
     await eventually(
       () => {
@@ -98,6 +103,11 @@ export class ServiceProcess {
 
   get pid(): number | undefined {
     return this.child?.pid;
+  }
+
+  /** Resolves with the exit code (null when killed by a signal) once the process has ended. */
+  waitForExit(): Promise<number | null> {
+    return this.exited;
   }
 
   /** Sends a signal and waits for the process to end. */
@@ -141,6 +151,8 @@ export class TestStack {
 
   private constructor(readonly redisUrl: string) {
     this.redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    // Tests that stop Redis on purpose expect this client to lose its connection; it reconnects.
+    this.redis.on('error', () => undefined);
     this.workspaces = new WorkspaceRepository(this.redis, this.keys);
     this.jobs = new JobRepository(this.redis, this.keys);
   }
@@ -167,8 +179,9 @@ export class TestStack {
     return stack;
   }
 
-  async startService(name: ServiceName): Promise<ServiceProcess> {
-    const service = new ServiceProcess(name, this.env);
+  /** Starts one service; `extraEnv` applies to this process only (e.g. a crash point). */
+  async startService(name: ServiceName, extraEnv: Record<string, string> = {}): Promise<ServiceProcess> {
+    const service = new ServiceProcess(name, { ...this.env, ...extraEnv });
     this.services.set(name, service);
     await service.start(READY[name]);
     return service;

@@ -51,4 +51,8 @@ it('rotate-secret prints the new secret and when the previous one stops signing'
 it('exits 2 with usage on bad input', async () => {
   await expect(admin('rotate-secret')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--workspace is required') });
   await expect(admin('frobnicate')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('usage') });
+  // Command names are looked up among the commands only, never on Object.prototype.
+  for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+    await expect(admin(name)).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('usage') });
+  }
 });

@@ -47,3 +47,44 @@ it('ends a job left in the failed set as generation_failed when a generator star
     await events.close();
   }
 });
+
+it('sweeps past a job whose record the store cannot decode: one poisoned job never stops the rest', async () => {
+  await stack.service('generator').kill('SIGKILL');
+  const ws = await stack.createWorkspace('poison');
+  const call = api(stack, ws.apiKey);
+  const create = async (prompt: string) => {
+    const res = await call('/v1/videos', { method: 'POST', json: { prompt, seconds: 1, size: '640x360' } });
+    expect(res.status).toBe(200);
+    return res.json.id as string;
+  };
+  const good = await create('good');
+  const poisoned = await create('poisoned');
+  // What a record with a lone surrogate looked like before records were written well-formed:
+  // JSON that JavaScript reads but Redis's cjson refuses.
+  const raw = (await stack.redis.get(stack.keys.job(poisoned)))!.replace('"poisoned"', '"\\ud800"');
+  await stack.redis.set(stack.keys.job(poisoned), raw);
+
+  const connection = stack.redis.duplicate({ maxRetriesPerRequest: null });
+  const saboteur = new Worker('generation', async () => {
+    throw new Error('worker vanished');
+  }, { connection, prefix: bullPrefix(stack.prefix) });
+  const generation = bullQueue(stack, 'generation');
+  try {
+    for (const id of [good, poisoned]) {
+      await eventually(async () => ((await generation.getJobState(id)) === 'failed' ? true : undefined), 10_000, `${id} to fail in BullMQ`);
+    }
+  } finally {
+    await saboteur.close();
+    connection.disconnect();
+    await generation.close();
+  }
+
+  const generator = await stack.startService('generator');
+  // The poisoned job is the newest, so the sweep meets it first and must go on past it.
+  const done = await eventually(async () => {
+    const record = await stack.jobs.get(good);
+    return record?.status === 'failed' ? record : undefined;
+  }, 10_000, 'the good job to be recorded failed');
+  expect(done.error).toMatchObject({ code: 'generation_failed' });
+  expect(generator.hasLog((l) => l.message === 'give-up sweep skipped a job' && l.job === poisoned)).toBe(true);
+});

@@ -52,6 +52,8 @@ export async function eventually<T>(check: () => Promise<T | undefined> | T | un
 /** One service as a real child process, with its JSON log lines kept for assertions. */
 export class ServiceProcess {
   readonly lines: Record<string, unknown>[] = [];
+  /** Output that was not a JSON log line (stdout lines and everything on stderr): should stay empty. */
+  readonly nonJson: string[] = [];
   /** Everything the process wrote to stderr, over all its starts. */
   stderr = '';
   private child: ChildProcess | undefined;
@@ -80,6 +82,7 @@ export class ServiceProcess {
           this.lines.push(JSON.parse(line) as Record<string, unknown>);
         } catch {
           this.lines.push({ message: line });
+          this.nonJson.push(line);
         }
       }
     });

@@ -42,6 +42,18 @@ describe('loadConfig', () => {
     expect(config.moderationBlocklist).toEqual(['forbidden', 'nope']);
   });
 
+  it('reads the per-workspace limits and refuses ones that would stop every call', () => {
+    expect(loadConfig({})).toMatchObject({ rateLimitCreatePerMinute: 300, rateLimitReadPerMinute: 1_200, maxWaitingJobsPerWorkspace: 1_000 });
+    expect(loadConfig({ RATE_LIMIT_CREATE_PER_MINUTE: '5', RATE_LIMIT_READ_PER_MINUTE: '7', MAX_WAITING_JOBS_PER_WORKSPACE: '2' })).toMatchObject({
+      rateLimitCreatePerMinute: 5,
+      rateLimitReadPerMinute: 7,
+      maxWaitingJobsPerWorkspace: 2,
+    });
+    expect(() => loadConfig({ RATE_LIMIT_CREATE_PER_MINUTE: '0', RATE_LIMIT_READ_PER_MINUTE: 'lots', MAX_WAITING_JOBS_PER_WORKSPACE: '-1' })).toThrow(
+      /RATE_LIMIT_CREATE_PER_MINUTE[\s\S]*RATE_LIMIT_READ_PER_MINUTE[\s\S]*MAX_WAITING_JOBS_PER_WORKSPACE/,
+    );
+  });
+
   it('names the contract settings of the design', () => {
     for (const key of ['REDIS_URL', 'PORT', 'PUBLIC_BASE_URL', 'DOCS_URL', 'LINK_TTL_SECONDS', 'WEBHOOK_TIMEOUT_MS', 'WEBHOOK_RETRY_SCHEDULE',
       'SECRET_ROTATION_OVERLAP_SECONDS', 'CALLBACK_ALLOW_HTTP', 'CALLBACK_ALLOWED_CIDRS', 'CALLBACK_CA_FILE']) {

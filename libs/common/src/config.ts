@@ -38,6 +38,10 @@ export interface AppConfig {
   idempotencyTtlSeconds: number;
   shutdownTimeoutMs: number;
   ffmpegPath: string | undefined;
+  /** Per-workspace defaults; the admin CLI's `set-limits` overrides them for one workspace. */
+  rateLimitCreatePerMinute: number;
+  rateLimitReadPerMinute: number;
+  maxWaitingJobsPerWorkspace: number;
   /** Test-only crash points (see faults.ts); empty in production. */
   faultCrashPoints: CrashPoint[];
 }
@@ -100,6 +104,9 @@ const schema = Joi.object({
   IDEMPOTENCY_TTL_SECONDS: Joi.number().integer().min(60).default(86_400),
   SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(1_000).default(30_000),
   FFMPEG_PATH: Joi.string(),
+  RATE_LIMIT_CREATE_PER_MINUTE: Joi.number().integer().min(1).default(300),
+  RATE_LIMIT_READ_PER_MINUTE: Joi.number().integer().min(1).default(1_200),
+  MAX_WAITING_JOBS_PER_WORKSPACE: Joi.number().integer().min(1).default(1_000),
   FAULT_CRASH_POINTS: Joi.string()
     .custom((value: string, helpers) => {
       const unknown = list(value).filter((p) => !CRASH_POINTS.includes(p as CrashPoint));
@@ -157,6 +164,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     idempotencyTtlSeconds: value.IDEMPOTENCY_TTL_SECONDS,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
     ffmpegPath: value.FFMPEG_PATH,
+    rateLimitCreatePerMinute: value.RATE_LIMIT_CREATE_PER_MINUTE,
+    rateLimitReadPerMinute: value.RATE_LIMIT_READ_PER_MINUTE,
+    maxWaitingJobsPerWorkspace: value.MAX_WAITING_JOBS_PER_WORKSPACE,
     faultCrashPoints: list(value.FAULT_CRASH_POINTS) as CrashPoint[],
   };
 }

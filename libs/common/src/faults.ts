@@ -1,3 +1,5 @@
+import type { Logger } from './logger';
+
 /**
  * Named places between two writes where a test may have a service killed, to prove that a crash at
  * that exact line loses and duplicates nothing. Off unless `FAULT_CRASH_POINTS` names them; never
@@ -42,6 +44,14 @@ export class FaultInjector {
 
   static none(): FaultInjector {
     return new FaultInjector([], () => undefined);
+  }
+
+  /** The services' injector: logs the point, then dies as a SIGKILL would leave it (no drain, no exit handlers). */
+  static killing(points: readonly CrashPoint[], logger: Logger): FaultInjector {
+    return new FaultInjector(points, (point) => {
+      logger.warn('crash point reached', { point });
+      process.kill(process.pid, 'SIGKILL');
+    });
   }
 
   at(point: CrashPoint): void {

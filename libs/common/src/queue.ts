@@ -119,7 +119,10 @@ export class QueueConsumer<Q extends QueueName> {
     this.worker = new Worker(
       name,
       async (job: Job) => {
-        const handler = handlers[job.name as JobNameOf<Q>] as ((p: unknown, j: Job) => Promise<void>) | undefined;
+        // Own names only: a job named after an Object.prototype member must not find one.
+        const handler = Object.hasOwn(handlers, job.name)
+          ? (handlers[job.name as JobNameOf<Q>] as (p: unknown, j: Job) => Promise<void>)
+          : undefined;
         if (!handler) throw new PermanentJobError('unknown_job', `no handler for job "${job.name}" on queue "${name}"`);
         await handler(job.data, job);
       },

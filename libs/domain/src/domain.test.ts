@@ -1,5 +1,5 @@
 import { LinkSigner } from './links';
-import { describeSize, findModel, imageCost, videoCost, type ImageModel, type VideoModel } from './models';
+import { describeSize, findModel, imageCost, imagePrice, videoCost, type ImageModel, type VideoModel } from './models';
 import { JobPresenter } from './presenter';
 import type { ImageJob, VideoJob } from './jobs';
 
@@ -37,6 +37,16 @@ describe('models', () => {
     expect(videoCost(video, 4, false)).toBe(0.4);
     expect(videoCost(video, 3, true)).toBe(0.36);
   });
+
+  it.each(['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf'])(
+    'knows no image size called %s',
+    (size) => {
+      const image = findModel('pixel-1') as ImageModel;
+      expect(imagePrice(image, size)).toBeUndefined();
+      expect(() => imageCost(image, size, 1)).toThrow(/no price/);
+      expect(findModel(size)).toBeUndefined();
+    },
+  );
 });
 
 describe('JobPresenter', () => {

@@ -79,8 +79,19 @@ export function roundCost(amount: number): number {
   return Math.round(amount * 1_000_000) / 1_000_000;
 }
 
+/**
+ * The price of one image of `size`, or undefined when the model does not offer that size. `size`
+ * comes from clients: only the table's own entries count, never `constructor`, `__proto__` and the
+ * like that every object inherits.
+ */
+export function imagePrice(model: ImageModel, size: string): number | undefined {
+  return Object.hasOwn(model.pricePerImage, size) ? model.pricePerImage[size] : undefined;
+}
+
 export function imageCost(model: ImageModel, size: string, count: number): number {
-  return roundCost(model.pricePerImage[size] * count);
+  const price = imagePrice(model, size);
+  if (price === undefined) throw new Error(`model ${model.id} has no price for size ${JSON.stringify(size)}`);
+  return roundCost(price * count);
 }
 
 export function videoCost(model: VideoModel, seconds: number, withAudio: boolean): number {

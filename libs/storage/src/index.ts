@@ -3,6 +3,7 @@ export * from './callbacks';
 export * from './idempotency';
 export * from './jobs';
 export * from './keys';
+export * from './limits';
 export * from './link-key';
 export * from './workspaces';
 export * from './record-json';

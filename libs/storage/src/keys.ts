@@ -10,6 +10,10 @@ export class StoreKeys {
   workspaceCallbacks = (id: string) => `${this.prefix}:ws:${id}:callbacks`;
   /** Ids of the workspace's accepted, unfinished jobs (the waiting-jobs cap counts them). */
   workspaceUnfinished = (id: string) => `${this.prefix}:ws:${id}:unfinished`;
+  /** Per-workspace overrides of the configured limits (hash: create_per_minute, read_per_minute, max_waiting_jobs). */
+  workspaceLimits = (id: string) => `${this.prefix}:ws:${id}:limits`;
+  /** Request counter of one rate-limit bucket (`create`, `read`) for the current window; expires with it. */
+  workspaceRate = (id: string, bucket: string) => `${this.prefix}:ws:${id}:rate:${bucket}`;
   workspaces = () => `${this.prefix}:workspaces`;
   apiKey = (hash: string) => `${this.prefix}:apikey:${hash}`;
   job = (id: string) => `${this.prefix}:job:${id}`;

@@ -8,6 +8,7 @@ import { FileBlobStore } from './blob-store';
 import { IdempotencyRepository } from './idempotency';
 import { JobRepository } from './jobs';
 import { StoreKeys } from './keys';
+import { LimitRepository } from './limits';
 import { hashApiKey, WorkspaceRepository } from './workspaces';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
@@ -127,5 +128,60 @@ describe('FileBlobStore', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+const limits = new LimitRepository(redis, keys, { create_per_minute: 2, read_per_minute: 5, max_waiting_jobs: 2 });
+const workspace = () => `ws_${randomBytes(6).toString('hex')}`;
+
+describe('LimitRepository', () => {
+  it('counts calls per bucket in a one-minute window that expires', async () => {
+    const ws = workspace();
+    const first = await limits.hit(ws, 'create');
+    expect(first).toMatchObject({ allowed: true, limit: 2, remaining: 1 });
+    expect(first.resetMs).toBeGreaterThan(59_000);
+    expect(first.resetMs).toBeLessThanOrEqual(60_000);
+    expect(await limits.hit(ws, 'create')).toMatchObject({ allowed: true, remaining: 0 });
+    expect(await limits.hit(ws, 'create')).toMatchObject({ allowed: false, remaining: 0 });
+    expect(await limits.hit(ws, 'read')).toMatchObject({ allowed: true, limit: 5, remaining: 4 });
+    expect(await limits.hit(workspace(), 'create')).toMatchObject({ allowed: true, remaining: 1 });
+    expect(await redis.pttl(keys.workspaceRate(ws, 'create'))).toBeGreaterThan(0);
+  });
+
+  it('applies overrides at once and drops them again', async () => {
+    const ws = workspace();
+    expect(await limits.override(ws, { create_per_minute: 10, max_waiting_jobs: 7 })).toEqual({ create_per_minute: 10, read_per_minute: 5, max_waiting_jobs: 7 });
+    expect(await limits.hit(ws, 'create')).toMatchObject({ limit: 10, remaining: 9 });
+    expect(await limits.override(ws, { create_per_minute: null })).toEqual({ create_per_minute: 2, read_per_minute: 5, max_waiting_jobs: 7 });
+    expect(await limits.hit(ws, 'create')).toMatchObject({ limit: 2, remaining: 0 });
+  });
+
+  /** A stored job record: the cap counts places of jobs that exist. */
+  const stored = (...ids: string[]) => Promise.all(ids.map((id) => redis.set(keys.job(id), '{}')));
+
+  it('admits jobs up to the cap, once per job, and frees a place when one finishes', async () => {
+    const ws = workspace();
+    await stored('job_1', 'job_2', 'job_3', 'job_4');
+    expect(await limits.onJobAccepted(ws, 'job_1')).toEqual({ accepted: true, waiting: 1, max: 2 });
+    expect(await limits.onJobAccepted(ws, 'job_1')).toEqual({ accepted: true, waiting: 1, max: 2 });
+    expect(await limits.onJobAccepted(ws, 'job_2')).toEqual({ accepted: true, waiting: 2, max: 2 });
+    expect(await limits.onJobAccepted(ws, 'job_3')).toEqual({ accepted: false, waiting: 2, max: 2 });
+    // A replay of a job already waiting is still accepted at the cap.
+    expect(await limits.onJobAccepted(ws, 'job_2')).toEqual({ accepted: true, waiting: 2, max: 2 });
+    await limits.onJobFinished(ws, 'job_1');
+    await limits.onJobFinished(ws, 'job_1');
+    expect(await limits.onJobAccepted(ws, 'job_3')).toEqual({ accepted: true, waiting: 2, max: 2 });
+    await limits.override(ws, { max_waiting_jobs: 3 });
+    expect(await limits.onJobAccepted(ws, 'job_4')).toEqual({ accepted: true, waiting: 3, max: 3 });
+    expect(await limits.onJobAccepted(workspace(), 'job_5')).toMatchObject({ accepted: true, waiting: 1 });
+  });
+
+  it('gives back, at the cap, places held by jobs that were never stored (a gateway died in between)', async () => {
+    const ws = workspace();
+    await stored('kept_1');
+    expect(await limits.onJobAccepted(ws, 'kept_1')).toMatchObject({ accepted: true });
+    expect(await limits.onJobAccepted(ws, 'never_stored')).toMatchObject({ accepted: true, waiting: 2 });
+    expect(await limits.onJobAccepted(ws, 'next')).toEqual({ accepted: true, waiting: 2, max: 2 });
+    expect(new Set(await redis.smembers(keys.workspaceUnfinished(ws)))).toEqual(new Set(['kept_1', 'next']));
   });
 });

@@ -2,9 +2,10 @@ import express, { type Express } from 'express';
 import type { Redis } from 'ioredis';
 import { pingRedis, type Logger } from '@media/common';
 import type { JobPresenter, LinkSigner } from '@media/domain';
-import type { BlobStore, JobRepository, WorkspaceRepository } from '@media/storage';
+import type { BlobStore, JobRepository, LimitRepository, WorkspaceRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
-import { errorHandler, requestContext, requireApiKey } from './http/middleware';
+import { errorHandler, requestContext, requireApiKey, requireRedis } from './http/middleware';
+import { rateLimits } from './http/rate-limit';
 import type { JobIntakeService } from './job-intake';
 import type { JobWaiter } from './job-waiter';
 import { fileRoutes } from './routes/files';
@@ -17,6 +18,7 @@ export interface GatewayDeps {
   logger: Logger;
   workspaces: WorkspaceRepository;
   jobs: JobRepository;
+  limits: LimitRepository;
   blobs: BlobStore;
   links: LinkSigner;
   presenter: JobPresenter;
@@ -27,31 +29,52 @@ export interface GatewayDeps {
   maxJsonBytes: number;
 }
 
-/** The HTTP surface; every dependency comes in, so tests build it against a real Redis. */
-export function createApp(deps: GatewayDeps): Express {
+/** What every variant of the gateway answers: request ids, logs, liveness and readiness. */
+function baseApp(logger: Logger, isReady: () => Promise<boolean>): Express {
   const app = express();
   app.disable('x-powered-by');
-  app.use(requestContext(deps.logger));
-
+  app.use(requestContext(logger));
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
   app.get('/readyz', async (_req, res) => {
-    const ok = await pingRedis(deps.redis);
+    const ok = await isReady();
     res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'redis unreachable' });
   });
+  return app;
+}
+
+/**
+ * The gateway until Redis has answered once (it holds the link-signing key every other part
+ * needs): alive, not ready, and 503 for everything else, so that it can be started before Redis.
+ */
+export function createStartingApp(logger: Logger): Express {
+  const app = baseApp(logger, async () => false);
+  app.use(() => {
+    throw ApiError.unavailable();
+  });
+  app.use(errorHandler());
+  return app;
+}
+
+/** The HTTP surface; every dependency comes in, so tests build it against a real Redis. */
+export function createApp(deps: GatewayDeps): Express {
+  const app = baseApp(deps.logger, () => pingRedis(deps.redis));
 
   app.use('/v1/files', fileRoutes(deps.links, deps.blobs));
 
   const v1 = express.Router();
+  v1.use(requireRedis(deps.redis));
   v1.use(requireApiKey(deps.workspaces));
   // Only edits carry images inline (base64 data URLs); every other body is a few fields.
   const smallJson = express.json({ limit: '1mb' });
   const editJson = express.json({ limit: deps.maxJsonBytes });
   v1.use((req, res, next) => (req.path === '/images/edits' ? editJson : smallJson)(req, res, next));
   v1.use('/models', modelRoutes());
-  v1.use('/images', imageRoutes({ ...deps, syncTimeoutMs: deps.syncImageTimeoutMs }));
-  v1.use('/videos', videoRoutes(deps));
+  // A router of reads only (such as /v1/callbacks) takes the read bucket whole: v1.use('/x', limits.read, routes).
+  const limits = rateLimits(deps.limits);
+  v1.use('/images', imageRoutes({ ...deps, syncTimeoutMs: deps.syncImageTimeoutMs, rateLimits: limits }));
+  v1.use('/videos', videoRoutes({ ...deps, rateLimits: limits }));
   app.use('/v1', v1);
 
   app.use((req) => {

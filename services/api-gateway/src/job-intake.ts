@@ -2,7 +2,7 @@ import { createHash, randomInt } from 'node:crypto';
 import { FaultInjector, jobIds, newId, type JobQueue } from '@media/common';
 import { CallbackUrlGuard, CallbackUrlRejectedError } from '@media/callback-guard';
 import { generationJobName, isFinished, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
-import type { BlobStore, IdempotencyRepository, JobRepository } from '@media/storage';
+import type { BlobStore, IdempotencyRepository, JobRepository, LimitRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
 import type { ImageParams, VideoParams } from './validation';
 
@@ -33,6 +33,7 @@ export class JobIntakeService {
     private readonly idempotency: IdempotencyRepository,
     private readonly generation: JobQueue<'generation'>,
     private readonly callbackGuard: CallbackUrlGuard,
+    private readonly waiting: Pick<LimitRepository, 'onJobAccepted' | 'onJobFinished'>,
     private readonly faults: FaultInjector = FaultInjector.none(),
   ) {}
 
@@ -117,9 +118,6 @@ export class JobIntakeService {
     build: (id: string) => Promise<JobRecord>,
   ): Promise<Intake> {
     if (idempotencyKey !== undefined) {
-      if (idempotencyKey.length === 0 || idempotencyKey.length > 255) {
-        throw ApiError.invalid('Idempotency-Key must be 1 to 255 characters.', null, 'invalid_idempotency_key');
-      }
       const claim = await this.idempotency.claim(workspaceId, idempotencyKey, fingerprint, proposedId);
       if (claim.outcome === 'mismatch') {
         throw new ApiError(409, 'conflict_error', 'This Idempotency-Key was already used with different parameters.', null, 'idempotency_key_reused');
@@ -127,12 +125,34 @@ export class JobIntakeService {
       if (claim.outcome === 'replay') {
         const existing = await this.jobs.getForWorkspace(workspaceId, claim.jobId);
         // A crash between claiming the key and storing the job: finish creating it under the claimed id.
-        if (!existing) return { job: await this.store(await build(claim.jobId)), replayed: true };
+        if (!existing) return { job: await this.accept(workspaceId, claim.jobId, build), replayed: true };
         if (!isFinished(existing.status)) await this.enqueue(existing);
         return { job: existing, replayed: true };
       }
     }
-    return { job: await this.store(await build(proposedId)), replayed: false };
+    return { job: await this.accept(workspaceId, proposedId, build), replayed: false };
+  }
+
+  /**
+   * Takes a place under the workspace's waiting-jobs cap before anything is written (uploads
+   * included), then stores and queues the job. If that fails before the record exists, the place
+   * is given back; a stored job keeps it until it finishes (the intake repair queues it).
+   */
+  private async accept(workspaceId: string, id: string, build: (id: string) => Promise<JobRecord>): Promise<JobRecord> {
+    const verdict = await this.waiting.onJobAccepted(workspaceId, id);
+    if (!verdict.accepted) {
+      throw ApiError.rateLimited(
+        `This workspace already has ${verdict.waiting} jobs waiting to finish, its limit is ${verdict.max}. Wait for some of them to finish, then try again.`,
+        'too_many_pending_jobs',
+      );
+    }
+    try {
+      return await this.store(await build(id));
+    } catch (err) {
+      const stored = await this.jobs.get(id).then((job) => job !== undefined, () => true);
+      if (!stored) await this.waiting.onJobFinished(workspaceId, id).catch(() => undefined);
+      throw err;
+    }
   }
 
   private async store(job: JobRecord): Promise<JobRecord> {

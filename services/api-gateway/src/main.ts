@@ -1,59 +1,111 @@
-import { createServer } from 'node:http';
+import { createServer, type RequestListener } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CallbackUrlGuard } from '@media/callback-guard';
-import { createLogger, createRedis, JobQueue, loadConfig, warnIfCallbackChecksRelaxed } from '@media/common';
+import { createLogger, createRedis, drainWithin, FaultInjector, JobQueue, loadConfig, warnIfCallbackChecksRelaxed } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
-import { FileBlobStore, IdempotencyRepository, JobRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
-import { createApp } from './app';
+import { configuredLimits, FileBlobStore, IdempotencyRepository, JobRepository, LimitRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { createApp, createStartingApp } from './app';
+import { clientErrorHandler } from './http/client-error';
+import { isDependencyOutage } from './http/outage';
 import { JobIntakeService } from './job-intake';
 import { JobWaiter } from './job-waiter';
+
+/** How long listening waits for the first connection to Redis. */
+const START_GRACE_MS = 2_000;
+/** Back-off between start-up attempts while Redis cannot be reached. */
+const START_RETRY_FIRST_MS = 250;
+const START_RETRY_MAX_MS = 5_000;
+/** How long closing the Redis side may take at shutdown; a Redis that is away must not hold the exit. */
+const CLOSE_TIMEOUT_MS = 5_000;
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('api-gateway', config.logLevel);
   warnIfCallbackChecksRelaxed(config, logger);
-  const redis = createRedis(config.redisUrl, 'request');
+  const redis = createRedis(config.redisUrl, 'request', logger);
   const keys = new StoreKeys(config.keyPrefix);
   const jobs = new JobRepository(redis, keys);
   const blobs = new FileBlobStore(config.mediaDir);
-  const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret), config.publicBaseUrl, config.linkTtlSeconds);
-  const generation = new JobQueue('generation', redis, config.keyPrefix, logger, { attempts: config.generationAttempts });
-  const waiter = new JobWaiter(createRedis(config.redisUrl, 'worker'), keys, jobs);
-  const app = createApp({
-    redis,
-    logger,
-    workspaces: new WorkspaceRepository(redis, keys),
-    jobs,
-    blobs,
-    links,
-    presenter: new JobPresenter(links, config.mediaRetentionSeconds),
-    intake: new JobIntakeService(
-      jobs,
-      blobs,
-      new IdempotencyRepository(redis, keys, config.idempotencyTtlSeconds),
-      generation,
-      new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs }),
-    ),
-    waiter,
-    syncImageTimeoutMs: config.syncImageTimeoutMs,
-    maxUploadBytes: config.maxUploadBytes,
-    maxJsonBytes: config.maxJsonBytes,
-  });
+  const waiter = new JobWaiter(createRedis(config.redisUrl, 'worker', logger), keys, jobs);
+  const faults = FaultInjector.killing(config.faultCrashPoints, logger);
+  let generation: JobQueue<'generation'> | undefined;
 
-  const server = createServer(app);
-  server.listen(config.port, () => logger.info('api-gateway listening', { port: config.port }));
+  /** Everything that needs Redis to have answered: the link-signing key lives there. */
+  const connect = async (): Promise<RequestListener> => {
+    const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret), config.publicBaseUrl, config.linkTtlSeconds);
+    generation ??= new JobQueue('generation', redis, config.keyPrefix, logger, { attempts: config.generationAttempts });
+    const limits = new LimitRepository(redis, keys, configuredLimits(config));
+    return createApp({
+      redis,
+      logger,
+      workspaces: new WorkspaceRepository(redis, keys),
+      jobs,
+      limits,
+      blobs,
+      links,
+      presenter: new JobPresenter(links, config.mediaRetentionSeconds),
+      intake: new JobIntakeService(
+        jobs,
+        blobs,
+        new IdempotencyRepository(redis, keys, config.idempotencyTtlSeconds),
+        generation,
+        new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs }),
+        limits,
+        faults,
+      ),
+      waiter,
+      syncImageTimeoutMs: config.syncImageTimeoutMs,
+      maxUploadBytes: config.maxUploadBytes,
+      maxJsonBytes: config.maxJsonBytes,
+    });
+  };
+
+  let handler: RequestListener = createStartingApp(logger);
+  const server = createServer((req, res) => handler(req, res));
+  server.on('clientError', clientErrorHandler(logger));
 
   let stopping: Promise<void> | undefined;
+  // A gateway started before Redis keeps trying, answering 503 meanwhile, instead of exiting; any
+  // other start-up failure is a bug or a misconfiguration, and ends the process as before.
+  const connecting = (async () => {
+    for (let delay = START_RETRY_FIRST_MS; !stopping; delay = Math.min(delay * 2, START_RETRY_MAX_MS)) {
+      try {
+        handler = await connect();
+        return;
+      } catch (err) {
+        if (!isDependencyOutage(err)) throw err;
+      }
+      await sleep(delay);
+    }
+  })();
+  // Listening waits for Redis a little, so that the first calls to a gateway started beside a
+  // running Redis are not 503s, but not for long: an unreachable host takes ioredis a while to give up on.
+  const ready = await Promise.race([connecting.then(() => true), sleep(START_GRACE_MS).then(() => false)]);
+  server.listen(config.port, () => logger.info('api-gateway listening', { port: config.port, ready }));
+  if (!ready) logger.warn('redis unreachable; answering 503 until it answers');
+  connecting.then(
+    () => {
+      if (!ready && !stopping) logger.info('api-gateway ready');
+    },
+    (err: unknown) => {
+      logger.error('start-up failed', { error: err instanceof Error ? err.stack : String(err) });
+      process.exit(1);
+    },
+  );
+
   const shutdown = (signal: string) => {
     // Stop accepting, let in-flight requests (including waiting sync image calls) finish, then close.
     stopping ??= (async () => {
       logger.info('draining', { signal });
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      const deadline = new Promise<void>((r) => setTimeout(r, config.shutdownTimeoutMs).unref());
-      await Promise.race([closed, deadline]);
-      await waiter.close();
-      await generation.close();
-      await redis.quit();
+      await drainWithin(closed, config.shutdownTimeoutMs);
+      const released = (async () => {
+        await waiter.close();
+        await generation?.close();
+        await redis.quit();
+      })();
+      if ((await drainWithin(released, CLOSE_TIMEOUT_MS)) === 'deadline') redis.disconnect();
       logger.info('stopped');
       process.exit(0);
     })();

@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { Request, RequestHandler } from 'express';
 import multer from 'multer';
 import { ApiError } from './http/api-error';
 import type { EditInputs, Upload } from './job-intake';
@@ -19,11 +19,48 @@ function toUpload(bytes: Buffer, param: string): Upload {
   return { bytes, ext };
 }
 
-export function multipartParser(maxUploadBytes: number) {
-  return multer({
+/** RFC 2046: a boundary is 1 to 70 characters, quoted or not. */
+const BOUNDARY = /;\s*boundary=(?:"[^"]{1,70}"|[^";\s]{1,70})\s*(?:;|$)/i;
+
+export interface MultipartParser {
+  /** Form fields only; a file part is refused. */
+  none(): RequestHandler;
+  /** Form fields and files. */
+  any(): RequestHandler;
+}
+
+/**
+ * multer, with every parser error answered in the error shape: 413 for a file over the limit, 400
+ * `invalid_multipart` for everything else (no boundary, a body cut short, broken part headers, too
+ * many parts). Everything multer and busboy can fail on is in the client's body: memory storage
+ * does no I/O of its own.
+ */
+export function multipartParser(maxUploadBytes: number): MultipartParser {
+  const upload = multer({
     storage: multer.memoryStorage(),
     limits: { fileSize: maxUploadBytes, files: MAX_IMAGES + 1, fields: 50, fieldSize: 1024 * 1024 },
   });
+  const wrap =
+    (handler: RequestHandler): RequestHandler =>
+    (req, res, next) => {
+      // busboy takes an empty boundary and then finds no parts at all: a body framed by nothing.
+      if (req.is('multipart/form-data') && !BOUNDARY.test(req.get('content-type') ?? '')) {
+        throw ApiError.invalid('Invalid multipart body: the boundary parameter must be 1 to 70 characters.', null, 'invalid_multipart');
+      }
+      handler(req, res, (err?: unknown) => next(err === undefined ? undefined : multipartError(err)));
+    };
+  return { none: () => wrap(upload.none()), any: () => wrap(upload.any()) };
+}
+
+function multipartError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof multer.MulterError) {
+    if (err.code === 'LIMIT_FILE_SIZE') return new ApiError(413, 'invalid_request_error', 'Uploaded file is too large.', err.field ?? null, 'file_too_large');
+    return ApiError.invalid(`Invalid multipart body: ${err.message}.`, err.field ?? null, 'invalid_multipart');
+  }
+  // busboy's own errors ("Multipart: Boundary not found", "Unexpected end of form", "Malformed part header").
+  const detail = err instanceof Error ? err.message.replace(/\.$/, '') : 'unreadable';
+  return ApiError.invalid(`Invalid multipart body: ${detail}.`, null, 'invalid_multipart');
 }
 
 /** Edit inputs from a multipart request (`image`, `image[]`, `mask`). */

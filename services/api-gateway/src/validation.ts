@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { MODEL_CATALOG, describeSize, findModel, type ImageModel, type ImageOutputFormat, type ResponseFormat, type VideoModel } from '@media/domain';
+import { MODEL_CATALOG, describeSize, findModel, imagePrice, type ImageModel, type ImageOutputFormat, type ResponseFormat, type VideoModel } from '@media/domain';
 import { ApiError } from './http/api-error';
 
 export interface ImageParams {
@@ -53,16 +53,78 @@ const videoSchema = Joi.object({
   generate_audio: Joi.boolean(),
 });
 
+/** Prose fields: any text is welcome, so it is only made storable. */
+const FREE_TEXT = new Set(['prompt', 'user']);
+
+/**
+ * Code points that no model id, size, format, number or URL of ours contains: controls (NUL
+ * included), surrogates (an unpaired one has no UTF-8 form), noncharacters, and U+FFFD, which is
+ * what the body decoder made of bytes that were not UTF-8.
+ */
+const NOT_IN_A_VALUE = /[\p{Cc}\p{Cs}\p{Noncharacter_Code_Point}\uFFFD]/u;
+
+/** Design section 2: every refusal of `callback_url` has the same code, whatever rule it broke. */
+const codeFor = (param: string | null) => (param === 'callback_url' ? 'invalid_callback_url' : 'invalid_value');
+
+const listQuery = Joi.object({
+  limit: Joi.number().integer().min(1).max(100).default(20),
+  after: Joi.string().max(64),
+  order: Joi.string().valid('asc', 'desc').default('desc'),
+});
+
+export interface ListQuery {
+  limit: number;
+  after?: string;
+  order: 'asc' | 'desc';
+}
+
+export function parseListQuery(query: unknown): ListQuery {
+  return validate<ListQuery>(listQuery, query);
+}
+
 function validate<T>(schema: Joi.ObjectSchema, body: unknown): T {
+  // Joi silently drops a `__proto__` key; it is as unknown as any other.
+  if (typeof body === 'object' && body !== null && Object.hasOwn(body, '__proto__')) {
+    throw ApiError.invalid("Unknown parameter: '__proto__'.", '__proto__', 'unknown_parameter');
+  }
   const { value, error } = schema.validate(body ?? {}, { abortEarly: true, convert: true, stripUnknown: false });
   if (error) {
     const detail = error.details[0];
     const param = detail.path.join('.') || null;
     if (detail.type === 'object.unknown') throw ApiError.invalid(`Unknown parameter: '${param}'.`, param, 'unknown_parameter');
     if (detail.type === 'any.required') throw ApiError.invalid(`Missing required parameter: '${param}'.`, param, 'missing_required_parameter');
-    throw ApiError.invalid(`Invalid '${param}': ${detail.message.replace(/^"[^"]*" /, '')}.`, param, 'invalid_value');
+    throw ApiError.invalid(`Invalid '${param}': ${detail.message.replace(/^"[^"]*" /, '')}.`, param, codeFor(param));
   }
-  return value as T;
+  return normaliseText(value as Record<string, unknown>) as T;
+}
+
+/**
+ * What is accepted is what is stored and shown back: prose has unpaired surrogates replaced by
+ * U+FFFD (what any UTF-8 encoder does with them), and a value of any other field that holds a
+ * character none of its valid values has is refused rather than silently changed.
+ */
+function normaliseText(fields: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [param, value] of Object.entries(fields)) {
+    if (typeof value === 'string' && FREE_TEXT.has(param)) out[param] = value.toWellFormed();
+    else if (typeof value === 'string' && NOT_IN_A_VALUE.test(value)) {
+      throw ApiError.invalid(
+        `Invalid '${param}': it contains a control character, an unpaired surrogate, a noncharacter or U+FFFD.`,
+        param,
+        codeFor(param),
+      );
+    } else out[param] = value;
+  }
+  return out;
+}
+
+/** `Idempotency-Key`: printable ASCII, as an HTTP header value should be; anything else is refused, not guessed at. */
+export function parseIdempotencyKey(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (!/^[\x20-\x7e]{1,255}$/.test(header)) {
+    throw ApiError.invalid('Idempotency-Key must be 1 to 255 printable ASCII characters.', null, 'invalid_idempotency_key');
+  }
+  return header;
 }
 
 function modelOf<K extends 'image' | 'video'>(id: string, kind: K) {
@@ -76,7 +138,7 @@ export function parseImageRequest(body: unknown): ImageParams {
   const raw = validate<Record<string, unknown>>(imageSchema, body);
   const model = modelOf(raw.model as string, 'image');
   const size = raw.size === 'auto' ? model.defaultSize : (raw.size as string);
-  if (!(size in model.pricePerImage)) {
+  if (imagePrice(model, size) === undefined) {
     throw ApiError.invalid(`Invalid size '${size}'. Supported sizes: ${Object.keys(model.pricePerImage).join(', ')}, auto.`, 'size', 'invalid_size');
   }
   return {

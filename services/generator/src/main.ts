@@ -15,10 +15,7 @@ async function main(): Promise<void> {
   const jobs = new JobRepository(redis, keys);
   const events = new JobQueue('job-events', redis, config.keyPrefix, logger);
   const generation = new JobQueue('generation', redis, config.keyPrefix, logger);
-  const faults = new FaultInjector(config.faultCrashPoints, (point) => {
-    logger.warn('crash point reached', { point });
-    process.kill(process.pid, 'SIGKILL');
-  });
+  const faults = FaultInjector.killing(config.faultCrashPoints, logger);
   const service = new GenerationService({
     jobs,
     blobs: new FileBlobStore(config.mediaDir),

@@ -6,10 +6,7 @@ async function main(): Promise<void> {
   const logger = createLogger('webhook-dispatcher', config.logLevel);
   warnIfCallbackChecksRelaxed(config, logger);
   const redis = createRedis(config.redisUrl, 'worker', logger);
-  const faults = new FaultInjector(config.faultCrashPoints, (point) => {
-    logger.warn('crash point reached', { point });
-    process.kill(process.pid, 'SIGKILL');
-  });
+  const faults = FaultInjector.killing(config.faultCrashPoints, logger);
   const { service, close } = await createCallbackService(config, redis, logger, { faults });
   const consumerOptions = {
     connection: redis,

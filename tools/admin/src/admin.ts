@@ -1,5 +1,5 @@
 import { createRedis, loadConfig } from '@media/common';
-import { JobRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { configuredLimits, JobRepository, LIMIT_NAMES, LimitRepository, StoreKeys, WorkspaceRepository, type LimitName } from '@media/storage';
 import type { Redis } from 'ioredis';
 import type { AppConfig } from '@media/common';
 import { retryCallback } from './callback-commands';
@@ -10,6 +10,7 @@ export interface AdminContext {
   redis: Redis;
   workspaces: WorkspaceRepository;
   jobs: JobRepository;
+  limits: LimitRepository;
 }
 
 export type Command = (ctx: AdminContext, flags: Record<string, string>) => Promise<unknown>;
@@ -21,6 +22,16 @@ function required(flags: Record<string, string>, name: string): string {
 }
 
 export class UsageError extends Error {}
+
+/** `--create-per-minute N` etc.: a positive integer, or `default` to drop the workspace's override. */
+function limitFlag(flags: Record<string, string>, name: LimitName): number | null | undefined {
+  const flag = name.replaceAll('_', '-');
+  const value = flags[flag];
+  if (value === undefined) return undefined;
+  if (value === 'default') return null;
+  if (!/^[1-9]\d{0,8}$/.test(value)) throw new UsageError(`--${flag} must be a positive integer or "default"`);
+  return Number(value);
+}
 
 export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   'create-workspace': {
@@ -51,6 +62,16 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     usage: 'retry-callback --id MSG_ID [--workspace ID]',
     run: (ctx, flags) => retryCallback(ctx, required(flags, 'id'), flags.workspace),
   },
+  'set-limits': {
+    usage: 'set-limits --workspace ID [--create-per-minute N] [--read-per-minute N] [--max-waiting-jobs N]  (N or "default")',
+    run: async (ctx, flags) => {
+      const workspaceId = required(flags, 'workspace');
+      const changes = Object.fromEntries(LIMIT_NAMES.map((name) => [name, limitFlag(flags, name)]));
+      if (!(await ctx.workspaces.get(workspaceId))) throw new UsageError(`no workspace ${workspaceId}`);
+      const limits = await ctx.limits.override(workspaceId, changes);
+      return { workspace_id: workspaceId, limits };
+    },
+  },
   ledger: {
     usage: 'ledger --workspace ID',
     run: async (ctx, flags) => {
@@ -63,7 +84,8 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
 };
 
 export function parseFlags(args: string[]): Record<string, string> {
-  const flags: Record<string, string> = {};
+  // No prototype: a flag named like an Object method must not read as set.
+  const flags: Record<string, string> = Object.create(null);
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
     if (!arg.startsWith('--')) throw new UsageError(`unexpected argument "${arg}"`);
@@ -75,13 +97,15 @@ export function parseFlags(args: string[]): Record<string, string> {
 
 export async function runAdmin(argv: string[]): Promise<unknown> {
   const [name, ...rest] = argv;
-  const command = name ? COMMANDS[name] : undefined;
+  const command = name && Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!command) throw new UsageError(`usage: admin <command>\n${Object.values(COMMANDS).map((c) => `  ${c.usage}`).join('\n')}`);
   const config = loadConfig();
   const redis = createRedis(config.redisUrl, 'request');
   const keys = new StoreKeys(config.keyPrefix);
   try {
-    return await command.run({ config, redis, workspaces: new WorkspaceRepository(redis, keys), jobs: new JobRepository(redis, keys) }, parseFlags(rest));
+    const limits = new LimitRepository(redis, keys, configuredLimits(config));
+    const context = { config, redis, workspaces: new WorkspaceRepository(redis, keys), jobs: new JobRepository(redis, keys), limits };
+    return await command.run(context, parseFlags(rest));
   } finally {
     redis.disconnect();
   }

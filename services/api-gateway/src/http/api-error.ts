@@ -8,7 +8,13 @@ export type ErrorType =
   | 'rate_limit_error'
   | 'api_error';
 
+/** What a client should wait before trying again when Redis (or the blob store) is unreachable. */
+export const OUTAGE_RETRY_AFTER_SECONDS = 2;
+
 export class ApiError extends Error {
+  /** Seconds for a `Retry-After` header (429, 503). */
+  retryAfterSeconds: number | undefined;
+
   constructor(
     readonly status: number,
     readonly type: ErrorType,
@@ -16,8 +22,11 @@ export class ApiError extends Error {
     readonly param: string | null = null,
     readonly code: string | null = null,
   ) {
-    super(message);
+    // Messages and params quote client input; a lone surrogate in them would make the error body
+    // itself unreadable to strict JSON parsers.
+    super(message.toWellFormed());
     this.name = 'ApiError';
+    this.param = param?.toWellFormed() ?? null;
   }
 
   toJSON() {
@@ -30,5 +39,18 @@ export class ApiError extends Error {
 
   static notFound(message: string): ApiError {
     return new ApiError(404, 'not_found_error', message, null, 'not_found');
+  }
+
+  static rateLimited(message: string, code: string, retryAfterSeconds?: number): ApiError {
+    const error = new ApiError(429, 'rate_limit_error', message, null, code);
+    error.retryAfterSeconds = retryAfterSeconds;
+    return error;
+  }
+
+  /** Design section 2, "Dependency outage": a 503 the client may retry, never a 500. */
+  static unavailable(): ApiError {
+    const error = new ApiError(503, 'api_error', 'The service is temporarily unavailable. Please retry shortly.', null, 'service_unavailable');
+    error.retryAfterSeconds = OUTAGE_RETRY_AFTER_SECONDS;
+    return error;
   }
 }

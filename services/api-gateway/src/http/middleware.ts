@@ -1,8 +1,9 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import multer from 'multer';
+import type { Redis } from 'ioredis';
 import { newId, type Logger } from '@media/common';
 import type { WorkspaceRepository } from '@media/storage';
 import { ApiError } from './api-error';
+import { isDependencyOutage } from './outage';
 
 declare module 'express-serve-static-core' {
   interface Locals {
@@ -49,6 +50,19 @@ export function requireApiKey(workspaces: WorkspaceRepository): RequestHandler {
   };
 }
 
+/**
+ * While the connection is down ioredis holds each command until several reconnect attempts have
+ * failed, seconds that grow with the outage; answering 503 at once lets the client (or the load
+ * balancer) go elsewhere. A command that fails in the moment between this check and its reply is
+ * still a 503 through the error handler.
+ */
+export function requireRedis(redis: Redis): RequestHandler {
+  return (_req, _res, next) => {
+    if (redis.status !== 'ready') throw ApiError.unavailable();
+    next();
+  };
+}
+
 /** Creation calls take JSON or multipart; anything else is a 415. */
 export function requireBodyType(...types: string[]): RequestHandler {
   return (req, _res, next) => {
@@ -59,21 +73,20 @@ export function requireBodyType(...types: string[]): RequestHandler {
   };
 }
 
-/** Translates parser, upload and unexpected errors into the documented shape; never leaks internals. */
+/** Translates parser and unexpected errors into the documented shape; never leaks internals. */
 export function errorHandler(): (err: unknown, req: Request, res: Response, next: NextFunction) => void {
   return (err, _req, res, _next) => {
     const apiError = toApiError(err);
-    if (apiError.status >= 500) res.locals.logger?.error('unhandled error', { error: err instanceof Error ? err.stack : String(err) });
+    if (apiError.status === 503 && !(err instanceof ApiError)) res.locals.logger?.warn('dependency unavailable', { error: err instanceof Error ? err.message : String(err) });
+    else if (apiError.status >= 500 && apiError.status !== 503) res.locals.logger?.error('unhandled error', { error: err instanceof Error ? err.stack : String(err) });
+    if (apiError.retryAfterSeconds !== undefined) res.setHeader('retry-after', String(apiError.retryAfterSeconds));
     res.status(apiError.status).json(apiError.toJSON());
   };
 }
 
 function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
-  if (err instanceof multer.MulterError) {
-    if (err.code === 'LIMIT_FILE_SIZE') return new ApiError(413, 'invalid_request_error', 'Uploaded file is too large.', err.field ?? null, 'file_too_large');
-    return ApiError.invalid(`Invalid upload: ${err.message}.`, err.field ?? null, 'invalid_upload');
-  }
+  if (isDependencyOutage(err)) return ApiError.unavailable();
   const e = err as { type?: string; status?: number };
   if (e?.type === 'entity.too.large') return new ApiError(413, 'invalid_request_error', 'Request body is too large.', null, 'request_too_large');
   if (e?.type === 'entity.parse.failed') return ApiError.invalid('We could not parse the JSON body of your request.', null, 'invalid_json');

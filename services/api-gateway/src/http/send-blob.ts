@@ -3,7 +3,13 @@ import type { Response } from 'express';
 import type { BlobStore } from '@media/storage';
 import { ApiError } from './api-error';
 
-const CONTENT_TYPES: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', webp: 'image/webp', mp4: 'video/mp4' };
+// Keyed by the extension of a key from the URL: a Map knows only its own entries, never `constructor`.
+const CONTENT_TYPES = new Map([
+  ['png', 'image/png'],
+  ['jpg', 'image/jpeg'],
+  ['webp', 'image/webp'],
+  ['mp4', 'video/mp4'],
+]);
 
 /**
  * Streams a blob as the response. A blob that cannot be opened is an error in the documented shape;
@@ -18,7 +24,7 @@ export async function sendBlob(res: Response, blobs: BlobStore, key: string, mis
   } catch {
     throw missing;
   }
-  res.setHeader('content-type', CONTENT_TYPES[key.split('.').pop() ?? ''] ?? 'application/octet-stream');
+  res.setHeader('content-type', CONTENT_TYPES.get(key.split('.').pop() ?? '') ?? 'application/octet-stream');
   res.setHeader('content-length', String(size));
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
   // pipeline destroys both ends on failure; there is nothing left to tell a client that is gone.

@@ -3,10 +3,11 @@ import type { ImageJob, JobPresenter } from '@media/domain';
 import type { BlobStore, JobRepository } from '@media/storage';
 import { ApiError } from '../http/api-error';
 import { requireBodyType } from '../http/middleware';
+import type { RateLimits } from '../http/rate-limit';
 import type { JobIntakeService } from '../job-intake';
 import type { JobWaiter } from '../job-waiter';
 import { jsonEditInputs, multipartEditInputs, multipartParser } from '../uploads';
-import { parseImageRequest } from '../validation';
+import { parseIdempotencyKey, parseImageRequest } from '../validation';
 
 export interface ImageRoutesDeps {
   intake: JobIntakeService;
@@ -16,10 +17,15 @@ export interface ImageRoutesDeps {
   waiter: JobWaiter;
   syncTimeoutMs: number;
   maxUploadBytes: number;
+  rateLimits: RateLimits;
 }
 
 /** Job failures of a synchronous call, as the HTTP error a client of OpenAI's API would get. */
-const SYNC_FAILURE_STATUS: Record<string, number> = { moderation_blocked: 400, invalid_image: 400, generation_failed: 500 };
+const SYNC_FAILURE_STATUS = new Map<string, number>([
+  ['moderation_blocked', 400],
+  ['invalid_image', 400],
+  ['generation_failed', 500],
+]);
 
 export function imageRoutes(deps: ImageRoutesDeps): Router {
   const router = Router();
@@ -34,7 +40,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
       res.locals.requestId,
       params,
       inputs,
-      req.get('idempotency-key'),
+      parseIdempotencyKey(req.get('idempotency-key')),
     );
     // The image request id is the creation call's request id; a replay answers with the first one's.
     res.setHeader('x-request-id', job.id);
@@ -50,16 +56,17 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     }
     if (finished.status === 'failed') {
       const error = finished.error!;
-      const status = SYNC_FAILURE_STATUS[error.code] ?? 500;
+      const status = SYNC_FAILURE_STATUS.get(error.code) ?? 500;
       throw new ApiError(status, status === 400 ? 'invalid_request_error' : 'api_error', error.message, null, error.code);
     }
     res.status(200).json(await syncBody(deps, finished));
   };
 
-  router.post('/generations', requireBodyType('json', 'multipart/form-data'), upload.none(), create(false));
-  router.post('/edits', requireBodyType('json', 'multipart/form-data'), upload.any(), create(true));
+  const { create: limitCreate, read: limitRead } = deps.rateLimits;
+  router.post('/generations', limitCreate, requireBodyType('json', 'multipart/form-data'), upload.none(), create(false));
+  router.post('/edits', limitCreate, requireBodyType('json', 'multipart/form-data'), upload.any(), create(true));
 
-  router.get('/:id', async (req, res) => {
+  router.get('/:id', limitRead, async (req, res) => {
     const job = await deps.jobs.getForWorkspace(res.locals.workspaceId, req.params.id);
     if (!job || job.kind !== 'image') throw ApiError.notFound(`No image request found with id '${req.params.id}'.`);
     res.json(deps.presenter.imageRequest(job));

@@ -1,13 +1,13 @@
 import { Router } from 'express';
-import Joi from 'joi';
 import type { JobPresenter, VideoJob } from '@media/domain';
 import type { BlobStore, JobRepository } from '@media/storage';
 import { ApiError } from '../http/api-error';
 import { requireBodyType } from '../http/middleware';
+import type { RateLimits } from '../http/rate-limit';
 import { sendBlob } from '../http/send-blob';
 import type { JobIntakeService } from '../job-intake';
 import { multipartParser } from '../uploads';
-import { parseVideoRequest } from '../validation';
+import { parseIdempotencyKey, parseListQuery, parseVideoRequest } from '../validation';
 
 export interface VideoRoutesDeps {
   intake: JobIntakeService;
@@ -15,13 +15,8 @@ export interface VideoRoutesDeps {
   blobs: BlobStore;
   presenter: JobPresenter;
   maxUploadBytes: number;
+  rateLimits: RateLimits;
 }
-
-const listQuery = Joi.object({
-  limit: Joi.number().integer().min(1).max(100).default(20),
-  after: Joi.string().max(64),
-  order: Joi.string().valid('asc', 'desc').default('desc'),
-});
 
 export function videoRoutes(deps: VideoRoutesDeps): Router {
   const router = Router();
@@ -34,18 +29,18 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
   };
 
   // The openai SDK sends video creation as multipart form data.
-  router.post('/', requireBodyType('json', 'multipart/form-data'), upload.none(), async (req, res) => {
+  const { create: limitCreate, read: limitRead } = deps.rateLimits;
+  router.post('/', limitCreate, requireBodyType('json', 'multipart/form-data'), upload.none(), async (req, res) => {
     const params = parseVideoRequest({ ...(req.body ?? {}) });
-    const { job, replayed } = await deps.intake.createVideoJob(res.locals.workspaceId, res.locals.requestId, params, req.get('idempotency-key'));
+    const idempotencyKey = parseIdempotencyKey(req.get('idempotency-key'));
+    const { job, replayed } = await deps.intake.createVideoJob(res.locals.workspaceId, res.locals.requestId, params, idempotencyKey);
     if (job.kind !== 'video') throw ApiError.invalid('Idempotency-Key belongs to a different kind of request.', null, 'idempotency_key_reused');
     if (replayed) res.setHeader('idempotent-replayed', 'true');
     res.status(200).json(deps.presenter.video(job));
   });
 
-  router.get('/', async (req, res) => {
-    const { value, error } = listQuery.validate(req.query, { convert: true });
-    if (error) throw ApiError.invalid(error.details[0].message, String(error.details[0].path[0] ?? ''), 'invalid_value');
-    const page = await deps.jobs.listVideos(res.locals.workspaceId, value);
+  router.get('/', limitRead, async (req, res) => {
+    const page = await deps.jobs.listVideos(res.locals.workspaceId, parseListQuery(req.query));
     const videos = (await deps.jobs.getMany(page.ids)).filter((j): j is VideoJob => j.kind === 'video');
     res.json({
       object: 'list',
@@ -56,11 +51,11 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
     });
   });
 
-  router.get('/:id', async (req, res) => {
+  router.get('/:id', limitRead, async (req, res) => {
     res.json(deps.presenter.video(await findVideo(res.locals.workspaceId, req.params.id)));
   });
 
-  router.get('/:id/content', async (req, res) => {
+  router.get('/:id/content', limitRead, async (req, res) => {
     const variant = req.query.variant ?? 'video';
     if (variant !== 'video') throw ApiError.invalid(`Unsupported variant '${String(variant)}'; only 'video' is available.`, 'variant', 'invalid_value');
     const job = await findVideo(res.locals.workspaceId, req.params.id);

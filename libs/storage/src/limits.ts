@@ -1,0 +1,163 @@
+import type { Redis } from 'ioredis';
+import type { AppConfig } from '@media/common';
+import type { StoreKeys } from './keys';
+
+/** The limits a workspace works under: the configured defaults, or its own overrides. */
+export interface WorkspaceLimits {
+  /** Creation calls (`POST /v1/images/generations`, `/v1/images/edits`, `/v1/videos`) per minute. */
+  create_per_minute: number;
+  /** Read and list calls (`GET /v1/images/…`, `/v1/videos…`) per minute. */
+  read_per_minute: number;
+  /** Jobs accepted and not yet finished. */
+  max_waiting_jobs: number;
+}
+
+/** The defaults every workspace without overrides works under. */
+export function configuredLimits(config: AppConfig): WorkspaceLimits {
+  return {
+    create_per_minute: config.rateLimitCreatePerMinute,
+    read_per_minute: config.rateLimitReadPerMinute,
+    max_waiting_jobs: config.maxWaitingJobsPerWorkspace,
+  };
+}
+
+export type LimitName = keyof WorkspaceLimits;
+export const LIMIT_NAMES: readonly LimitName[] = ['create_per_minute', 'read_per_minute', 'max_waiting_jobs'];
+
+/** Each bucket counts against its own per-minute limit. */
+export type RateBucket = 'create' | 'read';
+const BUCKET_LIMIT: { [B in RateBucket]: LimitName } = { create: 'create_per_minute', read: 'read_per_minute' };
+
+export interface RateVerdict {
+  allowed: boolean;
+  limit: number;
+  /** Calls left in this window after this one. */
+  remaining: number;
+  /** Milliseconds until the window ends and the count starts again. */
+  resetMs: number;
+}
+
+export interface WaitingVerdict {
+  accepted: boolean;
+  /** Jobs waiting, this one included when it was accepted. */
+  waiting: number;
+  max: number;
+}
+
+const WINDOW_MS = 60_000;
+
+// A fixed window per workspace and bucket: it opens with the first call after the previous one
+// expired and lasts a minute. One counter and no clock: replicas with skewed clocks still share
+// it, and a burst can reach at most twice the limit across a window boundary, which is the
+// usual price of a fixed window. The override is read in the same round trip.
+const HIT = `
+local limit = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or ARGV[2])
+local count = redis.call('INCR', KEYS[2])
+local ttl = redis.call('PTTL', KEYS[2])
+if ttl < 0 then
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  ttl = tonumber(ARGV[3])
+end
+return {count, limit, ttl}
+`;
+
+// Check and entry in one step, so that concurrent calls cannot all pass the check at the cap.
+// A job already entered (an idempotent replay) is accepted again without counting twice.
+const ACCEPT = `
+local max = tonumber(redis.call('HGET', KEYS[1], 'max_waiting_jobs') or ARGV[2])
+local waiting = redis.call('SCARD', KEYS[2])
+if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return {1, waiting, max} end
+if waiting >= max then return {0, waiting, max} end
+redis.call('SADD', KEYS[2], ARGV[1])
+return {1, waiting + 1, max}
+`;
+
+/**
+ * Per-workspace limits kept in Redis, so every gateway replica counts against the same numbers:
+ * requests per minute in two buckets, and jobs waiting (accepted, not finished). The waiting jobs
+ * are the workspace's set of unfinished job ids, which `JobRepository` also keeps (entered with the
+ * record, left in the transaction that finishes it); every call here is idempotent per job.
+ */
+export class LimitRepository {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: StoreKeys,
+    private readonly defaults: WorkspaceLimits,
+  ) {}
+
+  /** The limits in force for the workspace. */
+  async effective(workspaceId: string): Promise<WorkspaceLimits> {
+    const overrides = await this.redis.hgetall(this.keys.workspaceLimits(workspaceId));
+    const limits = { ...this.defaults };
+    for (const name of LIMIT_NAMES) if (Object.hasOwn(overrides, name)) limits[name] = Number(overrides[name]);
+    return limits;
+  }
+
+  /** Sets (a number) or removes (null, back to the default) overrides; returns the limits now in force. */
+  async override(workspaceId: string, changes: Partial<Record<LimitName, number | null>>): Promise<WorkspaceLimits> {
+    const key = this.keys.workspaceLimits(workspaceId);
+    const tx = this.redis.multi();
+    for (const name of LIMIT_NAMES) {
+      const value = changes[name];
+      if (value === null) tx.hdel(key, name);
+      else if (value !== undefined) tx.hset(key, name, String(value));
+    }
+    await tx.exec();
+    return this.effective(workspaceId);
+  }
+
+  /** Counts one call in the bucket's current window and says whether it is within the limit. */
+  async hit(workspaceId: string, bucket: RateBucket): Promise<RateVerdict> {
+    const name = BUCKET_LIMIT[bucket];
+    const [count, limit, resetMs] = (await this.redis.eval(
+      HIT,
+      2,
+      this.keys.workspaceLimits(workspaceId),
+      this.keys.workspaceRate(workspaceId, bucket),
+      name,
+      String(this.defaults[name]),
+      String(WINDOW_MS),
+    )) as [number, number, number];
+    return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetMs };
+  }
+
+  /**
+   * Enters the job as waiting unless the workspace is at its cap. At the cap, places held by jobs
+   * that were never stored (a gateway that died between this call and storing the record) are
+   * given back first, so such a crash cannot shrink the cap for good.
+   */
+  async onJobAccepted(workspaceId: string, jobId: string): Promise<WaitingVerdict> {
+    const verdict = await this.tryAccept(workspaceId, jobId);
+    if (verdict.accepted || (await this.reclaimUnstored(workspaceId)) === 0) return verdict;
+    return this.tryAccept(workspaceId, jobId);
+  }
+
+  private async tryAccept(workspaceId: string, jobId: string): Promise<WaitingVerdict> {
+    const [accepted, waiting, max] = (await this.redis.eval(
+      ACCEPT,
+      2,
+      this.keys.workspaceLimits(workspaceId),
+      this.keys.workspaceUnfinished(workspaceId),
+      jobId,
+      String(this.defaults.max_waiting_jobs),
+    )) as [number, number, number];
+    return { accepted: accepted === 1, waiting, max };
+  }
+
+  /** Drops waiting entries that have no job record; returns how many. Runs only at the cap, so rarely. */
+  private async reclaimUnstored(workspaceId: string): Promise<number> {
+    const ids = await this.redis.smembers(this.keys.workspaceUnfinished(workspaceId));
+    if (ids.length === 0) return 0;
+    const exists = await Promise.all(ids.map((id) => this.redis.exists(this.keys.job(id))));
+    const orphans = ids.filter((_, i) => exists[i] === 0);
+    // A place taken a moment ago for a job being stored right now may go too; storing the job
+    // enters it again (JobRepository.create), so the cap is at worst overshot by that one job.
+    if (orphans.length > 0) await this.redis.srem(this.keys.workspaceUnfinished(workspaceId), ...orphans);
+    return orphans.length;
+  }
+
+  /** The job no longer waits (finished, or never stored); frees its place under the cap. */
+  async onJobFinished(workspaceId: string, jobId: string): Promise<void> {
+    await this.redis.srem(this.keys.workspaceUnfinished(workspaceId), jobId);
+  }
+}

@@ -115,6 +115,21 @@ describe('callback events', () => {
     expect(h.receiver.requestsTo('/slow')).toHaveLength(1);
   });
 
+  it('finishes and calls back jobs whose prompt holds invalid Unicode of every kind', async () => {
+    // Lone high, lone low, reversed pair, NUL and a noncharacter: JSON escapes that decode to strings
+    // no UTF-8 text holds. The API accepts the prose as well-formed text; every step after it must cope.
+    const prompts = ['\ud800 dusk', 'sea \udfff', '\udc00\ud800', 'nul \u0000 here', 'non \uffff char'];
+    const ids = [];
+    for (const [i, prompt] of prompts.entries()) ids.push(await h.jobs.image(h.receiver.url(`/unicode-${i}`), prompt));
+    ids.push(await h.jobs.video(h.receiver.url('/unicode-video'), '\ud83d lone half of an emoji'));
+    for (const id of ids) {
+      const messageId = await h.messageIdOf(id);
+      const { callback } = await h.settled(messageId, ['delivered']);
+      expect(callback.type).toMatch(/\.completed$/);
+      expect((await h.stack.jobs.get(id))!.prompt.isWellFormed()).toBe(true);
+    }
+  });
+
   it('indexes callbacks per workspace and makes none for a job without callback_url', async () => {
     const syncJob = await h.jobs.syncImage();
     await h.eventHandled(jobIds.jobFinished(syncJob));

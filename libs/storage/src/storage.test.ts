@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import type { VideoJob } from '@media/domain';
 import { FileBlobStore } from './blob-store';
 import { IdempotencyRepository } from './idempotency';
-import { JobRepository } from './jobs';
+import { CorruptRecordError, JobRepository } from './jobs';
 import { StoreKeys } from './keys';
 import { LimitRepository } from './limits';
 import { hashApiKey, WorkspaceRepository } from './workspaces';
@@ -83,6 +83,32 @@ describe('JobRepository', () => {
     expect(await jobs.updateActive({ ...job, status: 'in_progress', progress: 50 })).toBe(false);
     expect((await jobs.get(job.id))!.status).not.toBe('in_progress');
     await expect(jobs.finish({ ...done, id: 'video_missing' }, null)).rejects.toThrow(/does not exist/);
+  });
+
+  it('writes every record so that the Lua scripts can decode it, whatever invalid Unicode its strings hold', async () => {
+    // Lone surrogates of each kind; JSON.stringify would write them as escapes that cjson refuses.
+    for (const [i, bad] of ['\ud800', '\udfff', '\udc00\ud800', 'a\ud83d', '\ude00b'].entries()) {
+      const job = { ...video(`video_unicode_${i}`, Date.now()), prompt: `x${bad}y`, callback_url: `https://h.test/${bad}` };
+      expect(await jobs.create(job)).toBe(true);
+      expect(await jobs.updateActive({ ...job, status: 'in_progress', progress: 10 })).toBe(true);
+      expect(await jobs.finish({ ...job, status: 'completed', finished_ms: Date.now(), cost: 0.1 }, null)).toBe(true);
+      const stored = (await jobs.get(job.id))!;
+      expect(stored.status).toBe('completed');
+      expect(stored.prompt.isWellFormed()).toBe(true);
+      expect(stored.prompt).toBe(`x${bad.toWellFormed()}y`);
+    }
+  });
+
+  it('reports a record that cannot be decoded as corrupt, and lists the readable rest', async () => {
+    const job = video('video_corrupt', Date.now());
+    await jobs.create(job);
+    await redis.set(keys.job(job.id), '{"status":"queued","prompt":"\\ud800"}');
+    await expect(jobs.updateActive({ ...job, status: 'in_progress' })).rejects.toBeInstanceOf(CorruptRecordError);
+    await expect(jobs.finish({ ...job, status: 'failed', finished_ms: 1 }, null)).rejects.toBeInstanceOf(CorruptRecordError);
+    await redis.set(keys.job(job.id), 'not json');
+    await expect(jobs.get(job.id)).rejects.toBeInstanceOf(CorruptRecordError);
+    await jobs.create(video('video_readable', Date.now()));
+    expect((await jobs.getMany([job.id, 'video_readable'])).map((j) => j.id)).toEqual(['video_readable']);
   });
 
   it('scopes reads to the owning workspace', async () => {

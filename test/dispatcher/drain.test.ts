@@ -1,5 +1,5 @@
 import { eventually } from '../support/stack';
-import { DelayedReceiver } from './support/delayed-receiver';
+import { TestReceiver } from './support/receiver';
 import { DispatcherHarness } from './support/harness';
 
 /**
@@ -10,12 +10,12 @@ import { DispatcherHarness } from './support/harness';
 const SLOW_ANSWER_MS = 3_000;
 
 let h: DispatcherHarness;
-let slow: DelayedReceiver;
+let slow: TestReceiver;
 
 beforeAll(async () => {
   // The receiver's pause is well inside WEBHOOK_TIMEOUT_MS, and the drain deadline well past both.
   h = await DispatcherHarness.start({ WEBHOOK_TIMEOUT_MS: '10000', SHUTDOWN_TIMEOUT_MS: '15000', WEBHOOK_RETRY_SCHEDULE: '300ms,300ms,300ms,300ms,300ms' });
-  slow = await DelayedReceiver.start(h.pki);
+  slow = await TestReceiver.start(h.pki);
 });
 
 afterAll(async () => {
@@ -24,7 +24,7 @@ afterAll(async () => {
 });
 
 it('finishes and records the attempt in flight, then exits 0 with "stopped"', async () => {
-  slow.reply('/slow', () => ({ status: 200, afterMs: SLOW_ANSWER_MS }));
+  slow.script('/slow', () => ({ status: 200, afterMs: SLOW_ANSWER_MS }));
   const jobId = await h.jobs.image(slow.url('/slow'), 'a slow receiver during the drain');
   const messageId = await h.messageIdOf(jobId);
   await eventually(() => (slow.requestsTo('/slow').length === 1 ? true : undefined), 15_000, 'the attempt to reach the receiver');
@@ -58,7 +58,7 @@ it('exits at SHUTDOWN_TIMEOUT_MS when the receiver hangs; the next dispatcher de
   // Only dispatchers started from here on get the short drain deadline.
   h.stack.env = { ...h.stack.env, SHUTDOWN_TIMEOUT_MS: '1500' };
   const dispatcher = await h.stack.startService('webhook-dispatcher');
-  slow.reply('/hang', (n) => (n === 1 ? 'hang' : { status: 200, afterMs: 0 }));
+  slow.script('/hang', (n) => (n === 1 ? 'hang' : { status: 200, afterMs: 0 }));
   const jobId = await h.jobs.image(slow.url('/hang'), 'a receiver that never answers');
   const messageId = await h.messageIdOf(jobId);
   await eventually(() => (slow.requestsTo('/hang').length === 1 ? true : undefined), 15_000, 'the attempt to reach the receiver');

@@ -6,7 +6,7 @@ import { Queue } from 'bullmq';
 import { isFinished, type JobRecord, type LedgerEntry } from '@media/domain';
 import type { CallbackRecord } from '@media/storage';
 import { callbackIdFor } from '../../services/webhook-dispatcher/src/callback-service';
-import { DelayedReceiver } from '../dispatcher/support/delayed-receiver';
+import { TestReceiver } from '../dispatcher/support/receiver';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { PrivateRedis } from '../support/private-redis';
 import type { ServiceName, ServiceProcess } from '../support/stack';
@@ -84,7 +84,7 @@ interface Post {
 
 let redis: PrivateRedis;
 let h: DispatcherHarness;
-let receiver: DelayedReceiver;
+let receiver: TestReceiver;
 
 beforeAll(async () => {
   console.log(`chaos seed ${SEED} (replay with CHAOS_SEED=${SEED})`);
@@ -96,7 +96,7 @@ beforeAll(async () => {
     JOB_LOCK_MS: '2000',
     MODERATION_BLOCKLIST: 'forbidden',
   });
-  receiver = await DelayedReceiver.start(h.pki);
+  receiver = await TestReceiver.start(h.pki);
 }, 60_000);
 
 afterAll(async () => {
@@ -115,7 +115,7 @@ it('keeps every accepted job to one end, one callback identity and at most one c
   // The pause keeps attempts in flight long enough for a dispatcher kill to land in one.
   const posts: Post[] = [];
   const perCallback = new Map<string, { count: number; failures: number }>();
-  receiver.reply('/chaos', (_n, request) => {
+  receiver.script('/chaos', (_n, request) => {
     const webhookId = request.headers['webhook-id'] ?? '';
     const seen = perCallback.get(webhookId) ?? { count: 0, failures: 0 };
     seen.count++;

@@ -6,7 +6,8 @@ import type { TestPki } from './pki';
 
 /** How the receiver answers one request. */
 export type Reply =
-  | { status: number; body?: string; headers?: Record<string, string> }
+  /** Answer, after `afterMs` when given (an attempt in flight while something else happens). */
+  | { status: number; body?: string; headers?: Record<string, string>; afterMs?: number }
   /** Drop the connection without an answer. */
   | 'reset'
   /** Never answer (until the receiver stops). */
@@ -26,6 +27,8 @@ export interface ReceivedRequest {
   body: string;
   /** When the request head arrived (Unix ms). */
   receivedMs: number;
+  /** When the answer was written (Unix ms); undefined while it is pending or when none came. */
+  answeredMs?: number;
   remoteAddress: string | undefined;
 }
 
@@ -36,6 +39,7 @@ export class TestReceiver {
   connections = 0;
   private readonly scripts = new Map<string, Script>();
   private readonly sockets = new Set<Socket>();
+  private readonly timers = new Set<NodeJS.Timeout>();
 
   private constructor(
     private readonly server: Server,
@@ -70,6 +74,7 @@ export class TestReceiver {
   }
 
   async stop(): Promise<void> {
+    for (const timer of this.timers) clearTimeout(timer);
     for (const socket of this.sockets) socket.destroy();
     this.server.close();
     await once(this.server, 'close');
@@ -102,8 +107,18 @@ export class TestReceiver {
       req.socket.destroy();
       return;
     }
-    res.writeHead(reply.status, { 'content-type': 'text/plain', ...reply.headers });
-    res.end(reply.body ?? '');
+    const answer = () => {
+      if (res.destroyed) return;
+      request.answeredMs = Date.now();
+      res.writeHead(reply.status, { 'content-type': 'text/plain', ...reply.headers });
+      res.end(reply.body ?? '');
+    };
+    if (!reply.afterMs) return answer();
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      answer();
+    }, reply.afterMs);
+    this.timers.add(timer);
   }
 }
 

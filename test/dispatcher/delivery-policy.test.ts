@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
 import { createLogger, jobIds, loadConfig } from '@media/common';
 import type { ImageJob } from '@media/domain';
-import { JobRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { CallbackRepository, JobRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
 import { createCallbackService, type CallbackServiceHandle } from '../../services/webhook-dispatcher/src/wiring';
 import { deleteKeysUnder, freePort, REDIS_URL } from '../support/stack';
 import { makeTestPki, type TestPki } from './support/pki';
@@ -17,6 +17,7 @@ const prefix = `test-${randomBytes(6).toString('hex')}`;
 const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
 const keys = new StoreKeys(prefix);
 const jobs = new JobRepository(redis, keys);
+const store = new CallbackRepository(redis, keys);
 let pki: TestPki;
 let strangerPki: TestPki;
 let receiver: TestReceiver;
@@ -90,7 +91,7 @@ it('refuses a host that rebinds to loopback after acceptance: blocked_address, a
   expect(resolver.calls).toBe(2);
   expect(receiver.connections).toBe(0);
   // A refused address is a failed attempt like any other: the ladder goes on.
-  const { callback: after } = await callbacks.describe(workspaceId, callback.id);
+  const after = (await store.get(callback.id))!;
   expect(after).toMatchObject({ state: 'pending', ladder_attempt: 1 });
   expect(after.next_attempt_ms).not.toBeNull();
 });
@@ -141,5 +142,5 @@ it('counts a 2xx as delivered even when the body that follows never finishes', a
   const callback = (await callbacks.onJobFinished(await finishedJob(`https://pinned.test:${receiver.port}/stall`)))!;
   const attempt = await callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
   expect(attempt).toMatchObject({ status: 200, error: null });
-  expect((await callbacks.describe(workspaceId, callback.id)).callback.state).toBe('delivered');
+  expect((await store.get(callback.id))!.state).toBe('delivered');
 });

@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import { Webhook } from 'standardwebhooks';
 import { createLogger, jobIds, JobQueue } from '@media/common';
 import { verify } from '@media/webhooks';
-import { CallbackNotFoundError } from '../../services/webhook-dispatcher/src/errors';
+import { CallbackNotFoundError } from '@media/callbacks';
 import { eventually } from '../support/stack';
 import { DispatcherHarness } from './support/harness';
 import { JobClient } from './support/jobs';
@@ -185,7 +185,7 @@ describe('callback events', () => {
     const jobId = await h.jobs.image(h.receiver.url('/manual-delivered'));
     const messageId = await h.messageIdOf(jobId);
     await h.settled(messageId, ['delivered']);
-    const service = await h.service();
+    const service = h.callbackAdmin();
 
     const other = await h.stack.createWorkspace('other');
     await expect(service.retryNow(other.workspaceId, messageId)).rejects.toBeInstanceOf(CallbackNotFoundError);

@@ -30,7 +30,7 @@ describe('manual retry mid-ladder', () => {
       expect(pending).toMatchObject({ state: 'pending', ladder_attempt: 1 });
       expect(pending.next_attempt_ms).toBeGreaterThan(Date.now() - 1_000);
 
-      const service = await h.service();
+      const service = h.callbackAdmin();
       const request = await service.retryNow(h.workspace.workspaceId, messageId);
       await eventually(() => service.findManualAttempt(messageId, request.request_id), 20_000, 'manual attempt');
 

@@ -62,4 +62,6 @@ export const jobIds = {
       : requeue === 0
         ? `${messageId}.${attempt}`
         : `${messageId}.${attempt}.r${requeue}`,
+  /** A manual attempt of a bulk recovery: one per callback per recovery, however often the recovery is re-run. */
+  recoveryDelivery: (messageId: string, recoveryId: string) => `${messageId}.recovery.${recoveryId}`,
 };

@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { AttemptTrigger } from '@media/common';
-import type { EventType } from '@media/domain';
+import { callbackIdFor, EVENT_TYPES, type EventType } from '@media/domain';
 import type { StoreKeys } from './keys';
+import { readIndexPage } from './index-page';
 import { encodeRecord } from './record-json';
 
 /** Where a callback stands: still on its ladder, answered with a 2xx, or out of automatic attempts. */
@@ -67,7 +68,24 @@ export interface CallbackAttempt {
   address: string | null;
   /** The start of the response body, capped. */
   excerpt: string;
+  /**
+   * How the time split up, where it was measured; absent on attempts recorded before timings
+   * were, and on attempts that never reached the network (a refused address).
+   */
+  timing?: AttemptTiming;
 }
+
+/** Phases of one exchange in ms (got's `timings.phases`); null where the phase did not happen or was not measured. */
+export interface AttemptTiming {
+  dns_ms: number | null;
+  connect_ms: number | null;
+  tls_ms: number | null;
+  first_byte_ms: number | null;
+}
+
+/** Key of an attempt in the callback's attempt log: one per automatic attempt, one per manual request. */
+export const attemptKey = (trigger: AttemptTrigger, attempt: number, queueJobId: string): string =>
+  trigger === 'scheduled' ? `auto.${attempt}` : `manual.${queueJobId}`;
 
 /** An attempt before it is recorded; the store assigns `number`. */
 export type NewCallbackAttempt = Omit<CallbackAttempt, 'number'>;
@@ -83,15 +101,41 @@ export interface CallbackPage {
   hasMore: boolean;
 }
 
+/** Filters of a callback list; times are Unix ms, `createdAfterMs` inclusive, `createdBeforeMs` exclusive. */
+export interface CallbackListQuery {
+  limit: number;
+  after?: string;
+  state?: CallbackState;
+  type?: EventType;
+  jobId?: string;
+  createdAfterMs?: number;
+  createdBeforeMs?: number;
+}
+
+/** Ids read per step while a combined state + type filter scans the state index. */
+const FILTER_SCAN_CHUNK = 100;
+
+// The state indexes move in the same scripts that move the state, so a list filtered by status
+// never disagrees with the records. KEYS[3..5]: the workspace's pending, delivered and failed indexes.
+const MOVE_STATE_INDEX = `
+local function move_state_index(before, cb)
+  if before == cb.state then return end
+  local index = {pending = KEYS[3], delivered = KEYS[4], failed = KEYS[5]}
+  if index[before] then redis.call('ZREM', index[before], cb.id) end
+  if index[cb.state] then redis.call('ZADD', index[cb.state], cb.created_ms, cb.id) end
+end
+`;
+
 // Records one attempt and moves the callback's state, in one step, so that a re-run of the same
 // attempt (a worker killed after recording) neither counts twice nor moves the ladder again.
 // ARGV: 1 attempt field, 2 attempt JSON, 3 ladder attempt (0 = manual), 4 '1' if delivered,
 // 5 next automatic attempt ms ('' = none left), 6 now ms.
-const RECORD_ATTEMPT = `
+const RECORD_ATTEMPT = `${MOVE_STATE_INDEX}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {-1, ''} end
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return {0, raw} end
 local cb = cjson.decode(raw)
+local before = cb.state
 local attempt = cjson.decode(ARGV[2])
 cb.attempt_count = cb.attempt_count + 1
 attempt.number = cb.attempt_count
@@ -113,11 +157,26 @@ elseif ladder > 0 and cb.state == 'pending' then
 end
 local out = cjson.encode(cb)
 redis.call('SET', KEYS[1], out)
+move_state_index(before, cb)
 return {1, out}
 `;
 
+// A new callback and its index entries in one step. The workspace and type indexes are also
+// (re)written for an existing record, harmlessly; the state index only for a new one, since the
+// record may have moved on to another state (the scripts below keep that index in step).
+const CREATE = `
+local created = redis.call('SET', KEYS[1], ARGV[1], 'NX')
+redis.call('ZADD', KEYS[2], 'NX', ARGV[2], ARGV[3])
+redis.call('ZADD', KEYS[3], 'NX', ARGV[2], ARGV[3])
+if created then
+  redis.call('ZADD', KEYS[4], 'NX', ARGV[2], ARGV[3])
+  return 1
+end
+return 0
+`;
+
 // A callback whose delivery job BullMQ gave up on must still end; a delivered one stays delivered.
-const GIVE_UP = `
+const GIVE_UP = `${MOVE_STATE_INDEX}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return '' end
 local cb = cjson.decode(raw)
@@ -126,6 +185,7 @@ cb.state = 'failed'
 cb.next_attempt_ms = cjson.null
 local out = cjson.encode(cb)
 redis.call('SET', KEYS[1], out)
+move_state_index('pending', cb)
 return out
 `;
 
@@ -141,13 +201,18 @@ export class CallbackRepository {
    * workspace. Returns the stored record: the new one, or the one created earlier for a replayed event.
    */
   async create(callback: CallbackRecord): Promise<{ created: boolean; callback: CallbackRecord }> {
-    const [[setError, set], [indexError]] = (await this.redis
-      .multi()
-      .set(this.keys.callback(callback.id), encodeRecord(callback), 'NX')
-      .zadd(this.keys.workspaceCallbacks(callback.workspace_id), 'NX', callback.created_ms, callback.id)
-      .exec()) as [[Error | null, unknown], [Error | null, unknown]];
-    if (setError || indexError) throw setError ?? indexError;
-    if (set === 'OK') return { created: true, callback };
+    const set = await this.redis.eval(
+      CREATE,
+      4,
+      this.keys.callback(callback.id),
+      this.keys.workspaceCallbacks(callback.workspace_id),
+      this.keys.workspaceCallbacksOfType(callback.workspace_id, callback.type),
+      this.keys.workspaceCallbacksInState(callback.workspace_id, callback.state),
+      encodeRecord(callback),
+      String(callback.created_ms),
+      callback.id,
+    );
+    if (set === 1) return { created: true, callback };
     const existing = await this.get(callback.id);
     if (!existing) throw new Error(`callback ${callback.id} vanished right after SET NX refused it`);
     return { created: false, callback: existing };
@@ -197,9 +262,10 @@ export class CallbackRepository {
   ): Promise<RecordedAttempt> {
     const [code, raw] = (await this.redis.eval(
       RECORD_ATTEMPT,
-      2,
+      5,
       this.keys.callback(messageId),
       this.keys.callbackAttempts(messageId),
+      ...(await this.stateIndexes(messageId)),
       attemptKey,
       encodeRecord({ ...attempt, number: 0 }),
       String(attempt.ladder_attempt ?? 0),
@@ -213,8 +279,84 @@ export class CallbackRepository {
 
   /** Ends a still-pending callback as `failed`; returns the record as it now stands. */
   async giveUp(messageId: string): Promise<CallbackRecord | undefined> {
-    const raw = (await this.redis.eval(GIVE_UP, 1, this.keys.callback(messageId))) as string;
+    const raw = (await this.redis.eval(GIVE_UP, 4, this.keys.callback(messageId), ...(await this.stateIndexes(messageId)))) as string;
     return raw ? (JSON.parse(raw) as CallbackRecord) : undefined;
+  }
+
+  /**
+   * The state indexes of the callback's workspace, for the scripts to move it between. Read before
+   * the script, since a script must name its keys up front; the workspace of a callback never
+   * changes, so the read cannot race. A missing callback gets placeholder keys the scripts never touch.
+   */
+  private async stateIndexes(messageId: string): Promise<[string, string, string]> {
+    const workspaceId = (await this.get(messageId))?.workspace_id ?? '-';
+    return [
+      this.keys.workspaceCallbacksInState(workspaceId, 'pending'),
+      this.keys.workspaceCallbacksInState(workspaceId, 'delivered'),
+      this.keys.workspaceCallbacksInState(workspaceId, 'failed'),
+    ];
+  }
+
+  /**
+   * A workspace's callbacks, newest first, filtered.
+   *
+   * Status and type have index sets of their own (kept in step by the scripts that move the state),
+   * rather than a scan of the workspace index that filters records: a scan's cost grows with the
+   * callbacks the filter skips, and a status filter is what on-call looks at ("what failed?"),
+   * typically a few among very many delivered. So one filter, or none, reads exactly one page of
+   * one index. Both together read the state index and filter the type in chunks (four types, so
+   * roughly one in four matches); `job_id` names at most two callbacks (a job's id and its type
+   * give the callback id), and is answered from those records directly.
+   */
+  async list(workspaceId: string, q: CallbackListQuery): Promise<CallbackPage> {
+    const matches = (cb: CallbackRecord) =>
+      cb.workspace_id === workspaceId &&
+      (q.state === undefined || cb.state === q.state) &&
+      (q.type === undefined || cb.type === q.type) &&
+      (q.jobId === undefined || cb.job_id === q.jobId) &&
+      (q.createdAfterMs === undefined || cb.created_ms >= q.createdAfterMs) &&
+      (q.createdBeforeMs === undefined || cb.created_ms < q.createdBeforeMs);
+    const key =
+      q.state !== undefined
+        ? this.keys.workspaceCallbacksInState(workspaceId, q.state)
+        : q.type !== undefined
+          ? this.keys.workspaceCallbacksOfType(workspaceId, q.type)
+          : this.keys.workspaceCallbacks(workspaceId);
+    if (q.jobId !== undefined) {
+      const ids = EVENT_TYPES.map((type) => callbackIdFor(q.jobId!, type));
+      const records = (await this.getMany(ids)).filter(matches).sort((a, b) => b.created_ms - a.created_ms || (a.id < b.id ? 1 : -1));
+      const start = q.after === undefined ? 0 : records.findIndex((cb) => cb.id === q.after) + 1;
+      if (q.after !== undefined && start === 0) return { callbacks: [], hasMore: false };
+      return { callbacks: records.slice(start, start + q.limit), hasMore: records.length > start + q.limit };
+    }
+    const filterInMemory = q.state !== undefined && q.type !== undefined;
+    const found: CallbackRecord[] = [];
+    let after = q.after;
+    for (;;) {
+      const page = await readIndexPage(this.redis, key, {
+        limit: filterInMemory ? Math.max(FILTER_SCAN_CHUNK, q.limit) : q.limit,
+        after,
+        order: 'desc',
+        minScore: q.createdAfterMs,
+        maxScore: q.createdBeforeMs,
+        cursorScoreKey: this.keys.workspaceCallbacks(workspaceId),
+      });
+      const records = await this.getMany(page.ids);
+      for (const record of records) {
+        if (!matches(record)) continue;
+        if (found.length === q.limit) return { callbacks: found, hasMore: true };
+        found.push(record);
+      }
+      if (!page.hasMore) return { callbacks: found, hasMore: false };
+      if (!filterInMemory && found.length === q.limit) return { callbacks: found, hasMore: true };
+      after = page.ids.at(-1);
+    }
+  }
+
+  async getMany(ids: string[]): Promise<CallbackRecord[]> {
+    if (ids.length === 0) return [];
+    const raws = await this.redis.mget(ids.map((id) => this.keys.callback(id)));
+    return raws.filter((r): r is string => r !== null).map((r) => JSON.parse(r) as CallbackRecord);
   }
 
   /** A workspace's callbacks, newest first, for the dashboard's Requests page. */
@@ -222,10 +364,11 @@ export class CallbackRepository {
     const start = opts.offset ?? 0;
     const ids = await this.redis.zrevrange(this.keys.workspaceCallbacks(workspaceId), start, start + opts.limit);
     const page = ids.slice(0, opts.limit);
-    const raws = page.length > 0 ? await this.redis.mget(page.map((id) => this.keys.callback(id))) : [];
-    return {
-      callbacks: raws.filter((r): r is string => r !== null).map((r) => JSON.parse(r) as CallbackRecord),
-      hasMore: ids.length > opts.limit,
-    };
+    return { callbacks: await this.getMany(page), hasMore: ids.length > opts.limit };
+  }
+
+  /** Ids of the workspace's callbacks in `state` created in [fromMs, toMs), oldest first, from rank `offset`. */
+  async idsInState(workspaceId: string, state: CallbackState, fromMs: number, toMs: number, offset: number, count: number): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.workspaceCallbacksInState(workspaceId, state), fromMs, `(${toMs}`, 'LIMIT', offset, count);
   }
 }

@@ -1,6 +1,7 @@
 export * from './blob-store';
 export * from './callbacks';
 export * from './idempotency';
+export * from './index-page';
 export * from './jobs';
 export * from './keys';
 export * from './limits';

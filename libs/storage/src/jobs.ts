@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { isFinished, type JobRecord, type LedgerEntry } from '@media/domain';
+import { readIndexPage, type IndexPage } from './index-page';
 import type { StoreKeys } from './keys';
 import { encodeRecord } from './record-json';
 
@@ -50,10 +51,7 @@ export class CorruptRecordError extends Error {
   }
 }
 
-export interface ListPage {
-  ids: string[];
-  hasMore: boolean;
-}
+export type ListPage = IndexPage;
 
 /** Job records, per-workspace indexes and the charge ledger. */
 export class JobRepository {
@@ -140,18 +138,10 @@ export class JobRepository {
     return result === 1;
   }
 
-  /** Videos of a workspace, newest first by default, after a cursor id. */
-  async listVideos(workspaceId: string, opts: { limit: number; after?: string; order: 'asc' | 'desc' }): Promise<ListPage> {
-    const key = this.keys.workspaceVideos(workspaceId);
-    let start = 0;
-    if (opts.after) {
-      const rank = opts.order === 'desc' ? await this.redis.zrevrank(key, opts.after) : await this.redis.zrank(key, opts.after);
-      if (rank === null) return { ids: [], hasMore: false };
-      start = rank + 1;
-    }
-    const stop = start + opts.limit; // one extra to learn whether more follow
-    const ids = opts.order === 'desc' ? await this.redis.zrevrange(key, start, stop) : await this.redis.zrange(key, start, stop);
-    return { ids: ids.slice(0, opts.limit), hasMore: ids.length > opts.limit };
+  /** Video or image requests of a workspace, newest first by default, after a cursor id. */
+  async list(workspaceId: string, kind: JobRecord['kind'], opts: { limit: number; after?: string; order: 'asc' | 'desc' }): Promise<ListPage> {
+    const key = kind === 'video' ? this.keys.workspaceVideos(workspaceId) : this.keys.workspaceImages(workspaceId);
+    return readIndexPage(this.redis, key, opts);
   }
 
   async getMany(ids: string[]): Promise<JobRecord[]> {

@@ -8,6 +8,10 @@ export class StoreKeys {
   workspaceImages = (id: string) => `${this.prefix}:ws:${id}:images`;
   workspaceLedger = (id: string) => `${this.prefix}:ws:${id}:ledger`;
   workspaceCallbacks = (id: string) => `${this.prefix}:ws:${id}:callbacks`;
+  /** The workspace's callbacks in one delivery state, scored by creation time (the status filter reads it). */
+  workspaceCallbacksInState = (id: string, state: string) => `${this.prefix}:ws:${id}:callbacks:state:${state}`;
+  /** The workspace's callbacks of one event type, scored by creation time. */
+  workspaceCallbacksOfType = (id: string, type: string) => `${this.prefix}:ws:${id}:callbacks:type:${type}`;
   /** Ids of the workspace's accepted, unfinished jobs (the waiting-jobs cap counts them). */
   workspaceUnfinished = (id: string) => `${this.prefix}:ws:${id}:unfinished`;
   /** Per-workspace overrides of the configured limits (hash: create_per_minute, read_per_minute, max_waiting_jobs). */

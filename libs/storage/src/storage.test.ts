@@ -120,11 +120,11 @@ describe('JobRepository', () => {
   it('pages videos newest first after a cursor', async () => {
     const ws = 'ws_pages';
     for (let i = 0; i < 5; i++) await jobs.create({ ...video(`video_p${i}`, 1_000 + i), workspace_id: ws });
-    const first = await jobs.listVideos(ws, { limit: 2, order: 'desc' });
+    const first = await jobs.list(ws, 'video', { limit: 2, order: 'desc' });
     expect(first).toEqual({ ids: ['video_p4', 'video_p3'], hasMore: true });
-    const last = await jobs.listVideos(ws, { limit: 3, order: 'desc', after: 'video_p3' });
+    const last = await jobs.list(ws, 'video', { limit: 3, order: 'desc', after: 'video_p3' });
     expect(last).toEqual({ ids: ['video_p2', 'video_p1', 'video_p0'], hasMore: false });
-    expect((await jobs.listVideos(ws, { limit: 2, order: 'asc' })).ids).toEqual(['video_p0', 'video_p1']);
+    expect((await jobs.list(ws, 'video', { limit: 2, order: 'asc' })).ids).toEqual(['video_p0', 'video_p1']);
   });
 });
 

@@ -1,6 +1,7 @@
 import express, { type Express } from 'express';
 import type { Redis } from 'ioredis';
 import { pingRedis, type Logger } from '@media/common';
+import type { CallbackAdmin } from '@media/callbacks';
 import type { JobPresenter, LinkSigner } from '@media/domain';
 import type { BlobStore, JobRepository, LimitRepository, WorkspaceRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
@@ -8,6 +9,7 @@ import { errorHandler, requestContext, requireApiKey, requireRedis } from './htt
 import { rateLimits } from './http/rate-limit';
 import type { JobIntakeService } from './job-intake';
 import type { JobWaiter } from './job-waiter';
+import { callbackRoutes } from './routes/callbacks';
 import { fileRoutes } from './routes/files';
 import { imageRoutes } from './routes/images';
 import { modelRoutes } from './routes/models';
@@ -24,6 +26,7 @@ export interface GatewayDeps {
   presenter: JobPresenter;
   intake: JobIntakeService;
   waiter: JobWaiter;
+  callbackAdmin: CallbackAdmin;
   syncImageTimeoutMs: number;
   maxUploadBytes: number;
   maxJsonBytes: number;
@@ -71,10 +74,10 @@ export function createApp(deps: GatewayDeps): Express {
   const editJson = express.json({ limit: deps.maxJsonBytes });
   v1.use((req, res, next) => (req.path === '/images/edits' ? editJson : smallJson)(req, res, next));
   v1.use('/models', modelRoutes());
-  // A router of reads only (such as /v1/callbacks) takes the read bucket whole: v1.use('/x', limits.read, routes).
   const limits = rateLimits(deps.limits);
   v1.use('/images', imageRoutes({ ...deps, syncTimeoutMs: deps.syncImageTimeoutMs, rateLimits: limits }));
   v1.use('/videos', videoRoutes({ ...deps, rateLimits: limits }));
+  v1.use('/callbacks', callbackRoutes({ ...deps, rateLimits: limits }));
   app.use('/v1', v1);
 
   app.use((req) => {

@@ -1,6 +1,7 @@
 import { createServer, type RequestListener } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CallbackUrlGuard } from '@media/callback-guard';
+import { createCallbackAdmin, type CallbackAdminHandle } from '@media/callbacks';
 import { createLogger, createRedis, drainWithin, FaultInjector, JobQueue, loadConfig, warnIfCallbackChecksRelaxed } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
 import { configuredLimits, FileBlobStore, IdempotencyRepository, JobRepository, LimitRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
@@ -29,12 +30,14 @@ async function main(): Promise<void> {
   const waiter = new JobWaiter(createRedis(config.redisUrl, 'worker', logger), keys, jobs);
   const faults = FaultInjector.killing(config.faultCrashPoints, logger);
   let generation: JobQueue<'generation'> | undefined;
+  let callbackAdmin: CallbackAdminHandle | undefined;
 
   /** Everything that needs Redis to have answered: the link-signing key lives there. */
   const connect = async (): Promise<RequestListener> => {
     const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret), config.publicBaseUrl, config.linkTtlSeconds);
     generation ??= new JobQueue('generation', redis, config.keyPrefix, logger, { attempts: config.generationAttempts });
     const limits = new LimitRepository(redis, keys, configuredLimits(config));
+    callbackAdmin ??= createCallbackAdmin(config, redis, logger);
     return createApp({
       redis,
       logger,
@@ -54,6 +57,7 @@ async function main(): Promise<void> {
         faults,
       ),
       waiter,
+      callbackAdmin: callbackAdmin.admin,
       syncImageTimeoutMs: config.syncImageTimeoutMs,
       maxUploadBytes: config.maxUploadBytes,
       maxJsonBytes: config.maxJsonBytes,
@@ -103,6 +107,7 @@ async function main(): Promise<void> {
       const released = (async () => {
         await waiter.close();
         await generation?.close();
+        await callbackAdmin?.close();
         await redis.quit();
       })();
       if ((await drainWithin(released, CLOSE_TIMEOUT_MS)) === 'deadline') redis.disconnect();

@@ -1,5 +1,6 @@
 import Joi from 'joi';
-import { MODEL_CATALOG, describeSize, findModel, imagePrice, type ImageModel, type ImageOutputFormat, type ResponseFormat, type VideoModel } from '@media/domain';
+import { EVENT_TYPES, MODEL_CATALOG, describeSize, type EventType, findModel, imagePrice, type ImageModel, type ImageOutputFormat, type ResponseFormat, type VideoModel } from '@media/domain';
+import type { CallbackListQuery, CallbackState } from '@media/storage';
 import { ApiError } from './http/api-error';
 
 export interface ImageParams {
@@ -66,10 +67,30 @@ const NOT_IN_A_VALUE = /[\p{Cc}\p{Cs}\p{Noncharacter_Code_Point}\uFFFD]/u;
 /** Design section 2: every refusal of `callback_url` has the same code, whatever rule it broke. */
 const codeFor = (param: string | null) => (param === 'callback_url' ? 'invalid_callback_url' : 'invalid_value');
 
-const listQuery = Joi.object({
+const page = {
   limit: Joi.number().integer().min(1).max(100).default(20),
   after: Joi.string().max(64),
+};
+
+const listQuery = Joi.object({
+  ...page,
   order: Joi.string().valid('asc', 'desc').default('desc'),
+});
+
+const unixSeconds = Joi.number().integer().min(0).max(2 ** 40);
+
+const callbackListQuery = Joi.object({
+  ...page,
+  status: Joi.string().valid('pending', 'delivered', 'failed'),
+  type: Joi.string().valid(...EVENT_TYPES),
+  job_id: Joi.string().max(64),
+  created_after: unixSeconds,
+  created_before: unixSeconds,
+});
+
+const recoveryBody = Joi.object({
+  since: unixSeconds.required(),
+  until: unixSeconds,
 });
 
 export interface ListQuery {
@@ -80,6 +101,30 @@ export interface ListQuery {
 
 export function parseListQuery(query: unknown): ListQuery {
   return validate<ListQuery>(listQuery, query);
+}
+
+/** `GET /v1/callbacks`: times in Unix seconds, `created_after` inclusive, `created_before` exclusive. */
+export function parseCallbackListQuery(query: unknown): CallbackListQuery {
+  const raw = validate<{ limit: number; after?: string; status?: CallbackState; type?: EventType; job_id?: string; created_after?: number; created_before?: number }>(
+    callbackListQuery,
+    query,
+  );
+  return {
+    limit: raw.limit,
+    after: raw.after,
+    state: raw.status,
+    type: raw.type,
+    jobId: raw.job_id,
+    createdAfterMs: raw.created_after === undefined ? undefined : raw.created_after * 1000,
+    createdBeforeMs: raw.created_before === undefined ? undefined : raw.created_before * 1000,
+  };
+}
+
+/** `POST /v1/callbacks/recover`: the window in Unix seconds, `since` inclusive, `until` exclusive (default: now). */
+export function parseRecoveryRequest(body: unknown): { sinceMs: number; untilMs?: number } {
+  const raw = validate<{ since: number; until?: number }>(recoveryBody, body);
+  if (raw.until !== undefined && raw.until <= raw.since) throw ApiError.invalid("Invalid 'until': must be later than 'since'.", 'until', 'invalid_value');
+  return { sinceMs: raw.since * 1000, untilMs: raw.until === undefined ? undefined : raw.until * 1000 };
 }
 
 function validate<T>(schema: Joi.ObjectSchema, body: unknown): T {

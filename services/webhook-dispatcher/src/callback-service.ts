@@ -1,18 +1,19 @@
 import { CallbackUrlRejectedError, type CheckedTarget } from '@media/callback-guard';
-import { derivedId, FaultInjector, jobIds, type AttemptTrigger, type GaveUpJob, type JobQueue, type Logger } from '@media/common';
-import { eventTypeFor, isFinished, type EventType, type JobPresenter } from '@media/domain';
-import type {
-  CallbackAttempt,
-  CallbackRecord,
-  CallbackRepository,
-  JobRepository,
-  NewCallbackAttempt,
-  WorkspaceRepository,
+import { FaultInjector, jobIds, type AttemptTrigger, type GaveUpJob, type JobQueue, type Logger } from '@media/common';
+import { callbackIdFor, eventTypeFor, isFinished, type JobPresenter } from '@media/domain';
+import {
+  attemptKey,
+  type CallbackAttempt,
+  type CallbackRecord,
+  type CallbackRepository,
+  type JobRepository,
+  type NewCallbackAttempt,
+  type WorkspaceRepository,
 } from '@media/storage';
 import { classifyRejection, classifyStatus } from './classify';
 import { buildBody, buildHeaders } from './envelope';
-import { CallbackNotFoundError, UndeliverableCallbackError } from './errors';
-import { attemptKey, delayUntil, maxAttempts, nextAttemptAt } from './ladder';
+import { UndeliverableCallbackError } from './errors';
+import { delayUntil, maxAttempts, nextAttemptAt } from './ladder';
 import type { Exchange } from './webhook-sender';
 
 /** The `deliver` payload of the `callback-deliveries` queue: ids only. */
@@ -21,14 +22,6 @@ export interface DeliveryRequest {
   attempt: number;
   trigger: AttemptTrigger;
   requeue?: number;
-}
-
-/** A manual retry that was queued for the dispatcher. */
-export interface ManualRetryRequest {
-  message_id: string;
-  /** Identifies this request's attempt; pass it to {@link CallbackService.findManualAttempt}. */
-  request_id: string;
-  requested_at: string;
 }
 
 /** The dependencies, narrowed to what the service calls so tests can hand in fakes. */
@@ -57,9 +50,6 @@ export interface CallbackServiceDeps {
  * kills its dispatcher cannot loop for ever.
  */
 export const MAX_REQUEUES = 5;
-
-/** The `msg_` id of a job's callback: derived, so a replayed job-finished event finds the same callback. */
-export const callbackIdFor = (jobId: string, type: EventType): string => derivedId('msg', jobId, type);
 
 /**
  * Callback delivery: turns finished jobs into callbacks, makes each attempt (fresh check, fresh
@@ -165,6 +155,7 @@ export class CallbackService {
       error_detail: exchange.transportDetail,
       address: exchange.address,
       excerpt: exchange.excerpt,
+      timing: exchange.timing,
     };
     const next = ladder !== null && error !== null ? nextAttemptAt(this.deps.retryScheduleMs, ladder, endedMs) : null;
     const { recorded, callback: after } = await this.deps.callbacks.recordAttempt(
@@ -197,43 +188,6 @@ export class CallbackService {
       duplicate: !recorded,
     });
     return recorded ? { ...attempt, number: after.attempt_count } : undefined;
-  }
-
-  /**
-   * Queues one attempt right away, in any state (spec 3, "Retry callback"). It does not extend the
-   * automatic ladder; if it succeeds, the automatic attempt still scheduled is cancelled and the
-   * callback becomes `delivered`. The attempt is made by the dispatcher (the only service that
-   * calls out to receivers), ahead of waiting work.
-   *
-   * @param workspaceId - the caller's workspace, or null for operators (admin CLI) who may retry any
-   * @throws CallbackNotFoundError when there is no such callback in that workspace
-   */
-  async retryNow(workspaceId: string | null, messageId: string): Promise<ManualRetryRequest> {
-    const callback =
-      workspaceId === null ? await this.deps.callbacks.get(messageId) : await this.deps.callbacks.getForWorkspace(workspaceId, messageId);
-    if (!callback) throw new CallbackNotFoundError(messageId);
-    const now = this.now();
-    const requestId = jobIds.delivery(callback.id, callback.attempt_count + 1, 'manual');
-    await this.deps.deliveries.add(
-      'deliver',
-      { messageId: callback.id, attempt: callback.attempt_count + 1, trigger: 'manual' },
-      // lifo puts it ahead of the waiting backlog: the user is looking at the page.
-      { jobId: requestId, lifo: true },
-    );
-    return { message_id: callback.id, request_id: requestId, requested_at: new Date(now).toISOString() };
-  }
-
-  /** The attempt made for a {@link retryNow} request, once the dispatcher has recorded it. */
-  async findManualAttempt(messageId: string, requestId: string): Promise<CallbackAttempt | undefined> {
-    return this.deps.callbacks.attempt(messageId, attemptKey('manual', 0, requestId));
-  }
-
-  /** A callback and its attempt log, scoped like {@link retryNow}. */
-  async describe(workspaceId: string | null, messageId: string): Promise<{ callback: CallbackRecord; attempts: CallbackAttempt[] }> {
-    const callback =
-      workspaceId === null ? await this.deps.callbacks.get(messageId) : await this.deps.callbacks.getForWorkspace(workspaceId, messageId);
-    if (!callback) throw new CallbackNotFoundError(messageId);
-    return { callback, attempts: await this.deps.callbacks.attempts(messageId) };
   }
 
   /**

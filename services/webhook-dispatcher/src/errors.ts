@@ -1,14 +1,5 @@
 import { PermanentJobError } from '@media/common';
 
-/** No callback with that id in the caller's workspace (another workspace's callback looks the same). */
-export class CallbackNotFoundError extends Error {
-  override readonly name = 'CallbackNotFoundError';
-
-  constructor(readonly messageId: string) {
-    super(`no callback ${messageId}`);
-  }
-}
-
 /**
  * A delivery that cannot be attempted at all and never will be (its job record or every signing
  * secret is gone). An UnrecoverableError, so BullMQ fails it at once instead of retrying; the

@@ -1,10 +1,11 @@
 /**
  * `@media/webhook-dispatcher`: callback delivery. The service entry point is `main.ts`; this entry
- * exposes the service for other processes that act on callbacks (admin CLI, dashboard).
+ * exposes its parts to the tests. Other services and tools never import it: what they share about
+ * callbacks (listing, describing, manual retries, recovery) is in `@media/callbacks`.
  *
  * @packageDocumentation
  */
-export { CallbackService, callbackIdFor, type CallbackServiceDeps, type DeliveryRequest, type ManualRetryRequest } from './callback-service';
-export { CallbackNotFoundError, UndeliverableCallbackError } from './errors';
+export { CallbackService, type CallbackServiceDeps, type DeliveryRequest } from './callback-service';
+export { UndeliverableCallbackError } from './errors';
 export { createCallbackService, type CallbackServiceHandle, type WiringOverrides } from './wiring';
 export { WebhookSender, type Exchange, type WebhookSenderOptions } from './webhook-sender';

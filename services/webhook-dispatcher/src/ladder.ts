@@ -1,5 +1,3 @@
-import type { AttemptTrigger } from '@media/common';
-
 /**
  * The automatic retry ladder (spec section 8): attempt 1 as soon as the job ends, then one attempt
  * after each configured gap, so six attempts with the default five gaps.
@@ -22,6 +20,5 @@ export function nextAttemptAt(scheduleMs: readonly number[], attempt: number, en
 /** BullMQ delay for a job due at `dueMs`; never negative, so an overdue attempt runs at once. */
 export const delayUntil = (dueMs: number, now: number): number => Math.max(0, Math.ceil(dueMs - now));
 
-/** Key of an attempt in the callback's attempt log: one per automatic attempt, one per manual request. */
-export const attemptKey = (trigger: AttemptTrigger, attempt: number, queueJobId: string): string =>
-  trigger === 'scheduled' ? `auto.${attempt}` : `manual.${queueJobId}`;
+// The attempt log's keys belong to the store, which the callback administration library also reads.
+export { attemptKey } from '@media/storage';

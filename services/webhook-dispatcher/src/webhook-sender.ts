@@ -3,8 +3,8 @@ import { Agent as HttpsAgent } from 'node:https';
 import { isIP, type Socket } from 'node:net';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import { pinnedLookup, type CheckedTarget } from '@media/callback-guard';
-import type { AttemptErrorClass } from '@media/storage';
-import type { Got } from 'got' with { 'resolution-mode': 'import' };
+import type { AttemptErrorClass, AttemptTiming } from '@media/storage';
+import type { Got, Request as GotRequest } from 'got' with { 'resolution-mode': 'import' };
 import { classifyTransportError } from './classify';
 
 /** Bytes of a response body read at most; the rest is never downloaded. */
@@ -32,6 +32,8 @@ export interface Exchange {
   /** The IP the socket went to (or was about to), or null when nothing was dialled. */
   address: string | null;
   excerpt: string;
+  /** Phase timings as got measured them; absent when no request was made. */
+  timing?: AttemptTiming;
 }
 
 /**
@@ -120,6 +122,7 @@ export class WebhookSender {
           transportDetail: error === undefined ? null : describe(error),
           address,
           excerpt: Buffer.concat(chunks).toString('utf8').slice(0, RESPONSE_EXCERPT_CHARS),
+          timing: phasesOf(stream.timings),
         });
       };
       stream.on('request', (request: ClientRequest) => {
@@ -146,6 +149,18 @@ export class WebhookSender {
     this.#agents.http.destroy();
     this.#agents.https.destroy();
   }
+}
+
+/**
+ * got's phase timings (`timings.phases`, from @szmarczak/http-timer), each present only once the
+ * phase completed. `dns` is near 0: the lookup is the pinned answer of the URL guard, which already
+ * resolved the host, and it is missing altogether for an IP-literal host (no lookup happens).
+ */
+function phasesOf(timings: GotRequest['timings']): AttemptTiming | undefined {
+  if (!timings) return undefined;
+  const ms = (value: number | undefined) => (value === undefined ? null : Math.round(value));
+  const { dns, tcp, tls, firstByte } = timings.phases;
+  return { dns_ms: ms(dns), connect_ms: ms(tcp), tls_ms: ms(tls), first_byte_ms: ms(firstByte) };
 }
 
 function describe(error: unknown): string {

@@ -23,8 +23,8 @@ export interface WiringOverrides {
 }
 
 /**
- * Builds the callback service from the validated config, in one place for the dispatcher and for
- * the admin CLI's `retry-callback`, so both reach the same store, queue and policy.
+ * Builds the callback service from the validated config, in one place for the dispatcher's main and
+ * its tests. Other processes never build it: they queue attempts through `@media/callbacks`.
  */
 export async function createCallbackService(
   config: AppConfig,

@@ -2,10 +2,9 @@ import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { Queue } from 'bullmq';
 import { bullPrefix, createLogger, loadConfig } from '@media/common';
-import { eventTypeFor } from '@media/domain';
+import { createCallbackAdmin, type CallbackAdminHandle } from '@media/callbacks';
+import { callbackIdFor, eventTypeFor } from '@media/domain';
 import { CallbackRepository, type CallbackAttempt, type CallbackRecord, type CallbackState } from '@media/storage';
-import { callbackIdFor } from '../../../services/webhook-dispatcher/src/callback-service';
-import { createCallbackService, type CallbackServiceHandle } from '../../../services/webhook-dispatcher/src/wiring';
 import { eventually, TestStack, type TestWorkspace } from '../../support/stack';
 import { JobClient } from './jobs';
 import { makeTestPki, type TestPki } from './pki';
@@ -23,10 +22,10 @@ export const baseEnv = (pki: TestPki): Record<string, string> => ({
 
 /**
  * One test file's world: the three real services on their own key prefix, an HTTPS receiver on
- * loopback, a workspace, and an in-process CallbackService (for retryNow) wired from the same env.
+ * loopback, a workspace, and an in-process CallbackAdmin (what the gateway, dashboard and CLI call) wired from the same env.
  */
 export class DispatcherHarness {
-  private handle: CallbackServiceHandle | undefined;
+  private handle: CallbackAdminHandle | undefined;
 
   private constructor(
     readonly pki: TestPki,
@@ -45,10 +44,10 @@ export class DispatcherHarness {
     return new DispatcherHarness(pki, receiver, stack, workspace, new JobClient(stack, workspace.apiKey), new CallbackRepository(stack.redis, stack.keys));
   }
 
-  /** The service the dashboard would call, built from this stack's configuration. */
-  async service() {
-    this.handle ??= await createCallbackService(loadConfig(this.stack.env), this.stack.redis, createLogger('test', 'error'));
-    return this.handle.service;
+  /** The callback administration the dashboard would call, built from this stack's configuration. */
+  callbackAdmin() {
+    this.handle ??= createCallbackAdmin(loadConfig(this.stack.env), this.stack.redis, createLogger('test', 'error'));
+    return this.handle.admin;
   }
 
   /** The `msg_` id of a finished job's callback. */

@@ -1,3 +1,4 @@
+import { createCallbackAdmin } from '@media/callbacks';
 import { createLogger } from '@media/common';
 import type { AdminContext } from './admin';
 
@@ -10,20 +11,17 @@ const PICKUP_ALLOWANCE_MS = 10_000;
  * Without `--workspace` any workspace's callback may be retried.
  */
 export async function retryCallback(ctx: AdminContext, messageId: string, workspaceId: string | undefined): Promise<unknown> {
-  // Loaded only by this command: it brings the dispatcher's HTTP stack (got, an ES module), which
-  // the other admin commands have no use for.
-  const { createCallbackService } = await import('@media/webhook-dispatcher');
   // Errors only: stdout carries the command's JSON answer.
-  const handle = await createCallbackService(ctx.config, ctx.redis, createLogger('admin', 'error'));
+  const handle = createCallbackAdmin(ctx.config, ctx.redis, createLogger('admin', 'error'));
   try {
-    const request = await handle.service.retryNow(workspaceId ?? null, messageId);
+    const { callback: _before, ...request } = await handle.admin.retryNow(workspaceId ?? null, messageId);
     const deadline = Date.now() + ctx.config.webhookTimeoutMs + PICKUP_ALLOWANCE_MS;
-    let attempt = await handle.service.findManualAttempt(messageId, request.request_id);
+    let attempt = await handle.admin.findManualAttempt(messageId, request.request_id);
     while (!attempt && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 200));
-      attempt = await handle.service.findManualAttempt(messageId, request.request_id);
+      attempt = await handle.admin.findManualAttempt(messageId, request.request_id);
     }
-    const { callback } = await handle.service.describe(null, messageId);
+    const { callback } = await handle.admin.describe(null, messageId);
     return {
       ...request,
       // null: the dispatcher has not made the attempt yet (is it running?); it stays queued.

@@ -7,7 +7,8 @@ import type { RateLimits } from '../http/rate-limit';
 import type { JobIntakeService } from '../job-intake';
 import type { JobWaiter } from '../job-waiter';
 import { jsonEditInputs, multipartEditInputs, multipartParser } from '../uploads';
-import { parseIdempotencyKey, parseImageRequest } from '../validation';
+import { parseIdempotencyKey, parseImageRequest, parseListQuery } from '../validation';
+import { listObject } from './list';
 
 export interface ImageRoutesDeps {
   intake: JobIntakeService;
@@ -65,6 +66,12 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
   const { create: limitCreate, read: limitRead } = deps.rateLimits;
   router.post('/generations', limitCreate, requireBodyType('json', 'multipart/form-data'), upload.none(), create(false));
   router.post('/edits', limitCreate, requireBodyType('json', 'multipart/form-data'), upload.any(), create(true));
+
+  router.get('/', limitRead, async (req, res) => {
+    const page = await deps.jobs.list(res.locals.workspaceId, 'image', parseListQuery(req.query));
+    const images = (await deps.jobs.getMany(page.ids)).filter((j): j is ImageJob => j.kind === 'image');
+    res.json(listObject(images.map((j) => deps.presenter.imageRequest(j)), page.hasMore));
+  });
 
   router.get('/:id', limitRead, async (req, res) => {
     const job = await deps.jobs.getForWorkspace(res.locals.workspaceId, req.params.id);

@@ -7,6 +7,7 @@ import type { RateLimits } from '../http/rate-limit';
 import { sendBlob } from '../http/send-blob';
 import type { JobIntakeService } from '../job-intake';
 import { multipartParser } from '../uploads';
+import { listObject } from './list';
 import { parseIdempotencyKey, parseListQuery, parseVideoRequest } from '../validation';
 
 export interface VideoRoutesDeps {
@@ -40,15 +41,9 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
   });
 
   router.get('/', limitRead, async (req, res) => {
-    const page = await deps.jobs.listVideos(res.locals.workspaceId, parseListQuery(req.query));
+    const page = await deps.jobs.list(res.locals.workspaceId, 'video', parseListQuery(req.query));
     const videos = (await deps.jobs.getMany(page.ids)).filter((j): j is VideoJob => j.kind === 'video');
-    res.json({
-      object: 'list',
-      data: videos.map((v) => deps.presenter.video(v)),
-      first_id: videos[0]?.id ?? null,
-      last_id: videos.at(-1)?.id ?? null,
-      has_more: page.hasMore,
-    });
+    res.json(listObject(videos.map((v) => deps.presenter.video(v)), page.hasMore));
   });
 
   router.get('/:id', limitRead, async (req, res) => {

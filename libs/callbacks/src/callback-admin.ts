@@ -1,0 +1,121 @@
+import { jobIds, newId, type JobQueue } from '@media/common';
+import { attemptKey, type CallbackAttempt, type CallbackListQuery, type CallbackPage, type CallbackRecord, type CallbackRepository } from '@media/storage';
+import { CallbackNotFoundError } from './errors';
+
+/** Manual attempts a bulk recovery queues per second at most, so a receiver back from an outage is not flooded. */
+export const RECOVERY_ATTEMPTS_PER_SECOND = 5;
+/** Ids read from the failed index per step while a recovery collects its callbacks. */
+const RECOVERY_READ_CHUNK = 500;
+
+/** A manual retry that was queued for the dispatcher. */
+export interface ManualRetryRequest {
+  message_id: string;
+  /** Identifies this request's attempt; pass it to {@link CallbackAdmin.findManualAttempt}. */
+  request_id: string;
+  requested_at: string;
+}
+
+/** A bulk recovery: what was queued, and how fast the attempts go out. */
+export interface Recovery {
+  id: string;
+  /** The window, Unix ms: `sinceMs` inclusive, `untilMs` exclusive. */
+  sinceMs: number;
+  untilMs: number;
+  /** Failed callbacks found in the window, each given one manual attempt. */
+  count: number;
+  ratePerSecond: number;
+}
+
+export interface CallbackAdminDeps {
+  callbacks: CallbackRepository;
+  /** The dispatcher's queue: manual attempts are only queued here, never made (the dispatcher alone calls receivers). */
+  deliveries: Pick<JobQueue<'callback-deliveries'>, 'add'>;
+  now?: () => number;
+  recoveryRatePerSecond?: number;
+}
+
+/**
+ * Callback administration, shared by the gateway's Callbacks API, the dashboard and the admin CLI.
+ *
+ * Every method takes the caller's workspace; `null` is an operator (admin CLI) who may act on any.
+ * Another workspace's callback is reported exactly like a missing one.
+ */
+export class CallbackAdmin {
+  private readonly now: () => number;
+  private readonly ratePerSecond: number;
+
+  constructor(private readonly deps: CallbackAdminDeps) {
+    this.now = deps.now ?? Date.now;
+    this.ratePerSecond = deps.recoveryRatePerSecond ?? RECOVERY_ATTEMPTS_PER_SECOND;
+  }
+
+  /** A workspace's callbacks, newest first, filtered and paged. */
+  list(workspaceId: string, query: CallbackListQuery): Promise<CallbackPage> {
+    return this.deps.callbacks.list(workspaceId, query);
+  }
+
+  /** A callback and its attempt log, oldest attempt first. */
+  async describe(workspaceId: string | null, messageId: string): Promise<{ callback: CallbackRecord; attempts: CallbackAttempt[] }> {
+    const callback = await this.find(workspaceId, messageId);
+    return { callback, attempts: await this.deps.callbacks.attempts(messageId) };
+  }
+
+  /**
+   * Queues one attempt right away, in any state (spec 3, "Retry callback"). It does not extend the
+   * automatic ladder; if it succeeds, the automatic attempt still scheduled is cancelled and the
+   * callback becomes `delivered`. The dispatcher makes it, ahead of waiting work.
+   *
+   * @throws CallbackNotFoundError when there is no such callback in that workspace
+   */
+  async retryNow(workspaceId: string | null, messageId: string): Promise<ManualRetryRequest & { callback: CallbackRecord }> {
+    const callback = await this.find(workspaceId, messageId);
+    const requestId = jobIds.delivery(callback.id, callback.attempt_count + 1, 'manual');
+    await this.deps.deliveries.add(
+      'deliver',
+      { messageId: callback.id, attempt: callback.attempt_count + 1, trigger: 'manual' },
+      // lifo puts it ahead of the waiting backlog: the user is looking at the page.
+      { jobId: requestId, lifo: true },
+    );
+    return { message_id: callback.id, request_id: requestId, requested_at: new Date(this.now()).toISOString(), callback };
+  }
+
+  /** The attempt made for a {@link retryNow} request (or a recovery's), once the dispatcher has recorded it. */
+  findManualAttempt(messageId: string, requestId: string): Promise<CallbackAttempt | undefined> {
+    return this.deps.callbacks.attempt(messageId, attemptKey('manual', 0, requestId));
+  }
+
+  /**
+   * Gives every `failed` callback of the workspace created in [sinceMs, untilMs) one manual attempt,
+   * at most {@link RECOVERY_ATTEMPTS_PER_SECOND} per second (BullMQ delays spread them out).
+   *
+   * Each attempt's queue id is derived from the recovery and the callback, so a callback is tried
+   * at most once per recovery. The callbacks are collected before anything is queued: a recovered
+   * callback leaves the failed index as soon as it is delivered, which would shift a paged read.
+   */
+  async recover(workspaceId: string, window: { sinceMs: number; untilMs?: number }): Promise<Recovery> {
+    const untilMs = window.untilMs ?? this.now();
+    const ids: string[] = [];
+    for (;;) {
+      const chunk = await this.deps.callbacks.idsInState(workspaceId, 'failed', window.sinceMs, untilMs, ids.length, RECOVERY_READ_CHUNK);
+      ids.push(...chunk);
+      if (chunk.length < RECOVERY_READ_CHUNK) break;
+    }
+    const id = newId('rcv');
+    for (const [i, messageId] of ids.entries()) {
+      await this.deps.deliveries.add(
+        'deliver',
+        // `attempt` is informational for manual attempts; the dispatcher numbers them when it records.
+        { messageId, attempt: 0, trigger: 'manual' },
+        { jobId: jobIds.recoveryDelivery(messageId, id), delay: Math.floor(i / this.ratePerSecond) * 1000 },
+      );
+    }
+    return { id, sinceMs: window.sinceMs, untilMs, count: ids.length, ratePerSecond: this.ratePerSecond };
+  }
+
+  private async find(workspaceId: string | null, messageId: string): Promise<CallbackRecord> {
+    const callback =
+      workspaceId === null ? await this.deps.callbacks.get(messageId) : await this.deps.callbacks.getForWorkspace(workspaceId, messageId);
+    if (!callback) throw new CallbackNotFoundError(messageId);
+    return callback;
+  }
+}

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { UnrecoverableError } from 'bullmq';
 import { Redis } from 'ioredis';
 import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
 import { createLogger, jobIds, loadConfig } from '@media/common';
@@ -143,4 +144,20 @@ it('counts a 2xx as delivered even when the body that follows never finishes', a
   const attempt = await callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
   expect(attempt).toMatchObject({ status: 200, error: null });
   expect((await store.get(callback.id))!.state).toBe('delivered');
+});
+
+it('treats a job record the store cannot decode as permanent: no endless retries of its event or its attempts', async () => {
+  const callbacks = await service('127.0.0.0/8');
+  const url = `https://localhost:${receiver.port}/corrupt`;
+  const delivering = await finishedJob(url);
+  const callback = (await callbacks.onJobFinished(delivering))!;
+  await redis.set(keys.job(delivering), 'not json');
+  await expect(
+    callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled')),
+  ).rejects.toMatchObject({ name: 'UndeliverableCallbackError', code: 'undeliverable' });
+
+  const announced = await finishedJob(url);
+  await redis.set(keys.job(announced), 'not json');
+  await expect(callbacks.onJobFinished(announced)).rejects.toBeInstanceOf(UnrecoverableError);
+  expect(receiver.requestsTo('/corrupt')).toHaveLength(0);
 });

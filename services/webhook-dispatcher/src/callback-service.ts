@@ -1,8 +1,9 @@
 import { CallbackUrlRejectedError, type CheckedTarget } from '@media/callback-guard';
-import { FaultInjector, jobIds, type AttemptTrigger, type GaveUpJob, type JobQueue, type Logger } from '@media/common';
+import { FaultInjector, jobIds, PermanentJobError, type AttemptTrigger, type GaveUpJob, type JobQueue, type Logger } from '@media/common';
 import { callbackIdFor, eventTypeFor, isFinished, type JobPresenter } from '@media/domain';
 import {
   attemptKey,
+  CorruptRecordError,
   type CallbackAttempt,
   type CallbackRecord,
   type CallbackRepository,
@@ -74,7 +75,7 @@ export class CallbackService {
    * attempt 1. Returns the callback, or undefined when the job has no `callback_url`.
    */
   async onJobFinished(jobId: string): Promise<CallbackRecord | undefined> {
-    const job = await this.deps.jobs.get(jobId);
+    const job = await this.readJob(jobId, () => new PermanentJobError('corrupt_record', `job ${jobId} cannot be read; no callback can be made`));
     if (!job) {
       // Events carry ids only; a job that is gone (deleted, or another deployment's) has nothing to send.
       this.deps.logger.warn('finished job has no record; no callback', { job_id: jobId });
@@ -272,6 +273,15 @@ export class CallbackService {
     );
   }
 
+  /** The job record; one that cannot be decoded is a permanent failure (retrying reads the same bytes). */
+  private async readJob(jobId: string, permanent: () => PermanentJobError) {
+    try {
+      return await this.deps.jobs.get(jobId);
+    } catch (err) {
+      throw err instanceof CorruptRecordError ? permanent() : err;
+    }
+  }
+
   /** One POST: check the URL afresh, render with fresh links, sign with every active secret, send. */
   private async attempt(callback: CallbackRecord): Promise<Exchange> {
     const checkedAt = this.now();
@@ -296,7 +306,7 @@ export class CallbackService {
         excerpt: '',
       };
     }
-    const job = await this.deps.jobs.get(callback.job_id);
+    const job = await this.readJob(callback.job_id, () => new UndeliverableCallbackError(callback.id, `job ${callback.job_id} cannot be read`));
     if (!job) throw new UndeliverableCallbackError(callback.id, `job ${callback.job_id} no longer exists`);
     const sentMs = this.now();
     const secrets = await this.deps.workspaces.activeSecrets(callback.workspace_id, sentMs);

@@ -133,7 +133,7 @@ describe('callback events', () => {
   it('indexes callbacks per workspace and makes none for a job without callback_url', async () => {
     const syncJob = await h.jobs.syncImage();
     await h.eventHandled(jobIds.jobFinished(syncJob));
-    const page = await h.callbacks.listForWorkspace(h.workspace.workspaceId, { limit: 100 });
+    const page = await h.callbacks.list(h.workspace.workspaceId, { limit: 100 });
     expect(page.callbacks.length).toBeGreaterThanOrEqual(5);
     expect(page.callbacks.every((c) => c.workspace_id === h.workspace.workspaceId)).toBe(true);
     expect(page.callbacks.some((c) => c.job_id === syncJob)).toBe(false);

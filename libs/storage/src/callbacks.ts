@@ -254,7 +254,7 @@ export class CallbackRepository {
    * @throws Error when the callback does not exist
    */
   async recordAttempt(
-    messageId: string,
+    callback: Pick<CallbackRecord, 'id' | 'workspace_id'>,
     attemptKey: string,
     attempt: NewCallbackAttempt,
     nextAttemptMs: number | null,
@@ -263,9 +263,9 @@ export class CallbackRepository {
     const [code, raw] = (await this.redis.eval(
       RECORD_ATTEMPT,
       5,
-      this.keys.callback(messageId),
-      this.keys.callbackAttempts(messageId),
-      ...(await this.stateIndexes(messageId)),
+      this.keys.callback(callback.id),
+      this.keys.callbackAttempts(callback.id),
+      ...this.stateIndexes(callback.workspace_id),
       attemptKey,
       encodeRecord({ ...attempt, number: 0 }),
       String(attempt.ladder_attempt ?? 0),
@@ -273,23 +273,22 @@ export class CallbackRepository {
       nextAttemptMs === null ? '' : String(nextAttemptMs),
       String(now),
     )) as [number, string];
-    if (code === -1) throw new Error(`callback ${messageId} does not exist`);
+    if (code === -1) throw new Error(`callback ${callback.id} does not exist`);
     return { recorded: code === 1, callback: JSON.parse(raw) as CallbackRecord };
   }
 
   /** Ends a still-pending callback as `failed`; returns the record as it now stands. */
-  async giveUp(messageId: string): Promise<CallbackRecord | undefined> {
-    const raw = (await this.redis.eval(GIVE_UP, 4, this.keys.callback(messageId), ...(await this.stateIndexes(messageId)))) as string;
+  async giveUp(callback: Pick<CallbackRecord, 'id' | 'workspace_id'>): Promise<CallbackRecord | undefined> {
+    const raw = (await this.redis.eval(GIVE_UP, 4, this.keys.callback(callback.id), ...this.stateIndexes(callback.workspace_id))) as string;
     return raw ? (JSON.parse(raw) as CallbackRecord) : undefined;
   }
 
   /**
-   * The state indexes of the callback's workspace, for the scripts to move it between. Read before
-   * the script, since a script must name its keys up front; the workspace of a callback never
-   * changes, so the read cannot race. A missing callback gets placeholder keys the scripts never touch.
+   * The state indexes of the callback's workspace, for the scripts to move it between. Callers pass
+   * the callback they already read (a script must name its keys up front, and a callback never
+   * changes workspace), so recording an attempt stays one round trip.
    */
-  private async stateIndexes(messageId: string): Promise<[string, string, string]> {
-    const workspaceId = (await this.get(messageId))?.workspace_id ?? '-';
+  private stateIndexes(workspaceId: string): [string, string, string] {
     return [
       this.keys.workspaceCallbacksInState(workspaceId, 'pending'),
       this.keys.workspaceCallbacksInState(workspaceId, 'delivered'),
@@ -357,14 +356,6 @@ export class CallbackRepository {
     if (ids.length === 0) return [];
     const raws = await this.redis.mget(ids.map((id) => this.keys.callback(id)));
     return raws.filter((r): r is string => r !== null).map((r) => JSON.parse(r) as CallbackRecord);
-  }
-
-  /** A workspace's callbacks, newest first, for the dashboard's Requests page. */
-  async listForWorkspace(workspaceId: string, opts: { limit: number; offset?: number }): Promise<CallbackPage> {
-    const start = opts.offset ?? 0;
-    const ids = await this.redis.zrevrange(this.keys.workspaceCallbacks(workspaceId), start, start + opts.limit);
-    const page = ids.slice(0, opts.limit);
-    return { callbacks: await this.getMany(page), hasMore: ids.length > opts.limit };
   }
 
   /** Ids of the workspace's callbacks in `state` created in [fromMs, toMs), oldest first, from rank `offset`. */

@@ -160,7 +160,7 @@ export class CallbackService {
     };
     const next = ladder !== null && error !== null ? nextAttemptAt(this.deps.retryScheduleMs, ladder, endedMs) : null;
     const { recorded, callback: after } = await this.deps.callbacks.recordAttempt(
-      callback.id,
+      callback,
       attemptKey(request.trigger, request.attempt, queueJobId),
       attempt,
       next,
@@ -210,7 +210,7 @@ export class CallbackService {
     // Ended meanwhile, or this attempt was recorded after all: nothing is left to repair.
     if (!callback || callback.state !== 'pending' || callback.ladder_attempt >= payload.attempt) return;
     if (permanent) {
-      const ended = await this.deps.callbacks.giveUp(payload.messageId);
+      const ended = await this.deps.callbacks.giveUp(callback);
       this.deps.logger.error('callback cannot be delivered; ended as failed', { ...log, state: ended?.state });
       return;
     }
@@ -227,7 +227,7 @@ export class CallbackService {
     // The attempt could not be made MAX_REQUEUES times over: count it as failed and go on up the ladder.
     const now = this.now();
     const { callback: after } = await this.deps.callbacks.recordAttempt(
-      callback.id,
+      callback,
       attemptKey('scheduled', payload.attempt, ''),
       {
         ladder_attempt: payload.attempt,

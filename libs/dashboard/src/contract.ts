@@ -1,0 +1,139 @@
+/**
+ * The dashboard's JSON API: what the browser app (web/) and the server routes (src/) agree on.
+ * Served under `/dashboard/api` on the gateway's public address, authenticated by the session
+ * cookie (never an API key). Every state-changing request (POST, PATCH, DELETE) carries the
+ * session's CSRF token in the `x-csrf-token` header, except `POST /session` (sign-in), which has
+ * no session yet. Errors use the API's shape: `{ error: { message, type, param, code } }`.
+ * Every `*_at` field is integer Unix seconds or null, as in the public API.
+ *
+ * One workspace never sees another's data: any id of another workspace answers 404.
+ */
+import type { CallbackDetailObject, CallbackObject } from '@media/callbacks';
+
+export type Role = 'owner' | 'admin' | 'member';
+export type JobKind = 'image' | 'video';
+export type JobStatus = 'queued' | 'in_progress' | 'completed' | 'failed';
+export type CallbackStatus = 'pending' | 'delivered' | 'failed';
+
+/** `GET /session`, and the answer to `POST /session`. 401 `not_signed_in` without a session. */
+export interface SessionInfo {
+  member: { email: string; role: Role };
+  workspace: { id: string; name: string };
+  /** Send back as `x-csrf-token` on every state-changing request. */
+  csrf_token: string;
+}
+
+/** `POST /session` body. Wrong credentials: 401 `invalid_credentials`; too many tries: 429 with `Retry-After`. */
+export interface SignInRequest {
+  email: string;
+  password: string;
+}
+// `DELETE /session`: signs out (204), clears the cookie.
+
+/** One row of the Requests page. */
+export interface RequestRow {
+  id: string;
+  kind: JobKind;
+  model: string;
+  status: JobStatus;
+  cost: number | null;
+  created_at: number;
+  prompt: string;
+  /** The job's callback, or null when it asked for none or has not finished yet (see `callback_url`). */
+  callback: CallbackObject | null;
+  callback_url: string | null;
+}
+
+/** `GET /requests?kind=&callback_status=&q=&limit=&after=`: newest first; `q` matches an id (job `req_…`/`video_…` or callback `msg_…`). */
+export interface RequestList {
+  data: RequestRow[];
+  has_more: boolean;
+}
+
+/** `GET /requests/{id}`: the job as the public API shows it, and its callback with every attempt. */
+export interface RequestDetail {
+  row: RequestRow;
+  /** The image request or video object exactly as `GET /v1/images/{id}` or `/v1/videos/{id}` returns it (fresh links). */
+  job: Record<string, unknown>;
+  callback: CallbackDetailObject | null;
+}
+
+// `POST /callbacks/{id}/retry` → 202 `CallbackObject` (the attempt appears in `GET /requests/{job_id}` when made).
+
+/** `GET /keys`. */
+export interface KeysPage {
+  api_keys: ApiKeyRow[];
+  signing: SigningState;
+}
+
+export interface ApiKeyRow {
+  id: string;
+  /** The first characters of the key, e.g. `sk_AbC1…`, enough to recognise it; never the key. */
+  prefix: string;
+  created_at: number;
+  last_used_at: number | null;
+}
+
+/** `POST /keys` → 201: the only time the key itself is shown. `DELETE /keys/{id}` → 204 (owners and admins). */
+export interface CreatedApiKey extends ApiKeyRow {
+  key: string;
+}
+
+/** What the page shows of the signing secrets without revealing them. */
+export interface SigningState {
+  current_created_at: number;
+  /** During a rotation overlap: when the previous secret stops signing; null otherwise. */
+  previous_expires_at: number | null;
+  /** Whether this member may rotate (owner, admin) and end the overlap (owner). */
+  can_rotate: boolean;
+  can_end_overlap: boolean;
+}
+
+/**
+ * `POST /secrets/reveal` → the secrets themselves (a POST, so it needs the CSRF token and is never cached).
+ * `POST /secrets/rotate` (owner, admin; a member gets 403 `permission_denied`) → the same, after rotating.
+ * `POST /secrets/end-overlap` (owner) → the same, the previous secret gone.
+ */
+export interface RevealedSecrets {
+  current: string;
+  previous: string | null;
+  previous_expires_at: number | null;
+}
+
+/** `POST /test-callback` body: a signed sample event sent by the dispatcher, same URL rules and signing as real callbacks. */
+export interface TestCallbackRequest {
+  url: string;
+}
+
+/** The answer to a test callback (400 `invalid_callback_url` for a URL the rules refuse). */
+export interface TestCallbackResult {
+  webhook_id: string;
+  delivered: boolean;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+  address: string | null;
+  response_excerpt: string;
+}
+
+/** `GET /usage?days=30`: only completed jobs are ever charged. */
+export interface Usage {
+  currency: 'usd';
+  total: number;
+  days: { date: string; amount: number; count: number }[];
+  entries: { job_id: string; model: string; amount: number; created_at: number }[];
+}
+
+/**
+ * `GET /members` → `Member[]`. Owners only: `POST /members` `{email, role}` → 201 `CreatedMember`
+ * (the password shown once), `PATCH /members/{email}` `{role}` → `Member`, `DELETE /members/{email}` → 204.
+ * The last owner cannot be removed or demoted (409).
+ */
+export interface Member {
+  email: string;
+  role: Role;
+}
+
+export interface CreatedMember extends Member {
+  password: string;
+}

@@ -5,7 +5,9 @@
 # ffmpeg/ffprobe come from the @ffmpeg-installer / @ffprobe-installer npm packages and sharp from its
 # prebuilt @img/* packages (glibc builds, hence Debian rather than Alpine); no apt packages are needed.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Node 22 (maintenance LTS until April 2027): Node 20 left maintenance in April 2026. The code still
+# runs on Node 20 (package.json engines), which the development machines have.
+ARG NODE_IMAGE=node:22-bookworm-slim
 
 # --- build: all dependencies (TypeScript is a dev dependency), compile every package -----------------
 FROM ${NODE_IMAGE} AS build
@@ -31,7 +33,10 @@ COPY --from=build /out/ ./
 RUN --mount=type=cache,target=/root/.npm npm install --omit=dev --no-audit --no-fund \
  && mkdir -p /data/media \
  && chown -R node:node /data
+# uid 1000; the Kubernetes manifests require runAsNonRoot with this uid and a read-only root
+# filesystem (/tmp and /data/media are volumes there).
 USER node
-EXPOSE 8080
+# 8080: the gateway's public port (PORT); 9464: every service's ops port (OPS_PORT).
+EXPOSE 8080 9464
 # The services handle SIGTERM themselves (drain, then exit within SHUTDOWN_TIMEOUT_MS).
 CMD ["node", "services/api-gateway/dist/main.js"]

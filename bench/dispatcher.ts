@@ -21,7 +21,8 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { bullPrefix, jobIds } from '@media/common';
 import type { ImageJob } from '@media/domain';
-import { JobRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { createAccounts } from '@media/accounts';
+import { JobRepository, StoreKeys } from '@media/storage';
 import { makeTestPki, type TestPki } from '../test/dispatcher/support/pki';
 import { deleteKeysUnder, REDIS_URL } from '../test/support/stack';
 
@@ -123,7 +124,7 @@ async function main(): Promise<void> {
   }
 
   try {
-    const workspaceId = (await new WorkspaceRepository(redis, keys).create('bench', 'owner@bench.test')).workspace.id;
+    const workspaceId = (await createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 86_400 }, redis).createWorkspace('bench', 'owner@bench.test')).workspace.id;
     const url = `https://localhost:${receiver.port}/hook`;
     let seq = 0;
     /** Stores a completed image job that ended now, and returns its event for the queue. */
@@ -146,6 +147,8 @@ async function main(): Promise<void> {
       CALLBACK_ALLOWED_CIDRS: '127.0.0.0/8',
       CALLBACK_CA_FILE: pki.caFile,
       DISPATCHER_CONCURRENCY: CONCURRENCY,
+      // Any free ops port: a local stack may hold the default one.
+      OPS_PORT: '0',
       LOG_LEVEL: 'info',
     });
 

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { createAccounts } from '@media/accounts';
 import { StoreKeys, WorkspaceRepository } from '@media/storage';
 import { REDIS_URL } from '../support/stack';
 
@@ -15,6 +16,8 @@ const admin = async (...args: string[]) => {
   });
   return JSON.parse(stdout);
 };
+
+const accounts = () => createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 3600 }, redis);
 
 afterAll(async () => {
   const keys = await redis.keys(`${prefix}:*`);
@@ -32,7 +35,8 @@ it('create-workspace prints the workspace, its key, its secret and the owner’s
   });
   const workspaces = new WorkspaceRepository(redis, new StoreKeys(prefix));
   expect(await workspaces.findByApiKey(out.api_key)).toBe(out.workspace_id);
-  expect(await workspaces.authenticateMember(out.workspace_id, out.dashboard.email, out.dashboard.password)).toBe('owner');
+  const signed = await accounts().signIn(out.dashboard.email, out.dashboard.password, '127.0.0.1');
+  expect(signed.session).toMatchObject({ role: 'owner', workspace: { id: out.workspace_id } });
 });
 
 it('rotate-secret prints the new secret and when the previous one stops signing', async () => {
@@ -46,6 +50,21 @@ it('rotate-secret prints the new secret and when the previous one stops signing'
   expect(ends).toBeLessThanOrEqual(Date.now() + 3_600_000);
   const secrets = await new WorkspaceRepository(redis, new StoreKeys(prefix)).activeSecrets(ws.workspace_id);
   expect(secrets).toEqual([out.signing_secret, ws.signing_secret]);
+});
+
+it('add-member prints credentials that sign in; remove-member removes; the last owner stays', async () => {
+  const ws = await admin('create-workspace', '--name', 'team');
+  const out = await admin('add-member', '--workspace', ws.workspace_id, '--email', 'Dev@Team.test', '--role', 'admin');
+  expect(out).toEqual({ workspace_id: ws.workspace_id, dashboard: { email: 'dev@team.test', password: expect.any(String), role: 'admin' } });
+  const signed = await accounts().signIn('dev@team.test', out.dashboard.password, '127.0.0.1');
+  expect(signed.session).toMatchObject({ role: 'admin', workspace: { id: ws.workspace_id } });
+  expect(await admin('remove-member', '--workspace', ws.workspace_id, '--email', 'dev@team.test')).toEqual({ workspace_id: ws.workspace_id, removed: 'dev@team.test' });
+  expect(await accounts().resume(signed.token)).toBeUndefined();
+  await expect(admin('remove-member', '--workspace', ws.workspace_id, '--email', ws.dashboard.email)).rejects.toMatchObject({
+    code: 2,
+    stderr: expect.stringContaining('last owner'),
+  });
+  await expect(admin('add-member', '--workspace', ws.workspace_id, '--email', 'x@team.test', '--role', 'boss')).rejects.toMatchObject({ code: 2 });
 });
 
 it('exits 2 with usage on bad input', async () => {

@@ -4,7 +4,8 @@ import { Redis } from 'ioredis';
 import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
 import { createLogger, jobIds, loadConfig } from '@media/common';
 import type { ImageJob } from '@media/domain';
-import { CallbackRepository, JobRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { createAccounts } from '@media/accounts';
+import { CallbackRepository, JobRepository, StoreKeys } from '@media/storage';
 import { createCallbackService, type CallbackServiceHandle } from '../../services/webhook-dispatcher/src/wiring';
 import { deleteKeysUnder, freePort, REDIS_URL } from '../support/stack';
 import { makeTestPki, type TestPki } from './support/pki';
@@ -31,7 +32,7 @@ beforeAll(async () => {
   strangerPki = makeTestPki();
   receiver = await TestReceiver.start(pki);
   stranger = await TestReceiver.start(strangerPki);
-  workspaceId = (await new WorkspaceRepository(redis, keys).create('policy', 'owner@policy.test')).workspace.id;
+  workspaceId = (await createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 86_400 }, redis).createWorkspace('policy', 'owner@policy.test')).workspace.id;
 });
 
 afterAll(async () => {

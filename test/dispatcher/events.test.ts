@@ -159,7 +159,7 @@ describe('callback events', () => {
 
   it('signs with both secrets during a rotation overlap, each signature valid on its own', async () => {
     const ws = await h.stack.createWorkspace('rotation');
-    const rotated = await h.stack.workspaces.rotateSecret(ws.workspaceId, 3_600);
+    const rotated = { signing_secret: (await h.stack.accounts.rotateSecret(ws.workspaceId)).current.secret };
     const jobs = new JobClient(h.stack, ws.apiKey);
     await jobs.image(h.receiver.url('/rotated'));
     const [request] = await eventually(() => {

@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
+import { createAccounts, type WorkspaceAccounts } from '@media/accounts';
 import { StoreKeys, WorkspaceRepository, JobRepository } from '@media/storage';
 
 export type ServiceName = 'api-gateway' | 'generator' | 'webhook-dispatcher';
@@ -104,6 +105,11 @@ export class ServiceProcess {
     });
   }
 
+  /** The service's operations address (/healthz, /readyz, /metrics). */
+  get opsUrl(): string {
+    return `http://127.0.0.1:${this.env.OPS_PORT}`;
+  }
+
   get pid(): number | undefined {
     return this.child?.pid;
   }
@@ -129,6 +135,8 @@ export interface TestWorkspace {
   workspaceId: string;
   apiKey: string;
   signingSecret: string;
+  /** The owner's dashboard sign-in. */
+  owner: { email: string; password: string };
 }
 
 const READY: Record<ServiceName, RegExp> = {
@@ -147,6 +155,8 @@ export class TestStack {
   readonly keys = new StoreKeys(this.prefix);
   readonly workspaces: WorkspaceRepository;
   readonly jobs: JobRepository;
+  /** Workspace accounts on this stack's keys (minting and storing credentials, as the CLI does). */
+  readonly accounts: WorkspaceAccounts;
   readonly services = new Map<ServiceName, ServiceProcess>();
   baseUrl = '';
   mediaDir = '';
@@ -158,6 +168,7 @@ export class TestStack {
     this.redis.on('error', () => undefined);
     this.workspaces = new WorkspaceRepository(this.redis, this.keys);
     this.jobs = new JobRepository(this.redis, this.keys);
+    this.accounts = createAccounts({ keyPrefix: this.prefix, secretRotationOverlapSeconds: 86_400 }, this.redis);
   }
 
   /** Starts `services` against the shared test Redis, or the one named by `env.REDIS_URL`. */
@@ -184,7 +195,8 @@ export class TestStack {
 
   /** Starts one service; `extraEnv` applies to this process only (e.g. a crash point). */
   async startService(name: ServiceName, extraEnv: Record<string, string> = {}): Promise<ServiceProcess> {
-    const service = new ServiceProcess(name, { ...this.env, ...extraEnv });
+    // Each process its own ops port: several services of a stack share this machine.
+    const service = new ServiceProcess(name, { ...this.env, OPS_PORT: String(await freePort()), ...extraEnv });
     this.services.set(name, service);
     await service.start(READY[name]);
     return service;
@@ -197,8 +209,8 @@ export class TestStack {
   }
 
   async createWorkspace(name = 'test'): Promise<TestWorkspace> {
-    const created = await this.workspaces.create(name, `owner@${name}.test`);
-    return { workspaceId: created.workspace.id, apiKey: created.apiKey, signingSecret: created.signingSecret };
+    const created = await this.accounts.createWorkspace(name, `owner@${name}.test`);
+    return { workspaceId: created.workspace.id, apiKey: created.apiKey, signingSecret: created.signingSecret, owner: created.owner };
   }
 
   async stop(): Promise<void> {

@@ -54,6 +54,11 @@ export class CallbackAdmin {
     return this.deps.callbacks.list(workspaceId, query);
   }
 
+  /** The workspace's callbacks among `messageIds` (missing and foreign ones left out), in no particular order. */
+  async findMany(workspaceId: string, messageIds: string[]): Promise<CallbackRecord[]> {
+    return (await this.deps.callbacks.getMany(messageIds)).filter((cb) => cb.workspace_id === workspaceId);
+  }
+
   /** A callback and its attempt log, oldest attempt first. */
   async describe(workspaceId: string | null, messageId: string): Promise<{ callback: CallbackRecord; attempts: CallbackAttempt[] }> {
     const callback = await this.find(workspaceId, messageId);

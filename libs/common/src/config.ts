@@ -44,6 +44,16 @@ export interface AppConfig {
   maxWaitingJobsPerWorkspace: number;
   /** Test-only crash points (see faults.ts); empty in production. */
   faultCrashPoints: CrashPoint[];
+  /** Operations port: /healthz, /readyz, /metrics (and Bull Board on the gateway). */
+  opsPort: number;
+  /**
+   * How long a worker may sit idle while work has waited longer than this, or stay disconnected
+   * from Redis, before its liveness probe fails and Kubernetes restarts it.
+   */
+  workerLivenessBoundMs: number;
+  /** HTTP Basic credentials for Bull Board; without a password the board is not mounted at all. */
+  operatorUsername: string;
+  operatorPassword: string | undefined;
 }
 
 const DURATION = /^\d+(ms|s|m|h)$/;
@@ -114,6 +124,11 @@ const schema = Joi.object({
     })
     .allow('')
     .default(''),
+  OPS_PORT: Joi.number().port().default(9464),
+  WORKER_LIVENESS_BOUND_MS: Joi.number().integer().min(1_000).default(120_000),
+  OPERATOR_USERNAME: Joi.string().pattern(/^[^:]+$/).default('operator'),
+  // Long enough that Basic auth over the ops port is not guessable in practice.
+  OPERATOR_PASSWORD: Joi.string().min(16),
 });
 
 /** Names of the settings, for the README and for docker-compose/k8s checks. */
@@ -168,5 +183,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     rateLimitReadPerMinute: value.RATE_LIMIT_READ_PER_MINUTE,
     maxWaitingJobsPerWorkspace: value.MAX_WAITING_JOBS_PER_WORKSPACE,
     faultCrashPoints: list(value.FAULT_CRASH_POINTS) as CrashPoint[],
+    opsPort: value.OPS_PORT,
+    workerLivenessBoundMs: value.WORKER_LIVENESS_BOUND_MS,
+    operatorUsername: value.OPERATOR_USERNAME,
+    operatorPassword: value.OPERATOR_PASSWORD,
   };
 }

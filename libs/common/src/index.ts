@@ -1,3 +1,4 @@
+export * from './api-error';
 export * from './config';
 export * from './ids';
 export * from './logger';
@@ -7,3 +8,6 @@ export * from './redis';
 export * from './errors';
 export * from './faults';
 export * from './shutdown';
+export * from './queue-depth';
+export * from './metrics';
+export * from './ops-server';

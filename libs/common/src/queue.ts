@@ -2,6 +2,7 @@ import { Job, Queue, Worker, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { PermanentJobError } from './errors';
 import type { Logger } from './logger';
+import { QueueDepth, withTimeout } from './queue-depth';
 import { QUEUE_DEFAULTS, type JobNameOf, type PayloadOf, type QueueName } from './queues';
 import { logRedisErrors } from './redis';
 
@@ -84,11 +85,34 @@ export interface ConsumerOptions<Q extends QueueName> {
   onGaveUp?: (job: GaveUpJob<Q>) => Promise<void>;
   /** How far back the first sweep after start-up looks for give-ups that a crash left unrecorded. */
   sweepLookbackMs?: number;
+  /**
+   * The liveness bound (WORKER_LIVENESS_BOUND_MS): {@link QueueConsumer.health} reports a wedge when
+   * work has waited longer than this while the worker, with free slots, did nothing for as long,
+   * or when its Redis connection has been down for longer than this.
+   */
+  livenessBoundMs?: number;
+}
+
+/** What a liveness probe needs to know about one consumer. */
+export interface ConsumerHealth {
+  queue: QueueName;
+  healthy: boolean;
+  /** Why it is not healthy, or a note (closing, busy, depth unknown). */
+  reason?: string;
+  /** Since the worker last took, finished or failed a job, or found the queue empty. */
+  idleMs: number;
+  inFlight: number;
+  redis: string;
+  backlog?: number;
+  oldestWaitingSeconds?: number;
 }
 
 /** Failed jobs read per round trip while sweeping. */
 const SWEEP_PAGE = 100;
 const DEFAULT_SWEEP_LOOKBACK_MS = 24 * 3_600_000;
+const DEFAULT_LIVENESS_BOUND_MS = 120_000;
+/** A probe must answer well within the kubelet's timeout, Redis or not. */
+const HEALTH_READ_TIMEOUT_MS = 1_000;
 
 /**
  * The one wrapper for every BullMQ consumer of the catalogue: routes each job to the handler for
@@ -109,6 +133,13 @@ export class QueueConsumer<Q extends QueueName> {
   private sweptSince: number;
   private sweeping: Promise<number> | undefined;
   private closing: Promise<void> | undefined;
+  /** Own connection for health reads, so they never queue behind the worker's own commands. */
+  private readonly probe: Redis;
+  private readonly depth: QueueDepth;
+  private lastActivityMs = Date.now();
+  private inFlight = 0;
+  /** Set while the shared connection is down; cleared when it is ready again. */
+  private disconnectedSinceMs: number | undefined;
 
   constructor(
     readonly name: Q,
@@ -124,7 +155,12 @@ export class QueueConsumer<Q extends QueueName> {
           ? (handlers[job.name as JobNameOf<Q>] as (p: unknown, j: Job) => Promise<void>)
           : undefined;
         if (!handler) throw new PermanentJobError('unknown_job', `no handler for job "${job.name}" on queue "${name}"`);
-        await handler(job.data, job);
+        this.inFlight++;
+        try {
+          await handler(job.data, job);
+        } finally {
+          this.inFlight--;
+        }
       },
       {
         connection: opts.connection,
@@ -136,6 +172,16 @@ export class QueueConsumer<Q extends QueueName> {
       },
     );
     logRedisErrors(this.worker, logger, `worker:${name}`);
+    // Every sign that the worker loop turns: it took a job, ended one, or looked and found none.
+    for (const event of ['active', 'completed', 'failed', 'drained', 'ready'] as const) {
+      this.worker.on(event, () => (this.lastActivityMs = Date.now()));
+    }
+    if (opts.connection.status !== 'ready') this.disconnectedSinceMs = Date.now();
+    opts.connection.on('close', () => (this.disconnectedSinceMs ??= Date.now()));
+    opts.connection.on('ready', () => (this.disconnectedSinceMs = undefined));
+    this.probe = opts.connection.duplicate({ maxRetriesPerRequest: 1 });
+    logRedisErrors(this.probe, logger, `health:${name}`);
+    this.depth = new QueueDepth(this.probe, opts.keyPrefix);
     this.failed = new JobQueue(name, opts.connection, opts.keyPrefix, logger);
     // Stalls are detected at lock granularity, so sweeping much more often would find nothing new.
     this.sweepIntervalMs = Math.max(5_000, opts.lockDurationMs * 2);
@@ -159,6 +205,37 @@ export class QueueConsumer<Q extends QueueName> {
   /** Resolves once the worker's connection is ready. */
   async waitUntilReady(): Promise<void> {
     await this.worker.waitUntilReady();
+  }
+
+  /**
+   * Whether this worker is doing its job, for a liveness probe. Wedged means: the BullMQ worker is
+   * not running; or its Redis connection has been down longer than the bound; or work has waited
+   * longer than the bound while this worker had free slots and did nothing for as long (BullMQ's
+   * known failure after a failover or a lost lock: "running", connected, silent). A worker whose
+   * slots are all taken is busy, not wedged; its jobs have their own timeouts and locks.
+   */
+  async health(nowMs = Date.now()): Promise<ConsumerHealth> {
+    const bound = this.opts.livenessBoundMs ?? DEFAULT_LIVENESS_BOUND_MS;
+    const base = { queue: this.name, idleMs: nowMs - this.lastActivityMs, inFlight: this.inFlight, redis: this.opts.connection.status };
+    // A draining worker has stopped on purpose; a restart now would only cut the drain short.
+    if (this.closing) return { ...base, healthy: true, reason: 'closing' };
+    if (!this.worker.isRunning()) return { ...base, healthy: false, reason: 'worker not running' };
+    if (this.disconnectedSinceMs !== undefined && nowMs - this.disconnectedSinceMs > bound) {
+      return { ...base, healthy: false, reason: `no Redis connection for ${Math.round((nowMs - this.disconnectedSinceMs) / 1000)}s` };
+    }
+    if (this.inFlight >= this.opts.concurrency) return { ...base, healthy: true, reason: 'busy' };
+    let reading;
+    try {
+      reading = await withTimeout(this.depth.read(this.name, nowMs), HEALTH_READ_TIMEOUT_MS);
+    } catch {
+      // Redis unreachable is readiness's business, and the connection bound above covers it here.
+      return { ...base, healthy: true, reason: 'queue depth unknown' };
+    }
+    const stats = { backlog: reading.backlog, oldestWaitingSeconds: reading.oldestWaitingSeconds };
+    if (reading.oldestWaitingSeconds * 1000 > bound && base.idleMs > bound) {
+      return { ...base, ...stats, healthy: false, reason: `work has waited ${Math.round(reading.oldestWaitingSeconds)}s while the worker was idle` };
+    }
+    return { ...base, ...stats, healthy: true };
   }
 
   /**
@@ -209,6 +286,7 @@ export class QueueConsumer<Q extends QueueName> {
       await this.worker.close();
       await this.sweeping?.catch(() => undefined);
       await this.failed.close();
+      this.probe.disconnect();
     })();
     return this.closing;
   }

@@ -18,6 +18,8 @@ export interface JobCatalogue {
   'callback-deliveries': {
     /** `requeue`: how many times BullMQ gave up on this attempt before (transient trouble); absent at first. */
     deliver: { messageId: string; attempt: number; trigger: AttemptTrigger; requeue?: number };
+    /** A dashboard test callback: the request (URL, workspace) and its outcome live under this id in the store. */
+    'test-callback': { testId: string };
   };
 }
 
@@ -48,6 +50,9 @@ export const QUEUE_DEFAULTS: { [Q in QueueName]: JobsOptions } = {
     removeOnFail: { age: 7 * 86_400 },
   },
 };
+
+/** Every queue of the catalogue (Bull Board, the gateway's queue gauges). */
+export const QUEUE_NAMES = Object.keys(QUEUE_DEFAULTS) as QueueName[];
 
 /**
  * Deterministic BullMQ job ids: adding the same work twice is a no-op. '.' separates the parts

@@ -362,4 +362,23 @@ export class CallbackRepository {
   async idsInState(workspaceId: string, state: CallbackState, fromMs: number, toMs: number, offset: number, count: number): Promise<string[]> {
     return this.redis.zrangebyscore(this.keys.workspaceCallbacksInState(workspaceId, state), fromMs, `(${toMs}`, 'LIMIT', offset, count);
   }
+
+  /**
+   * Callbacks per state over every workspace (`media_callbacks{status}`): one pipelined ZCARD per
+   * workspace and state, read at scrape time rather than kept as counters that a crash could skew.
+   */
+  async countByState(): Promise<Record<CallbackState, number>> {
+    const states: CallbackState[] = ['pending', 'delivered', 'failed'];
+    const counts: Record<CallbackState, number> = { pending: 0, delivered: 0, failed: 0 };
+    const workspaceIds = await this.redis.smembers(this.keys.workspaces());
+    if (workspaceIds.length === 0) return counts;
+    const pipeline = this.redis.pipeline();
+    for (const id of workspaceIds) for (const state of states) pipeline.zcard(this.keys.workspaceCallbacksInState(id, state));
+    const replies = (await pipeline.exec()) ?? [];
+    replies.forEach(([err, value], i) => {
+      if (err) throw err;
+      counts[states[i % states.length]] += Number(value);
+    });
+    return counts;
+  }
 }

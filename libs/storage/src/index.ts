@@ -8,3 +8,5 @@ export * from './limits';
 export * from './link-key';
 export * from './workspaces';
 export * from './record-json';
+export * from './sessions';
+export * from './test-callbacks';

@@ -139,9 +139,9 @@ export class JobRepository {
   }
 
   /** Video or image requests of a workspace, newest first by default, after a cursor id. */
-  async list(workspaceId: string, kind: JobRecord['kind'], opts: { limit: number; after?: string; order: 'asc' | 'desc' }): Promise<ListPage> {
+  async list(workspaceId: string, kind: JobRecord['kind'], opts: { limit: number; after?: string; order: 'asc' | 'desc'; createdBeforeMs?: number }): Promise<ListPage> {
     const key = kind === 'video' ? this.keys.workspaceVideos(workspaceId) : this.keys.workspaceImages(workspaceId);
-    return readIndexPage(this.redis, key, opts);
+    return readIndexPage(this.redis, key, { limit: opts.limit, after: opts.after, order: opts.order, maxScore: opts.createdBeforeMs });
   }
 
   async getMany(ids: string[]): Promise<JobRecord[]> {

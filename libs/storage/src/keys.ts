@@ -18,6 +18,17 @@ export class StoreKeys {
   workspaceLimits = (id: string) => `${this.prefix}:ws:${id}:limits`;
   /** Request counter of one rate-limit bucket (`create`, `read`) for the current window; expires with it. */
   workspaceRate = (id: string, bucket: string) => `${this.prefix}:ws:${id}:rate:${bucket}`;
+  /** The workspace's API keys: hash of key id → SHA-256 of the key (listing and revoking by id). */
+  workspaceApiKeys = (id: string) => `${this.prefix}:ws:${id}:apikeys`;
+  /** Workspaces a dashboard e-mail (hashed, lower case) is a member of: sign-in takes no workspace. */
+  memberWorkspaces = (emailHash: string) => `${this.prefix}:member:${emailHash}`;
+  /** A dashboard session, by the SHA-256 of its cookie token; expires when idle. */
+  session = (tokenHash: string) => `${this.prefix}:session:${tokenHash}`;
+  /** Failed sign-ins counted per e-mail or per client address (hashed) in the current window. */
+  signInFailures = (scope: 'email' | 'address', hash: string) => `${this.prefix}:signin:${scope}:${hash}`;
+  /** A test callback the dashboard asked for (its URL and workspace), and its outcome; both short-lived. */
+  testCallback = (id: string) => `${this.prefix}:testcb:${id}`;
+  testCallbackResult = (id: string) => `${this.prefix}:testcb:${id}:result`;
   workspaces = () => `${this.prefix}:workspaces`;
   apiKey = (hash: string) => `${this.prefix}:apikey:${hash}`;
   job = (id: string) => `${this.prefix}:job:${id}`;

@@ -9,57 +9,15 @@ import { IdempotencyRepository } from './idempotency';
 import { CorruptRecordError, JobRepository } from './jobs';
 import { StoreKeys } from './keys';
 import { LimitRepository } from './limits';
-import { hashApiKey, WorkspaceRepository } from './workspaces';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const keys = new StoreKeys(`test-${randomBytes(6).toString('hex')}`);
-const workspaces = new WorkspaceRepository(redis, keys);
 const jobs = new JobRepository(redis, keys);
 
 afterAll(async () => {
   const found = await redis.keys(`${keys.prefix}:*`);
   if (found.length > 0) await redis.del(...found);
   redis.disconnect();
-});
-
-describe('WorkspaceRepository', () => {
-  it('stores API keys only as hashes and finds the workspace by key', async () => {
-    const created = await workspaces.create('acme', 'Owner@Acme.test');
-    expect(created.apiKey).toMatch(/^sk_[A-Za-z0-9_-]{43}$/);
-    expect(created.signingSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
-    expect(Buffer.from(created.signingSecret.slice(6), 'base64')).toHaveLength(32);
-    expect(await workspaces.findByApiKey(created.apiKey)).toBe(created.workspace.id);
-    expect(await workspaces.findByApiKey(`${created.apiKey}x`)).toBeUndefined();
-    const everything = await redis.keys(`${keys.prefix}:*`);
-    for (const key of everything) {
-      const dump = JSON.stringify(await redis.type(key) === 'hash' ? await redis.hgetall(key) : await redis.get(key).catch(() => ''));
-      expect(dump).not.toContain(created.apiKey);
-    }
-    expect(everything).toContain(keys.apiKey(hashApiKey(created.apiKey)));
-  });
-
-  it('authenticates dashboard members by scrypt hash', async () => {
-    const created = await workspaces.create('members', 'boss@m.test');
-    expect(await workspaces.authenticateMember(created.workspace.id, 'BOSS@m.test', created.owner.password)).toBe('owner');
-    expect(await workspaces.authenticateMember(created.workspace.id, 'boss@m.test', 'wrong')).toBeUndefined();
-    const password = await workspaces.addMember(created.workspace.id, 'dev@m.test', 'member');
-    expect(await workspaces.authenticateMember(created.workspace.id, 'dev@m.test', password)).toBe('member');
-  });
-
-  it('keeps the previous secret signing for the overlap after a rotation, then drops it', async () => {
-    const created = await workspaces.create('rotate', 'o@r.test');
-    const id = created.workspace.id;
-    const t0 = Date.now();
-    const rotated = await workspaces.rotateSecret(id, 86_400, t0);
-    expect(rotated.signing_secret).not.toBe(created.signingSecret);
-    expect(rotated.previous_secret_expires_at).toBe(new Date(t0 + 86_400_000).toISOString());
-    expect(await workspaces.activeSecrets(id, t0 + 1_000)).toEqual([rotated.signing_secret, created.signingSecret]);
-    expect(await workspaces.activeSecrets(id, t0 + 86_400_001)).toEqual([rotated.signing_secret]);
-    const again = await workspaces.rotateSecret(id, 0, t0 + 2_000);
-    expect(again.previous_secret_expires_at).toBeNull();
-    expect(await workspaces.activeSecrets(id, t0 + 2_001)).toEqual([again.signing_secret, created.signingSecret]);
-    await expect(workspaces.rotateSecret('ws_missing', 10)).rejects.toThrow(/no workspace/);
-  });
 });
 
 const video = (id: string, created_ms: number): VideoJob => ({

@@ -1,11 +1,6 @@
-import { createHash, randomBytes, scrypt as scryptCb, timingSafeEqual } from 'node:crypto';
-import { promisify } from 'node:util';
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { newId } from '@media/common';
-import { generateSecret } from '@media/webhooks';
 import type { StoreKeys } from './keys';
-
-const scrypt = promisify(scryptCb) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
 
 export type Role = 'owner' | 'admin' | 'member';
 
@@ -22,11 +17,31 @@ export interface SigningSecret {
   expires_ms: number;
 }
 
-export interface NewWorkspace {
-  workspace: Workspace;
-  apiKey: string;
-  signingSecret: string;
-  owner: { email: string; password: string; role: Role };
+/** An API key as stored: never the key, only its SHA-256 and a recognisable prefix. */
+export interface StoredApiKey {
+  id: string;
+  hash: string;
+  /** The first characters of the key, e.g. `sk_AbC1…`. */
+  prefix: string;
+  created_ms: number;
+}
+
+export interface ApiKeyInfo extends StoredApiKey {
+  last_used_ms: number | null;
+}
+
+/** What an API key authenticates as. */
+export interface ApiKeyOwner {
+  workspace_id: string;
+  key_id: string;
+  last_used_ms: number | null;
+}
+
+/** A dashboard member as stored; the password only as a hash (see `@media/accounts`). */
+export interface StoredMember {
+  email: string;
+  role: Role;
+  password_hash: string;
 }
 
 export interface RotatedSecret {
@@ -34,10 +49,16 @@ export interface RotatedSecret {
   previous_secret_expires_at: string | null;
 }
 
+/** Outcome of a member change that must keep an owner. */
+export type MemberChange = 'ok' | 'missing' | 'last_owner';
+
 /** API keys carry 256 random bits, so one SHA-256 pass is enough to store them safely. */
 export function hashApiKey(apiKey: string): string {
   return createHash('sha256').update(apiKey).digest('hex');
 }
+
+/** Index keys take e-mails hashed: they are personal data, and any character may be in them. */
+export const hashEmail = (email: string): string => createHash('sha256').update(email.trim().toLowerCase()).digest('hex');
 
 // The previous current secret gets its end time; secrets whose time has passed are dropped.
 const ROTATE = `
@@ -55,34 +76,65 @@ redis.call('SET', KEYS[1], cjson.encode(out))
 return ends
 `;
 
-/** Workspaces, their hashed API keys, signing secrets and dashboard members. */
+// Only the current secret is kept; in one step so that a rotation meanwhile is not undone.
+const END_OVERLAP = `
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+local out = {}
+for _, s in ipairs(cjson.decode(raw)) do
+  if s.expires_ms == 0 then table.insert(out, s) end
+end
+redis.call('SET', KEYS[1], cjson.encode(out))
+return #out
+`;
+
+// Changes (ARGV[2] = new role) or removes (ARGV[2] = '') a member, refusing to leave the workspace
+// without an owner. In one script: two owners demoting each other at once must not both succeed.
+// KEYS: members hash, the member's e-mail index set. ARGV: e-mail, role, workspace id.
+const CHANGE_MEMBER = `
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 'missing' end
+local member = cjson.decode(raw)
+if member.role == 'owner' and ARGV[2] ~= 'owner' then
+  local owners = 0
+  for _, v in ipairs(redis.call('HVALS', KEYS[1])) do
+    if cjson.decode(v).role == 'owner' then owners = owners + 1 end
+  end
+  if owners <= 1 then return 'last_owner' end
+end
+if ARGV[2] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('SREM', KEYS[2], ARGV[3])
+else
+  member.role = ARGV[2]
+  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(member))
+end
+return 'ok'
+`;
+
+/**
+ * Workspaces, their hashed API keys, signing secrets and dashboard members: storage only. What is
+ * stored is minted elsewhere (`@media/accounts`): keys, secrets and passwords never start here.
+ */
 export class WorkspaceRepository {
   constructor(
     private readonly redis: Redis,
     private readonly keys: StoreKeys,
   ) {}
 
-  async create(name: string, ownerEmail: string, now = Date.now()): Promise<NewWorkspace> {
-    const workspace: Workspace = { id: newId('ws'), name, created_ms: now };
-    const apiKey = `sk_${randomBytes(32).toString('base64url')}`;
-    const signingSecret = generateSecret();
-    const password = randomBytes(12).toString('base64url');
-    const secrets: SigningSecret[] = [{ secret: signingSecret, created_ms: now, expires_ms: 0 }];
-    const member = { email: ownerEmail, role: 'owner' as Role, password_hash: await hashPassword(password) };
+  /** Stores a new workspace with its first API key, signing secret and owner, in one transaction. */
+  async insert(workspace: Workspace, apiKey: StoredApiKey, secret: SigningSecret, owner: StoredMember): Promise<void> {
+    const email = owner.email.toLowerCase();
     await this.redis
       .multi()
-      .hset(this.keys.workspace(workspace.id), { id: workspace.id, name, created_ms: String(now) })
+      .hset(this.keys.workspace(workspace.id), { id: workspace.id, name: workspace.name, created_ms: String(workspace.created_ms) })
       .sadd(this.keys.workspaces(), workspace.id)
-      .hset(this.keys.apiKey(hashApiKey(apiKey)), {
-        workspace_id: workspace.id,
-        key_id: newId('key'),
-        hint: `${apiKey.slice(0, 7)}…${apiKey.slice(-4)}`,
-        created_ms: String(now),
-      })
-      .set(this.keys.workspaceSecrets(workspace.id), JSON.stringify(secrets))
-      .hset(this.keys.workspaceMembers(workspace.id), ownerEmail.toLowerCase(), JSON.stringify(member))
+      .hset(this.keys.apiKey(apiKey.hash), apiKeyFields(workspace.id, apiKey))
+      .hset(this.keys.workspaceApiKeys(workspace.id), apiKey.id, apiKey.hash)
+      .set(this.keys.workspaceSecrets(workspace.id), JSON.stringify([secret]))
+      .hset(this.keys.workspaceMembers(workspace.id), email, JSON.stringify({ ...owner, email }))
+      .sadd(this.keys.memberWorkspaces(hashEmail(email)), workspace.id)
       .exec();
-    return { workspace, apiKey, signingSecret, owner: { email: ownerEmail, password, role: 'owner' } };
   }
 
   async get(id: string): Promise<Workspace | undefined> {
@@ -97,22 +149,79 @@ export class WorkspaceRepository {
 
   /** The workspace an API key belongs to, or undefined. Only the key's hash is ever stored. */
   async findByApiKey(apiKey: string): Promise<string | undefined> {
-    const id = await this.redis.hget(this.keys.apiKey(hashApiKey(apiKey)), 'workspace_id');
-    return id ?? undefined;
+    return (await this.lookupApiKey(apiKey))?.workspace_id;
+  }
+
+  /** Who an API key authenticates as, and when it was last seen (one round trip). */
+  async lookupApiKey(apiKey: string): Promise<ApiKeyOwner | undefined> {
+    const raw = await this.redis.hgetall(this.keys.apiKey(hashApiKey(apiKey)));
+    if (!raw.workspace_id) return undefined;
+    return { workspace_id: raw.workspace_id, key_id: raw.key_id, last_used_ms: raw.last_used_ms ? Number(raw.last_used_ms) : null };
+  }
+
+  /** Records a use of the key; callers throttle it (see `@media/accounts`), so it is not a write per request. */
+  async touchApiKey(apiKey: string, now: number): Promise<void> {
+    // HSET on a revoked (deleted) key would bring back a stub; only touch what exists.
+    const key = this.keys.apiKey(hashApiKey(apiKey));
+    await this.redis.eval(`if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'last_used_ms', ARGV[1]) end return 0`, 1, key, String(now));
+  }
+
+  async addApiKey(workspaceId: string, apiKey: StoredApiKey): Promise<void> {
+    await this.redis
+      .multi()
+      .hset(this.keys.apiKey(apiKey.hash), apiKeyFields(workspaceId, apiKey))
+      .hset(this.keys.workspaceApiKeys(workspaceId), apiKey.id, apiKey.hash)
+      .exec();
+  }
+
+  /** The workspace's API keys, oldest first. */
+  async apiKeys(workspaceId: string): Promise<ApiKeyInfo[]> {
+    const index = await this.redis.hgetall(this.keys.workspaceApiKeys(workspaceId));
+    const entries = Object.entries(index);
+    if (entries.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const [, hash] of entries) pipeline.hgetall(this.keys.apiKey(hash));
+    const results = (await pipeline.exec()) ?? [];
+    const keys: ApiKeyInfo[] = [];
+    entries.forEach(([id, hash], i) => {
+      const [error, raw] = results[i] as [Error | null, Record<string, string>];
+      if (error) throw error;
+      if (!raw.workspace_id) return;
+      keys.push({
+        id,
+        hash,
+        prefix: raw.prefix ?? raw.hint ?? '',
+        created_ms: Number(raw.created_ms),
+        last_used_ms: raw.last_used_ms ? Number(raw.last_used_ms) : null,
+      });
+    });
+    return keys.sort((a, b) => a.created_ms - b.created_ms || (a.id < b.id ? -1 : 1));
+  }
+
+  /** Deletes the key at once; false when the workspace has no key with that id (another workspace's included). */
+  async revokeApiKey(workspaceId: string, keyId: string): Promise<boolean> {
+    const hash = await this.redis.hget(this.keys.workspaceApiKeys(workspaceId), keyId);
+    if (!hash) return false;
+    await this.redis.multi().del(this.keys.apiKey(hash)).hdel(this.keys.workspaceApiKeys(workspaceId), keyId).exec();
+    return true;
+  }
+
+  /** Secrets that sign now, with their times: the current one first, then any still inside its rotation overlap. */
+  async signingSecrets(workspaceId: string, now = Date.now()): Promise<SigningSecret[]> {
+    const raw = await this.redis.get(this.keys.workspaceSecrets(workspaceId));
+    if (!raw) return [];
+    const list = JSON.parse(raw) as SigningSecret[];
+    return list.filter((s) => s.expires_ms === 0 || s.expires_ms > now).sort((a, b) => (a.expires_ms === 0 ? -1 : b.expires_ms === 0 ? 1 : b.expires_ms - a.expires_ms));
   }
 
   /** Secrets that sign now: the current one first, then any still inside its rotation overlap. */
   async activeSecrets(workspaceId: string, now = Date.now()): Promise<string[]> {
-    const raw = await this.redis.get(this.keys.workspaceSecrets(workspaceId));
-    if (!raw) return [];
-    const list = JSON.parse(raw) as SigningSecret[];
-    return list.filter((s) => s.expires_ms === 0 || s.expires_ms > now).map((s) => s.secret);
+    return (await this.signingSecrets(workspaceId, now)).map((s) => s.secret);
   }
 
-  /** Issues a new current secret; the previous one keeps signing for `overlapSeconds`. */
-  async rotateSecret(workspaceId: string, overlapSeconds: number, now = Date.now()): Promise<RotatedSecret> {
+  /** Makes `secret` (minted by the caller) current; the previous one keeps signing for `overlapSeconds`. */
+  async rotateSecret(workspaceId: string, secret: string, overlapSeconds: number, now = Date.now()): Promise<RotatedSecret> {
     if (!(await this.get(workspaceId))) throw new Error(`no workspace ${workspaceId}`);
-    const secret = generateSecret();
     const entry: SigningSecret = { secret, created_ms: now, expires_ms: 0 };
     const ends = (await this.redis.eval(
       ROTATE,
@@ -128,31 +237,54 @@ export class WorkspaceRepository {
     };
   }
 
-  /** Checks dashboard credentials; the role on success. */
-  async authenticateMember(workspaceId: string, email: string, password: string): Promise<Role | undefined> {
-    const raw = await this.redis.hget(this.keys.workspaceMembers(workspaceId), email.toLowerCase());
-    if (!raw) return undefined;
-    const member = JSON.parse(raw) as { role: Role; password_hash: string };
-    return (await verifyPassword(password, member.password_hash)) ? member.role : undefined;
+  /** The previous secret stops signing now; only the current one is left. */
+  async endSecretOverlap(workspaceId: string): Promise<void> {
+    await this.redis.eval(END_OVERLAP, 1, this.keys.workspaceSecrets(workspaceId));
   }
 
-  async addMember(workspaceId: string, email: string, role: Role): Promise<string> {
-    const password = randomBytes(12).toString('base64url');
-    const member = { email, role, password_hash: await hashPassword(password) };
-    await this.redis.hset(this.keys.workspaceMembers(workspaceId), email.toLowerCase(), JSON.stringify(member));
-    return password;
+  async member(workspaceId: string, email: string): Promise<StoredMember | undefined> {
+    const raw = await this.redis.hget(this.keys.workspaceMembers(workspaceId), email.trim().toLowerCase());
+    return raw ? (JSON.parse(raw) as StoredMember) : undefined;
+  }
+
+  /** Members sorted by e-mail. */
+  async members(workspaceId: string): Promise<StoredMember[]> {
+    const raw = await this.redis.hvals(this.keys.workspaceMembers(workspaceId));
+    return raw.map((r) => JSON.parse(r) as StoredMember).sort((a, b) => (a.email < b.email ? -1 : 1));
+  }
+
+  /** Workspaces the e-mail is a member of. */
+  async workspacesOfMember(email: string): Promise<string[]> {
+    return (await this.redis.smembers(this.keys.memberWorkspaces(hashEmail(email)))).sort();
+  }
+
+  /** Adds a member; false (nothing written) when the e-mail is already a member of the workspace. */
+  async addMember(workspaceId: string, member: StoredMember): Promise<boolean> {
+    const email = member.email.trim().toLowerCase();
+    const [[error, added]] = (await this.redis
+      .multi()
+      .hsetnx(this.keys.workspaceMembers(workspaceId), email, JSON.stringify({ ...member, email }))
+      .sadd(this.keys.memberWorkspaces(hashEmail(email)), workspaceId)
+      .exec()) as [[Error | null, number], ...unknown[]];
+    if (error) throw error;
+    return added === 1;
+  }
+
+  /** Sets a member's role (`null` removes the member), never leaving the workspace without an owner. */
+  async changeMember(workspaceId: string, email: string, role: Role | null): Promise<MemberChange> {
+    const normalized = email.trim().toLowerCase();
+    return (await this.redis.eval(
+      CHANGE_MEMBER,
+      2,
+      this.keys.workspaceMembers(workspaceId),
+      this.keys.memberWorkspaces(hashEmail(normalized)),
+      normalized,
+      role ?? '',
+      workspaceId,
+    )) as MemberChange;
   }
 }
 
-async function hashPassword(password: string): Promise<string> {
-  const salt = randomBytes(16);
-  const hash = await scrypt(password, salt, 32);
-  return `scrypt$${salt.toString('base64')}$${hash.toString('base64')}`;
-}
-
-async function verifyPassword(password: string, stored: string): Promise<boolean> {
-  const [, salt, hash] = stored.split('$');
-  const expected = Buffer.from(hash, 'base64');
-  const actual = await scrypt(password, Buffer.from(salt, 'base64'), expected.length);
-  return timingSafeEqual(expected, actual);
+function apiKeyFields(workspaceId: string, key: StoredApiKey): Record<string, string> {
+  return { workspace_id: workspaceId, key_id: key.id, prefix: key.prefix, created_ms: String(key.created_ms) };
 }

@@ -1,7 +1,9 @@
 import express, { type Express } from 'express';
 import type { Redis } from 'ioredis';
 import { pingRedis, type Logger } from '@media/common';
-import type { CallbackAdmin } from '@media/callbacks';
+import type { WorkspaceAccounts } from '@media/accounts';
+import type { CallbackAdmin, TestCallbacks } from '@media/callbacks';
+import { dashboardRouter } from '@media/dashboard';
 import type { JobPresenter, LinkSigner } from '@media/domain';
 import type { BlobStore, JobRepository, LimitRepository, WorkspaceRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
@@ -27,6 +29,10 @@ export interface GatewayDeps {
   intake: JobIntakeService;
   waiter: JobWaiter;
   callbackAdmin: CallbackAdmin;
+  accounts: WorkspaceAccounts;
+  testCallbacks: TestCallbacks;
+  /** The dashboard's cookie is Secure when the public address is https. */
+  secureCookies: boolean;
   syncImageTimeoutMs: number;
   maxUploadBytes: number;
   maxJsonBytes: number;
@@ -68,7 +74,7 @@ export function createApp(deps: GatewayDeps): Express {
 
   const v1 = express.Router();
   v1.use(requireRedis(deps.redis));
-  v1.use(requireApiKey(deps.workspaces));
+  v1.use(requireApiKey(deps.accounts));
   // Only edits carry images inline (base64 data URLs); every other body is a few fields.
   const smallJson = express.json({ limit: '1mb' });
   const editJson = express.json({ limit: deps.maxJsonBytes });
@@ -79,6 +85,8 @@ export function createApp(deps: GatewayDeps): Express {
   v1.use('/videos', videoRoutes({ ...deps, rateLimits: limits }));
   v1.use('/callbacks', callbackRoutes({ ...deps, rateLimits: limits }));
   app.use('/v1', v1);
+  // The dashboard (issue 7): same origin as the API, its own session auth, the same rate-limit buckets.
+  app.use('/dashboard', dashboardRouter({ ...deps, rateLimits: limits, requireRedis: requireRedis(deps.redis) }));
 
   app.use((req) => {
     throw ApiError.notFound(`Unknown route ${req.method} ${req.path}.`);

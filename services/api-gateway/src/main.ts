@@ -1,8 +1,24 @@
 import { createServer, type RequestListener } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CallbackUrlGuard } from '@media/callback-guard';
+import { createAccounts } from '@media/accounts';
 import { createCallbackAdmin, type CallbackAdminHandle } from '@media/callbacks';
-import { createLogger, createRedis, drainWithin, FaultInjector, JobQueue, loadConfig, warnIfCallbackChecksRelaxed } from '@media/common';
+import {
+  createLogger,
+  createMetricsRegistry,
+  createRedis,
+  drainWithin,
+  FaultInjector,
+  JobQueue,
+  loadConfig,
+  pingRedis,
+  PromHttpMetrics,
+  QUEUE_NAMES,
+  QueueDepth,
+  registerQueueGauges,
+  startOpsServer,
+  warnIfCallbackChecksRelaxed,
+} from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
 import { configuredLimits, FileBlobStore, IdempotencyRepository, JobRepository, LimitRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
 import { createApp, createStartingApp } from './app';
@@ -10,6 +26,8 @@ import { clientErrorHandler } from './http/client-error';
 import { isDependencyOutage } from './http/outage';
 import { JobIntakeService } from './job-intake';
 import { JobWaiter } from './job-waiter';
+import { measureRequests } from './http/request-metrics';
+import { mountOperatorBoard } from './operator-board';
 
 /** How long listening waits for the first connection to Redis. */
 const START_GRACE_MS = 2_000;
@@ -58,14 +76,34 @@ async function main(): Promise<void> {
       ),
       waiter,
       callbackAdmin: callbackAdmin.admin,
+      accounts: createAccounts(config, redis),
+      testCallbacks: callbackAdmin.tests,
+      secureCookies: config.publicBaseUrl.startsWith('https:'),
       syncImageTimeoutMs: config.syncImageTimeoutMs,
       maxUploadBytes: config.maxUploadBytes,
       maxJsonBytes: config.maxJsonBytes,
     });
   };
 
+  // Ops port: metrics and Bull Board never share the public listener. The gateway always runs, so
+  // it exports every queue's gauges: a scaler still sees the backlog of a worker scaled to zero.
+  const registry = createMetricsRegistry('api-gateway');
+  registerQueueGauges(registry, new QueueDepth(redis, config.keyPrefix), QUEUE_NAMES, logger);
+  let connected = false;
+  let closeBoard: (() => Promise<void>) | undefined;
+  const ops = await startOpsServer({
+    port: config.opsPort,
+    logger,
+    registry,
+    isReady: async () => connected && (await pingRedis(redis)),
+    mount: (app) => {
+      const password = config.operatorPassword;
+      if (password) closeBoard = mountOperatorBoard(app, { connection: redis, keyPrefix: config.keyPrefix, credentials: { username: config.operatorUsername, password }, logger });
+    },
+  });
+
   let handler: RequestListener = createStartingApp(logger);
-  const server = createServer((req, res) => handler(req, res));
+  const server = createServer(measureRequests(new PromHttpMetrics(registry), (req, res) => handler(req, res)));
   server.on('clientError', clientErrorHandler(logger));
 
   let stopping: Promise<void> | undefined;
@@ -75,6 +113,7 @@ async function main(): Promise<void> {
     for (let delay = START_RETRY_FIRST_MS; !stopping; delay = Math.min(delay * 2, START_RETRY_MAX_MS)) {
       try {
         handler = await connect();
+        connected = true;
         return;
       } catch (err) {
         if (!isDependencyOutage(err)) throw err;
@@ -108,6 +147,8 @@ async function main(): Promise<void> {
         await waiter.close();
         await generation?.close();
         await callbackAdmin?.close();
+        await closeBoard?.();
+        await ops.close();
         await redis.quit();
       })();
       if ((await drainWithin(released, CLOSE_TIMEOUT_MS)) === 'deadline') redis.disconnect();

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FaultInjector, jobIds, type JobQueue, type Logger } from '@media/common';
+import { FaultInjector, jobIds, NO_GENERATION_METRICS, type GenerationMetrics, type JobQueue, type Logger } from '@media/common';
 import {
   findModel,
   imageCost,
@@ -29,6 +29,7 @@ export interface GenerationDeps {
   logger: Logger;
   timeoutMs: number;
   faults?: FaultInjector;
+  metrics?: GenerationMetrics;
 }
 
 /** Hooks into the running BullMQ job. */
@@ -52,9 +53,11 @@ export class GenerationService {
   /** Aborts for the work in progress, so a shutdown past its deadline can stop the encoders. */
   private readonly running = new Set<AbortController>();
   private readonly faults: FaultInjector;
+  private readonly metrics: GenerationMetrics;
 
   constructor(private readonly deps: GenerationDeps) {
     this.faults = deps.faults ?? FaultInjector.none();
+    this.metrics = deps.metrics ?? NO_GENERATION_METRICS;
   }
 
   /** Stops every running generation (their jobs are left to BullMQ's stall recovery). */
@@ -160,6 +163,9 @@ export class GenerationService {
     const done: JobRecord = { ...job, status: 'completed', finished_ms: now, cost, error: null };
     const charge: LedgerEntry = { job_id: job.id, workspace_id: job.workspace_id, model: job.model, amount: cost, created_ms: now };
     if (await this.deps.jobs.finish(done, charge)) {
+      // Counted only where the finish was written, so a re-run after a crash does not count twice.
+      this.metrics.jobFinished(job.kind, 'completed', (now - job.created_ms) / 1000);
+      this.metrics.charged(cost);
       this.deps.logger.info('job completed', { job_id: job.id, cost });
     }
     this.faults.at('generation.finished');
@@ -169,6 +175,7 @@ export class GenerationService {
   private async fail(job: JobRecord, error: JobError): Promise<void> {
     const failed: JobRecord = { ...job, status: 'failed', finished_ms: Date.now(), cost: null, error };
     if (await this.deps.jobs.finish(failed, null)) {
+      this.metrics.jobFinished(job.kind, error.code, ((failed.finished_ms ?? Date.now()) - job.created_ms) / 1000);
       this.deps.logger.warn('job failed', { job_id: job.id, code: error.code });
     }
     await this.announce(job.id);

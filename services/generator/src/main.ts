@@ -1,4 +1,19 @@
-import { createLogger, createRedis, drainWithin, every, FaultInjector, JobQueue, loadConfig, QueueConsumer } from '@media/common';
+import {
+  createLogger,
+  createMetricsRegistry,
+  createRedis,
+  drainWithin,
+  every,
+  FaultInjector,
+  JobQueue,
+  loadConfig,
+  pingRedis,
+  PromGenerationMetrics,
+  QueueConsumer,
+  QueueDepth,
+  registerQueueGauges,
+  startOpsServer,
+} from '@media/common';
 import { FileBlobStore, JobRepository, StoreKeys } from '@media/storage';
 import { GenerationService } from './generation-service';
 import { IntakeRepair } from './intake-repair';
@@ -16,6 +31,7 @@ async function main(): Promise<void> {
   const events = new JobQueue('job-events', redis, config.keyPrefix, logger);
   const generation = new JobQueue('generation', redis, config.keyPrefix, logger);
   const faults = FaultInjector.killing(config.faultCrashPoints, logger);
+  const registry = createMetricsRegistry('generator');
   const service = new GenerationService({
     jobs,
     blobs: new FileBlobStore(config.mediaDir),
@@ -26,6 +42,7 @@ async function main(): Promise<void> {
     logger,
     timeoutMs: config.generationTimeoutMs,
     faults,
+    metrics: new PromGenerationMetrics(registry),
   });
 
   const run = async ({ jobId }: { jobId: string }, job: { updateProgress(p: number): Promise<void> }) =>
@@ -38,10 +55,19 @@ async function main(): Promise<void> {
       keyPrefix: config.keyPrefix,
       concurrency: config.generatorConcurrency,
       lockDurationMs: config.jobLockMs,
+      livenessBoundMs: config.workerLivenessBoundMs,
       logger,
       onGaveUp: ({ payload, reason, permanent }) => service.giveUp(payload.jobId, reason, permanent),
     },
   );
+  registerQueueGauges(registry, new QueueDepth(redis, config.keyPrefix), ['generation'], logger);
+  const ops = await startOpsServer({
+    port: config.opsPort,
+    logger,
+    registry,
+    isReady: () => pingRedis(redis),
+    health: async () => [await consumer.health()],
+  });
   const repair = new IntakeRepair(jobs, generation, logger);
   const repairs = every(INTAKE_REPAIR_INTERVAL_MS, () => repair.run(), (e) => logger.warn('intake repair interrupted', { error: String(e) }));
 
@@ -59,7 +85,7 @@ async function main(): Promise<void> {
         redis.disconnect();
         process.exit(0);
       }
-      await Promise.all([events.close(), generation.close()]);
+      await Promise.all([events.close(), generation.close(), ops.close()]);
       await redis.quit();
       logger.info('stopped');
       process.exit(0);

@@ -1,4 +1,19 @@
-import { createLogger, createRedis, drainWithin, FaultInjector, loadConfig, QueueConsumer, warnIfCallbackChecksRelaxed } from '@media/common';
+import {
+  createLogger,
+  createMetricsRegistry,
+  createRedis,
+  drainWithin,
+  FaultInjector,
+  loadConfig,
+  pingRedis,
+  PromCallbackMetrics,
+  QueueConsumer,
+  QueueDepth,
+  registerQueueGauges,
+  registerScrapedGauge,
+  startOpsServer,
+  warnIfCallbackChecksRelaxed,
+} from '@media/common';
 import { createCallbackService } from './wiring';
 
 async function main(): Promise<void> {
@@ -7,13 +22,15 @@ async function main(): Promise<void> {
   warnIfCallbackChecksRelaxed(config, logger);
   const redis = createRedis(config.redisUrl, 'worker', logger);
   const faults = FaultInjector.killing(config.faultCrashPoints, logger);
-  const { service, close } = await createCallbackService(config, redis, logger, { faults });
+  const registry = createMetricsRegistry('webhook-dispatcher');
+  const { service, tests, callbacks, close } = await createCallbackService(config, redis, logger, { faults, metrics: new PromCallbackMetrics(registry) });
   const consumerOptions = {
     connection: redis,
     keyPrefix: config.keyPrefix,
     concurrency: config.dispatcherConcurrency,
     // A dispatcher killed mid-attempt has its jobs picked up again after about this long.
     lockDurationMs: config.jobLockMs,
+    livenessBoundMs: config.workerLivenessBoundMs,
     logger,
   };
 
@@ -35,11 +52,28 @@ async function main(): Promise<void> {
         if (!job.id) throw new Error('delivery job without an id');
         await service.deliver(request, job.id);
       },
+      'test-callback': async ({ testId }) => {
+        await tests.send(testId);
+      },
     },
     { ...consumerOptions, onGaveUp: (job) => service.onDeliveryGaveUp(job) },
   );
 
   await Promise.all([events.waitUntilReady(), deliveries.waitUntilReady()]);
+  registerQueueGauges(registry, new QueueDepth(redis, config.keyPrefix), ['job-events', 'callback-deliveries'], logger);
+  registerScrapedGauge(
+    registry,
+    { name: 'media_callbacks', help: 'Callbacks by delivery status, over every workspace.', labelNames: ['status'] },
+    async () => Object.entries(await callbacks.countByState()).map(([status, n]) => [{ status }, n]),
+    logger,
+  );
+  const ops = await startOpsServer({
+    port: config.opsPort,
+    logger,
+    registry,
+    isReady: () => pingRedis(redis),
+    health: () => Promise.all([events.health(), deliveries.health()]),
+  });
 
   let stopping: Promise<void> | undefined;
   const shutdown = (signal: string) => {
@@ -54,6 +88,7 @@ async function main(): Promise<void> {
         process.exit(0);
       }
       await close();
+      await ops.close();
       await redis.quit();
       logger.info('stopped');
       process.exit(0);

@@ -1,15 +1,18 @@
 import { readFile } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
-import { FaultInjector, JobQueue, type AppConfig, type Logger } from '@media/common';
+import { FaultInjector, JobQueue, type AppConfig, type CallbackMetrics, type Logger } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
-import { CallbackRepository, JobRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { CallbackRepository, JobRepository, loadLinkSigningKey, StoreKeys, TestCallbackRepository, WorkspaceRepository } from '@media/storage';
 import { CallbackService } from './callback-service';
+import { TestCallbackService } from './test-callback-service';
 import { WebhookSender } from './webhook-sender';
 
 /** A wired {@link CallbackService} and the resources it holds. */
 export interface CallbackServiceHandle {
   service: CallbackService;
+  /** The dashboard's test callbacks, sent with the same guard, signing and sender. */
+  tests: TestCallbackService;
   callbacks: CallbackRepository;
   /** Releases the queue producer and the HTTP agents; the Redis connection stays the caller's. */
   close(): Promise<void>;
@@ -20,6 +23,7 @@ export interface WiringOverrides {
   resolver?: HostResolver;
   now?: () => number;
   faults?: FaultInjector;
+  metrics?: CallbackMetrics;
 }
 
 /**
@@ -53,9 +57,20 @@ export async function createCallbackService(
     docsUrl: config.docsUrl,
     now: overrides.now,
     faults: overrides.faults,
+    metrics: overrides.metrics,
+  });
+  const tests = new TestCallbackService({
+    store: new TestCallbackRepository(redis, keys),
+    workspaces: new WorkspaceRepository(redis, keys),
+    guard: new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs }, overrides.resolver),
+    sender,
+    logger,
+    docsUrl: config.docsUrl,
+    now: overrides.now,
   });
   return {
     service,
+    tests,
     callbacks,
     close: async () => {
       sender.close();

@@ -1,3 +1,4 @@
+import { AccountsError, createAccounts, isRole, type WorkspaceAccounts } from '@media/accounts';
 import { createRedis, loadConfig } from '@media/common';
 import { configuredLimits, JobRepository, LIMIT_NAMES, LimitRepository, StoreKeys, WorkspaceRepository, type LimitName } from '@media/storage';
 import type { Redis } from 'ioredis';
@@ -11,6 +12,7 @@ export interface AdminContext {
   workspaces: WorkspaceRepository;
   jobs: JobRepository;
   limits: LimitRepository;
+  accounts: WorkspaceAccounts;
 }
 
 export type Command = (ctx: AdminContext, flags: Record<string, string>) => Promise<unknown>;
@@ -39,13 +41,13 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     run: async (ctx, flags) => {
       const name = required(flags, 'name');
       const email = flags['owner-email'] ?? `owner@${name.toLowerCase().replace(/[^a-z0-9]+/g, '-') || 'workspace'}.local`;
-      const created = await ctx.workspaces.create(name, email);
+      const created = await ctx.accounts.createWorkspace(name, email);
       return {
         workspace_id: created.workspace.id,
         name,
         api_key: created.apiKey,
         signing_secret: created.signingSecret,
-        // The dashboard is not built yet; these are the owner's credentials for it.
+        // The owner's sign-in for the dashboard at PUBLIC_BASE_URL/dashboard/; the password is shown only here.
         dashboard: { email: created.owner.email, password: created.owner.password, role: 'owner' },
       };
     },
@@ -54,8 +56,32 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     usage: 'rotate-secret --workspace ID',
     run: async (ctx, flags) => {
       const workspaceId = required(flags, 'workspace');
-      const rotated = await ctx.workspaces.rotateSecret(workspaceId, ctx.config.secretRotationOverlapSeconds);
-      return { workspace_id: workspaceId, ...rotated };
+      const { current, previous } = await ctx.accounts.rotateSecret(workspaceId);
+      return {
+        workspace_id: workspaceId,
+        signing_secret: current.secret,
+        previous_secret_expires_at: previous ? new Date(previous.expires_ms).toISOString() : null,
+      };
+    },
+  },
+  'add-member': {
+    usage: 'add-member --workspace ID --email EMAIL --role owner|admin|member',
+    run: async (ctx, flags) => {
+      const workspaceId = required(flags, 'workspace');
+      const role = required(flags, 'role');
+      if (!isRole(role)) throw new UsageError('--role must be owner, admin or member');
+      const member = await ctx.accounts.addMember(workspaceId, required(flags, 'email'), role);
+      // The password is shown only here: the store keeps its scrypt hash.
+      return { workspace_id: workspaceId, dashboard: member };
+    },
+  },
+  'remove-member': {
+    usage: 'remove-member --workspace ID --email EMAIL',
+    run: async (ctx, flags) => {
+      const workspaceId = required(flags, 'workspace');
+      const email = required(flags, 'email');
+      await ctx.accounts.removeMember(workspaceId, email);
+      return { workspace_id: workspaceId, removed: email.trim().toLowerCase() };
     },
   },
   'retry-callback': {
@@ -104,8 +130,12 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
   const keys = new StoreKeys(config.keyPrefix);
   try {
     const limits = new LimitRepository(redis, keys, configuredLimits(config));
-    const context = { config, redis, workspaces: new WorkspaceRepository(redis, keys), jobs: new JobRepository(redis, keys), limits };
+    const context = { config, redis, workspaces: new WorkspaceRepository(redis, keys), jobs: new JobRepository(redis, keys), limits, accounts: createAccounts(config, redis) };
     return await command.run(context, parseFlags(rest));
+  } catch (err) {
+    // Refusals of the accounts rules (last owner, unknown member, bad e-mail) are the operator's input, not a crash.
+    if (err instanceof AccountsError) throw new UsageError(err.message);
+    throw err;
   } finally {
     redis.disconnect();
   }

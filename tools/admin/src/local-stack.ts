@@ -2,7 +2,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { createRedis, loadConfig, pingRedis } from '@media/common';
+import { createAccounts } from '@media/accounts';
+import { createRedis, loadConfig, pingRedis, type AppConfig } from '@media/common';
 import { StoreKeys, WorkspaceRepository } from '@media/storage';
 
 /**
@@ -52,10 +53,10 @@ function installRedis(): void {
   if (install.status !== 0) throw new Error('apt-get install redis-server failed');
 }
 
-async function ensureDemoWorkspace(url: string, prefix: string): Promise<void> {
-  const redis = createRedis(url, 'request');
+async function ensureDemoWorkspace(config: AppConfig): Promise<void> {
+  const redis = createRedis(config.redisUrl, 'request');
   try {
-    const workspaces = new WorkspaceRepository(redis, new StoreKeys(prefix));
+    const workspaces = new WorkspaceRepository(redis, new StoreKeys(config.keyPrefix));
     if (existsSync(DEMO_FILE)) {
       const saved = JSON.parse(await readFile(DEMO_FILE, 'utf8')) as { workspace_id: string };
       if (await workspaces.get(saved.workspace_id)) {
@@ -63,12 +64,12 @@ async function ensureDemoWorkspace(url: string, prefix: string): Promise<void> {
         return;
       }
     }
-    const created = await workspaces.create('demo', 'owner@demo.local');
+    const created = await createAccounts(config, redis).createWorkspace('demo', 'owner@demo.local');
     const demo = {
       workspace_id: created.workspace.id,
       api_key: created.apiKey,
       signing_secret: created.signingSecret,
-      dashboard: { email: created.owner.email, password: created.owner.password },
+      dashboard: { url: `${config.publicBaseUrl}/dashboard/`, email: created.owner.email, password: created.owner.password, role: 'owner' },
     };
     await mkdir(join(ROOT, 'var'), { recursive: true });
     await writeFile(DEMO_FILE, JSON.stringify(demo, null, 2));
@@ -83,13 +84,15 @@ async function ensureDemoWorkspace(url: string, prefix: string): Promise<void> {
 async function main(): Promise<void> {
   const config = loadConfig();
   const redisChild = await ensureRedis(config.redisUrl);
-  await ensureDemoWorkspace(config.redisUrl, config.keyPrefix);
+  await ensureDemoWorkspace(config);
 
   let stopping = false;
-  const children = SERVICES.map((name) => {
+  // One machine, three ops ports (design section 3): gateway OPS_PORT, generator +1, dispatcher +2.
+  const opsPortOf = (index: number) => config.opsPort + index;
+  const children = SERVICES.map((name, index) => {
     const child = spawn(process.execPath, [join(ROOT, 'services', name, 'dist', 'main.js')], {
       // The default MEDIA_DIR is relative; every service gets the same absolute one.
-      env: { ...process.env, MEDIA_DIR: resolve(ROOT, config.mediaDir) },
+      env: { ...process.env, MEDIA_DIR: resolve(ROOT, config.mediaDir), OPS_PORT: String(opsPortOf(index)) },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     child.on('exit', (code, signal) => {
@@ -101,6 +104,9 @@ async function main(): Promise<void> {
     return child;
   });
   console.log(`API: ${config.publicBaseUrl}/v1  (Authorization: Bearer <api_key>)`);
+  SERVICES.forEach((name, index) => console.log(`${name} ops: http://127.0.0.1:${opsPortOf(index)}  (/healthz /readyz /metrics)`));
+  if (config.operatorPassword) console.log(`Bull Board: http://127.0.0.1:${opsPortOf(0)}/queues  (OPERATOR_USERNAME / OPERATOR_PASSWORD)`);
+  console.log(`Dashboard: ${config.publicBaseUrl}/dashboard/  (sign in with dashboard.email and dashboard.password)`);
 
   const stop = async (code: number) => {
     if (stopping) return;

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Redis } from 'ioredis';
 import { newId, type Logger } from '@media/common';
-import type { WorkspaceRepository } from '@media/storage';
+import type { WorkspaceAccounts } from '@media/accounts';
 import { ApiError } from './api-error';
 import { isDependencyOutage } from './outage';
 
@@ -34,15 +34,15 @@ export function requestContext(logger: Logger): RequestHandler {
   };
 }
 
-/** `Authorization: Bearer <key>` → the key's workspace, or 401. */
-export function requireApiKey(workspaces: WorkspaceRepository): RequestHandler {
+/** `Authorization: Bearer <key>` → the key's workspace, or 401; the key's last use is recorded (at most once a minute). */
+export function requireApiKey(accounts: Pick<WorkspaceAccounts, 'authenticateApiKey'>): RequestHandler {
   return async (req, res, next) => {
     const header = req.get('authorization') ?? '';
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) {
       throw new ApiError(401, 'authentication_error', 'Missing API key. Send it as "Authorization: Bearer <API_KEY>".', null, 'missing_api_key');
     }
-    const workspaceId = await workspaces.findByApiKey(match[1]);
+    const workspaceId = await accounts.authenticateApiKey(match[1]);
     if (!workspaceId) throw new ApiError(401, 'authentication_error', 'Incorrect API key provided.', null, 'invalid_api_key');
     res.locals.workspaceId = workspaceId;
     res.locals.logger = res.locals.logger.child({ workspace_id: workspaceId });

@@ -1,0 +1,137 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { FailureCounter, hashApiKey, SessionRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { WorkspaceAccounts } from './accounts';
+import { InvalidCredentialsError, LastOwnerError, MemberExistsError, MemberNotFoundError, SignInThrottledError } from './errors';
+import { hashPassword, verifyPassword } from './passwords';
+import { can } from './permissions';
+
+const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+const keys = new StoreKeys(`test-${randomBytes(6).toString('hex')}`);
+const workspaces = new WorkspaceRepository(redis, keys);
+let clock = Date.now();
+const accounts = new WorkspaceAccounts({
+  workspaces,
+  sessions: new SessionRepository(redis, keys),
+  failures: new FailureCounter(redis, keys),
+  rotationOverlapSeconds: 86_400,
+  now: () => clock,
+});
+
+afterAll(async () => {
+  const found = await redis.keys(`${keys.prefix}:*`);
+  if (found.length > 0) await redis.del(...found);
+  redis.disconnect();
+});
+
+describe('WorkspaceAccounts', () => {
+  it('mints the first credentials and stores API keys only as hashes', async () => {
+    const created = await accounts.createWorkspace('acme', 'Owner@Acme.test');
+    expect(created.apiKey).toMatch(/^sk_[A-Za-z0-9_-]{43}$/);
+    expect(created.signingSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(created.owner).toMatchObject({ email: 'owner@acme.test', role: 'owner' });
+    expect(await workspaces.findByApiKey(created.apiKey)).toBe(created.workspace.id);
+    expect(await workspaces.findByApiKey(`${created.apiKey}x`)).toBeUndefined();
+    const everything = await redis.keys(`${keys.prefix}:*`);
+    for (const key of everything) {
+      const type = await redis.type(key);
+      const dump = JSON.stringify(type === 'hash' ? await redis.hgetall(key) : type === 'string' ? await redis.get(key) : await redis.smembers(key));
+      expect(dump).not.toContain(created.apiKey);
+      expect(dump).not.toContain(created.owner.password);
+    }
+    expect(everything).toContain(keys.apiKey(hashApiKey(created.apiKey)));
+  });
+
+  it('hashes passwords with explicit scrypt parameters and still reads the older form', async () => {
+    const hash = await hashPassword('correct horse');
+    expect(hash).toMatch(/^scrypt\$32768\$8\$1\$/);
+    expect(await verifyPassword('correct horse', hash)).toBe(true);
+    expect(await verifyPassword('wrong', hash)).toBe(false);
+    // The format written before the parameters were: scrypt$salt$hash with Node's defaults.
+    const { scryptSync } = await import('node:crypto');
+    const salt = randomBytes(16);
+    expect(await verifyPassword('old', `scrypt$${salt.toString('base64')}$${scryptSync('old', salt, 32).toString('base64')}`)).toBe(true);
+  });
+
+  it('signs members in, resumes and ends sessions, and reads the role afresh', async () => {
+    const { workspace, owner } = await accounts.createWorkspace('members', 'boss@m.test');
+    const dev = await accounts.addMember(workspace.id, 'Dev@m.test', 'member');
+    await expect(accounts.addMember(workspace.id, 'dev@m.test', 'admin')).rejects.toBeInstanceOf(MemberExistsError);
+    const signed = await accounts.signIn('BOSS@m.test', owner.password, '10.0.0.1');
+    expect(signed.session).toMatchObject({ email: 'boss@m.test', role: 'owner', workspace: { id: workspace.id } });
+    expect(await redis.keys(`${keys.prefix}:session:*`)).not.toContainEqual(expect.stringContaining(signed.token));
+    const devSession = await accounts.signIn('dev@m.test', dev.password, '10.0.0.1');
+    expect(devSession.session.role).toBe('member');
+    await accounts.setRole(workspace.id, 'dev@m.test', 'admin');
+    expect((await accounts.resume(devSession.token))?.role).toBe('admin');
+    await accounts.removeMember(workspace.id, 'dev@m.test');
+    expect(await accounts.resume(devSession.token)).toBeUndefined();
+    await expect(accounts.signIn('dev@m.test', dev.password, '10.0.0.1')).rejects.toBeInstanceOf(InvalidCredentialsError);
+    await accounts.signOut(signed.token);
+    expect(await accounts.resume(signed.token)).toBeUndefined();
+  });
+
+  it('never leaves a workspace without an owner', async () => {
+    const { workspace } = await accounts.createWorkspace('owners', 'a@o.test');
+    await expect(accounts.removeMember(workspace.id, 'a@o.test')).rejects.toBeInstanceOf(LastOwnerError);
+    await expect(accounts.setRole(workspace.id, 'a@o.test', 'admin')).rejects.toBeInstanceOf(LastOwnerError);
+    await expect(accounts.removeMember(workspace.id, 'nobody@o.test')).rejects.toBeInstanceOf(MemberNotFoundError);
+    await accounts.addMember(workspace.id, 'b@o.test', 'owner');
+    // Two owners demoting each other at once: the script lets exactly one through.
+    const both = await Promise.allSettled([accounts.setRole(workspace.id, 'a@o.test', 'member'), accounts.setRole(workspace.id, 'b@o.test', 'member')]);
+    expect(both.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect((await accounts.members(workspace.id)).filter((m) => m.role === 'owner')).toHaveLength(1);
+  });
+
+  it('refuses sign-ins past ten failures for one e-mail, the right password included, with a retry time', async () => {
+    const { owner } = await accounts.createWorkspace('throttle', 't@t.test');
+    for (let i = 0; i < 10; i++) await expect(accounts.signIn(owner.email, 'wrong', `10.1.0.${i}`)).rejects.toBeInstanceOf(InvalidCredentialsError);
+    const refused = await accounts.signIn(owner.email, owner.password, '10.1.1.1').catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(SignInThrottledError);
+    expect((refused as SignInThrottledError).retryAfterSeconds).toBeGreaterThan(800);
+  });
+
+  it('lists, creates and revokes API keys and records their use at most once a minute', async () => {
+    const created = await accounts.createWorkspace('keys', 'k@k.test');
+    const other = await accounts.createWorkspace('other', 'k@other.test');
+    const made = await accounts.createApiKey(created.workspace.id);
+    expect(made.key).toMatch(/^sk_/);
+    expect(made.prefix).toBe(`${made.key.slice(0, 7)}…`);
+    let listed = await accounts.apiKeys(created.workspace.id);
+    expect(listed.map((k) => k.id)).toContain(made.id);
+    expect(listed.every((k) => k.last_used_ms === null)).toBe(true);
+    const t0 = clock;
+    expect(await accounts.authenticateApiKey(made.key)).toBe(created.workspace.id);
+    clock = t0 + 30_000;
+    await accounts.authenticateApiKey(made.key);
+    listed = await accounts.apiKeys(created.workspace.id);
+    expect(listed.find((k) => k.id === made.id)?.last_used_ms).toBe(t0);
+    clock = t0 + 61_000;
+    await accounts.authenticateApiKey(made.key);
+    expect((await accounts.apiKeys(created.workspace.id)).find((k) => k.id === made.id)?.last_used_ms).toBe(t0 + 61_000);
+    await expect(accounts.revokeApiKey(other.workspace.id, made.id)).rejects.toThrow(/No API key/);
+    await accounts.revokeApiKey(created.workspace.id, made.id);
+    expect(await accounts.authenticateApiKey(made.key)).toBeUndefined();
+    clock = Date.now();
+  });
+
+  it('rotates the secret with an overlap, and ends the overlap', async () => {
+    const created = await accounts.createWorkspace('rotate', 'o@r.test');
+    const id = created.workspace.id;
+    const rotated = await accounts.rotateSecret(id);
+    expect(rotated.current.secret).not.toBe(created.signingSecret);
+    expect(rotated.previous).toMatchObject({ secret: created.signingSecret, expires_ms: clock + 86_400_000 });
+    expect(await workspaces.activeSecrets(id, clock + 1_000)).toEqual([rotated.current.secret, created.signingSecret]);
+    expect(await workspaces.activeSecrets(id, clock + 86_400_001)).toEqual([rotated.current.secret]);
+    const ended = await accounts.endOverlap(id);
+    expect(ended).toEqual({ current: rotated.current, previous: null });
+    expect(await workspaces.activeSecrets(id)).toEqual([rotated.current.secret]);
+  });
+
+  it('gives each role its permissions', () => {
+    expect(['owner', 'admin', 'member'].map((r) => can(r as 'owner', 'rotate_secret'))).toEqual([true, true, false]);
+    expect(['owner', 'admin', 'member'].map((r) => can(r as 'owner', 'end_overlap'))).toEqual([true, false, false]);
+    expect(['owner', 'admin', 'member'].map((r) => can(r as 'owner', 'manage_members'))).toEqual([true, false, false]);
+    expect(['owner', 'admin', 'member'].map((r) => can(r as 'owner', 'manage_keys'))).toEqual([true, true, false]);
+  });
+});

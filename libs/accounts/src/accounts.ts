@@ -1,0 +1,260 @@
+import { timingSafeEqual } from 'node:crypto';
+import { newId } from '@media/common';
+import { hashApiKey, type ApiKeyInfo, type FailureCounter, type Role, type SessionRepository, type SigningSecret, type StoredSession, type Workspace, type WorkspaceRepository } from '@media/storage';
+import {
+  ApiKeyNotFoundError,
+  InvalidAccountInputError,
+  InvalidCredentialsError,
+  LastOwnerError,
+  MemberExistsError,
+  MemberNotFoundError,
+  SignInThrottledError,
+  WorkspaceNotFoundError,
+} from './errors';
+import { mint, sha256 } from './mint';
+import { decoyHash, hashPassword, verifyPassword } from './passwords';
+import { isRole } from './permissions';
+
+/** A session lasts this long without use; every authenticated request restarts the clock. */
+export const SESSION_IDLE_SECONDS = 12 * 3600;
+/** Failed sign-ins allowed per e-mail in one window (guessing one account's password). */
+export const SIGN_IN_FAILURES_PER_EMAIL = 10;
+/** Failed sign-ins allowed per client address in one window (spraying many accounts); higher, as offices share addresses. */
+export const SIGN_IN_FAILURES_PER_ADDRESS = 50;
+export const SIGN_IN_WINDOW_SECONDS = 15 * 60;
+/** An API key's last use is written at most this often: one write a minute, not one per request. */
+export const API_KEY_TOUCH_INTERVAL_MS = 60_000;
+
+const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
+
+export interface Credentials {
+  email: string;
+  password: string;
+  role: Role;
+}
+
+export interface NewWorkspace {
+  workspace: Workspace;
+  apiKey: string;
+  signingSecret: string;
+  owner: Credentials;
+}
+
+/** A signed-in member, as every dashboard request sees it: the role is read afresh, so a change applies at once. */
+export interface Session {
+  workspace: Workspace;
+  email: string;
+  role: Role;
+  csrfToken: string;
+}
+
+export interface SecretsView {
+  current: SigningSecret;
+  /** The previous secret while it still signs (a rotation overlap), else null. */
+  previous: SigningSecret | null;
+}
+
+export interface AccountsDeps {
+  workspaces: WorkspaceRepository;
+  sessions: SessionRepository;
+  failures: FailureCounter;
+  /** SECRET_ROTATION_OVERLAP_SECONDS. */
+  rotationOverlapSeconds: number;
+  now?: () => number;
+}
+
+/**
+ * Workspace accounts: members and their passwords, dashboard sessions, API keys and signing
+ * secrets. The gateway (API-key authentication and the dashboard) and the admin CLI both call it.
+ * Credentials are minted here and handed to the storage as hashes; authorisation (who may do
+ * what) is the caller's, with {@link can}, because the CLI is an operator with no role.
+ */
+export class WorkspaceAccounts {
+  private readonly now: () => number;
+
+  constructor(private readonly deps: AccountsDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  /** A workspace with its first API key, signing secret and owner; every credential is shown this once. */
+  async createWorkspace(name: string, ownerEmail: string): Promise<NewWorkspace> {
+    const email = normalizeEmail(ownerEmail);
+    const now = this.now();
+    const workspace: Workspace = { id: newId('ws'), name, created_ms: now };
+    const key = mint.apiKey();
+    const signingSecret = mint.signingSecret();
+    const password = mint.password();
+    await this.deps.workspaces.insert(
+      workspace,
+      { id: key.id, hash: hashApiKey(key.key), prefix: key.prefix, created_ms: now },
+      { secret: signingSecret, created_ms: now, expires_ms: 0 },
+      { email, role: 'owner', password_hash: await hashPassword(password) },
+    );
+    return { workspace, apiKey: key.key, signingSecret, owner: { email, password, role: 'owner' } };
+  }
+
+  async workspace(workspaceId: string): Promise<Workspace> {
+    const workspace = await this.deps.workspaces.get(workspaceId);
+    if (!workspace) throw new WorkspaceNotFoundError(workspaceId);
+    return workspace;
+  }
+
+  // --- members -------------------------------------------------------------------------------
+
+  async members(workspaceId: string): Promise<{ email: string; role: Role }[]> {
+    return (await this.deps.workspaces.members(workspaceId)).map(({ email, role }) => ({ email, role }));
+  }
+
+  /** Adds a member with a generated password, returned this once. */
+  async addMember(workspaceId: string, email: string, role: Role): Promise<Credentials> {
+    const normalized = normalizeEmail(email);
+    if (!isRole(role)) throw new InvalidAccountInputError('role must be owner, admin or member', 'role');
+    await this.workspace(workspaceId);
+    const password = mint.password();
+    const added = await this.deps.workspaces.addMember(workspaceId, { email: normalized, role, password_hash: await hashPassword(password) });
+    if (!added) throw new MemberExistsError(normalized);
+    return { email: normalized, password, role };
+  }
+
+  /** @throws LastOwnerError when this would leave no owner */
+  async setRole(workspaceId: string, email: string, role: Role): Promise<{ email: string; role: Role }> {
+    if (!isRole(role)) throw new InvalidAccountInputError('role must be owner, admin or member', 'role');
+    const normalized = email.trim().toLowerCase();
+    this.check(await this.deps.workspaces.changeMember(workspaceId, normalized, role), normalized);
+    return { email: normalized, role };
+  }
+
+  /** Removes the member; their sessions end with the next request (each request reads the member). */
+  async removeMember(workspaceId: string, email: string): Promise<void> {
+    const normalized = email.trim().toLowerCase();
+    this.check(await this.deps.workspaces.changeMember(workspaceId, normalized, null), normalized);
+  }
+
+  private check(outcome: 'ok' | 'missing' | 'last_owner', email: string): void {
+    if (outcome === 'missing') throw new MemberNotFoundError(email);
+    if (outcome === 'last_owner') throw new LastOwnerError(email);
+  }
+
+  // --- sign-in and sessions -----------------------------------------------------------------
+
+  /**
+   * Checks e-mail and password and opens a session. Failures are counted per e-mail and per client
+   * address; past either limit every attempt is refused (the right password included) until the
+   * window ends, so a guesser learns nothing more. An unknown e-mail costs one scrypt, like a wrong
+   * password, so that timing does not tell which e-mails exist.
+   *
+   * @returns the cookie token (shown to the browser only) and the session
+   */
+  async signIn(email: string, password: string, clientAddress: string): Promise<{ token: string; session: Session }> {
+    const normalized = email.trim().toLowerCase();
+    const subjects = [
+      { scope: 'email' as const, hash: sha256(normalized), limit: SIGN_IN_FAILURES_PER_EMAIL },
+      { scope: 'address' as const, hash: sha256(clientAddress), limit: SIGN_IN_FAILURES_PER_ADDRESS },
+    ];
+    for (const s of subjects) {
+      const { count, resetMs } = await this.deps.failures.read(s.scope, s.hash);
+      if (count >= s.limit) throw new SignInThrottledError(Math.max(1, Math.ceil(resetMs / 1000)));
+    }
+    // An e-mail may belong to several workspaces, each with its own password: the first that matches wins.
+    let found: { workspaceId: string; role: Role } | undefined;
+    const candidates = await this.deps.workspaces.workspacesOfMember(normalized);
+    for (const workspaceId of candidates) {
+      const member = await this.deps.workspaces.member(workspaceId, normalized);
+      if (member && (await verifyPassword(password, member.password_hash))) {
+        found = { workspaceId, role: member.role };
+        break;
+      }
+    }
+    if (candidates.length === 0) await verifyPassword(password, await decoyHash());
+    if (!found) {
+      for (const s of subjects) await this.deps.failures.add(s.scope, s.hash, SIGN_IN_WINDOW_SECONDS);
+      throw new InvalidCredentialsError();
+    }
+    const token = mint.sessionToken();
+    const stored: StoredSession = { workspace_id: found.workspaceId, email: normalized, csrf_token: mint.csrfToken(), created_ms: this.now() };
+    await this.deps.sessions.create(sha256(token), stored, SESSION_IDLE_SECONDS);
+    return { token, session: { workspace: await this.workspace(found.workspaceId), email: normalized, role: found.role, csrfToken: stored.csrf_token } };
+  }
+
+  /** The session of a cookie token, its idle timer restarted; undefined when expired, ended, or the member was removed. */
+  async resume(token: string): Promise<Session | undefined> {
+    if (!token) return undefined;
+    const stored = await this.deps.sessions.touch(sha256(token), SESSION_IDLE_SECONDS);
+    if (!stored) return undefined;
+    const [member, workspace] = await Promise.all([this.deps.workspaces.member(stored.workspace_id, stored.email), this.deps.workspaces.get(stored.workspace_id)]);
+    if (!member || !workspace) return undefined;
+    return { workspace, email: member.email, role: member.role, csrfToken: stored.csrf_token };
+  }
+
+  async signOut(token: string): Promise<void> {
+    if (token) await this.deps.sessions.delete(sha256(token));
+  }
+
+  // --- API keys -----------------------------------------------------------------------------
+
+  /**
+   * The workspace an API key belongs to, recording its use at most once per
+   * {@link API_KEY_TOUCH_INTERVAL_MS}: the read is needed anyway, the write is rare.
+   */
+  async authenticateApiKey(apiKey: string): Promise<string | undefined> {
+    const owner = await this.deps.workspaces.lookupApiKey(apiKey);
+    if (!owner) return undefined;
+    const now = this.now();
+    if (owner.last_used_ms === null || now - owner.last_used_ms >= API_KEY_TOUCH_INTERVAL_MS) await this.deps.workspaces.touchApiKey(apiKey, now);
+    return owner.workspace_id;
+  }
+
+  apiKeys(workspaceId: string): Promise<ApiKeyInfo[]> {
+    return this.deps.workspaces.apiKeys(workspaceId);
+  }
+
+  /** A new key; the key itself is returned this once and only its hash is kept. */
+  async createApiKey(workspaceId: string): Promise<ApiKeyInfo & { key: string }> {
+    await this.workspace(workspaceId);
+    const minted = mint.apiKey();
+    const stored = { id: minted.id, hash: hashApiKey(minted.key), prefix: minted.prefix, created_ms: this.now() };
+    await this.deps.workspaces.addApiKey(workspaceId, stored);
+    return { ...stored, last_used_ms: null, key: minted.key };
+  }
+
+  /** @throws ApiKeyNotFoundError for an id that is not this workspace's */
+  async revokeApiKey(workspaceId: string, keyId: string): Promise<void> {
+    if (!(await this.deps.workspaces.revokeApiKey(workspaceId, keyId))) throw new ApiKeyNotFoundError(keyId);
+  }
+
+  // --- signing secrets ----------------------------------------------------------------------
+
+  async secrets(workspaceId: string): Promise<SecretsView> {
+    const list = await this.deps.workspaces.signingSecrets(workspaceId, this.now());
+    const current = list.find((s) => s.expires_ms === 0);
+    if (!current) throw new WorkspaceNotFoundError(workspaceId);
+    return { current, previous: list.find((s) => s.expires_ms !== 0) ?? null };
+  }
+
+  /** A new current secret at once; the previous one keeps signing for the configured overlap. */
+  async rotateSecret(workspaceId: string): Promise<SecretsView> {
+    await this.workspace(workspaceId);
+    await this.deps.workspaces.rotateSecret(workspaceId, mint.signingSecret(), this.deps.rotationOverlapSeconds, this.now());
+    return this.secrets(workspaceId);
+  }
+
+  /** The previous secret stops signing now (a leaked secret should not keep signing for a day). */
+  async endOverlap(workspaceId: string): Promise<SecretsView> {
+    await this.workspace(workspaceId);
+    await this.deps.workspaces.endSecretOverlap(workspaceId);
+    return this.secrets(workspaceId);
+  }
+}
+
+/** Constant-time comparison of two tokens (CSRF); different lengths are simply unequal. */
+export function tokensEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+function normalizeEmail(email: string): string {
+  const normalized = String(email ?? '').trim().toLowerCase();
+  if (!EMAIL.test(normalized)) throw new InvalidAccountInputError('email must be an e-mail address', 'email');
+  return normalized;
+}

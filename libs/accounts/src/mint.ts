@@ -1,0 +1,23 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { newId } from '@media/common';
+import { generateSecret } from '@media/webhooks';
+
+/**
+ * Minting credentials, kept apart from storing them (`@media/storage` only ever sees hashes of
+ * keys and passwords). Every credential is 256 (keys, sessions) or 96 (passwords) random bits.
+ */
+export const mint = {
+  /** `sk_` + 43 base64url characters; the prefix tells a leaked key apart in secret scanners. */
+  apiKey: (): { id: string; key: string; prefix: string } => {
+    const key = `sk_${randomBytes(32).toString('base64url')}`;
+    return { id: newId('key'), key, prefix: `${key.slice(0, 7)}…` };
+  },
+  /** Shown once to the member; 16 characters, typed rarely (the browser keeps it). */
+  password: (): string => randomBytes(12).toString('base64url'),
+  signingSecret: (): string => generateSecret(),
+  /** The session cookie's value; only its SHA-256 is stored. */
+  sessionToken: (): string => randomBytes(32).toString('base64url'),
+  csrfToken: (): string => randomBytes(32).toString('base64url'),
+};
+
+export const sha256 = (value: string): string => createHash('sha256').update(value).digest('hex');

@@ -1,0 +1,26 @@
+import type { Role } from '@media/storage';
+
+export const ROLES: readonly Role[] = ['owner', 'admin', 'member'];
+
+/** Everything a dashboard member may be refused. Reading and retrying callbacks are open to every role. */
+export type Action = 'rotate_secret' | 'end_overlap' | 'manage_keys' | 'manage_members';
+
+/**
+ * Who may do what (issue 7): owners everything; admins rotate the secret and manage keys; members
+ * read and retry. Ending the overlap cuts off receivers still on the old secret at once, so it is
+ * the owner's call alone.
+ */
+const ALLOWED: Record<Action, readonly Role[]> = {
+  rotate_secret: ['owner', 'admin'],
+  manage_keys: ['owner', 'admin'],
+  end_overlap: ['owner'],
+  manage_members: ['owner'],
+};
+
+export function can(role: Role, action: Action): boolean {
+  return ALLOWED[action].includes(role);
+}
+
+export function isRole(value: unknown): value is Role {
+  return typeof value === 'string' && (ROLES as readonly string[]).includes(value);
+}

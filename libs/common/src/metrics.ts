@@ -1,0 +1,221 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Logger } from './logger';
+import { QUEUE_STATES, withTimeout, type QueueDepth } from './queue-depth';
+import type { QueueName } from './queues';
+
+/**
+ * Prometheus metrics. The names are a contract (design section 2, the KEDA scalers and the
+ * PrometheusRule read them): change one and the autoscaling and alerts go blind without an error.
+ * Each process has its own registry, served on its ops port; nothing here is a global.
+ */
+export const METRIC_PREFIX = 'media_';
+
+/** One registry per process, with Node's process metrics and a `service` label on every series. */
+export function createMetricsRegistry(service: string): Registry {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service });
+  collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
+  return registry;
+}
+
+/** What the generator reports about finished jobs. */
+export interface GenerationMetrics {
+  /** `outcome`: `completed`, or the job's error code (`moderation_blocked`, `invalid_image`, `generation_failed`). */
+  jobFinished(kind: string, outcome: string, secondsSinceCreated: number): void;
+  charged(amountUsd: number): void;
+}
+
+/** What the dispatcher reports about callback attempts. */
+export interface CallbackMetrics {
+  /**
+   * One recorded attempt. `error` is the attempt's error class or `none`; the latencies are
+   * measured from the job's end (the event the callback announces) and given when this attempt
+   * was the callback's first, or the one that delivered it.
+   */
+  attempt(outcome: 'delivered' | 'failed', error: string, latency: { firstAttemptSeconds?: number; deliveredSeconds?: number }): void;
+}
+
+/** What the gateway reports per HTTP request; `route` is the route pattern, never the raw path. */
+export interface HttpMetrics {
+  request(route: string, method: string, status: number, seconds: number): void;
+}
+
+export const NO_GENERATION_METRICS: GenerationMetrics = { jobFinished: () => undefined, charged: () => undefined };
+export const NO_CALLBACK_METRICS: CallbackMetrics = { attempt: () => undefined };
+
+/** Callback latencies span a receiver's first answer (seconds) to the end of the ladder (~10.6 h). */
+const CALLBACK_BUCKETS = [0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1_800, 3_600, 7_200, 14_400, 28_800, 43_200];
+/** Images take seconds, videos minutes. */
+const GENERATION_BUCKETS = [0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+export class PromHttpMetrics implements HttpMetrics {
+  private readonly requests: Counter<'route' | 'method' | 'status'>;
+  private readonly durations: Histogram<'route' | 'method' | 'status'>;
+
+  constructor(registry: Registry) {
+    this.requests = new Counter({
+      name: 'media_http_requests_total',
+      help: 'HTTP requests answered, by route pattern, method and status.',
+      labelNames: ['route', 'method', 'status'],
+      registers: [registry],
+    });
+    // Up to minutes: synchronous image calls wait for the generator (SYNC_IMAGE_TIMEOUT_MS).
+    this.durations = new Histogram({
+      name: 'media_http_request_duration_seconds',
+      help: 'HTTP request latency, by route pattern, method and status.',
+      labelNames: ['route', 'method', 'status'],
+      buckets: HTTP_BUCKETS,
+      registers: [registry],
+    });
+  }
+
+  request(route: string, method: string, status: number, seconds: number): void {
+    const labels = { route, method, status: String(status) };
+    this.requests.inc(labels);
+    this.durations.observe(labels, seconds);
+  }
+}
+
+export class PromGenerationMetrics implements GenerationMetrics {
+  private readonly jobs: Counter<'kind' | 'outcome'>;
+  private readonly durations: Histogram<'kind' | 'outcome'>;
+  private readonly charges: Counter;
+
+  constructor(registry: Registry) {
+    this.jobs = new Counter({
+      name: 'media_generation_jobs_total',
+      help: 'Generation jobs finished, by kind and outcome (completed or the error code).',
+      labelNames: ['kind', 'outcome'],
+      registers: [registry],
+    });
+    this.durations = new Histogram({
+      name: 'media_generation_job_duration_seconds',
+      help: 'Time from accepting a generation job to its final state.',
+      labelNames: ['kind', 'outcome'],
+      buckets: GENERATION_BUCKETS,
+      registers: [registry],
+    });
+    this.charges = new Counter({
+      name: 'media_charges_usd_total',
+      help: 'Charges written to the ledger, in US dollars (each job is charged at most once).',
+      registers: [registry],
+    });
+  }
+
+  jobFinished(kind: string, outcome: string, secondsSinceCreated: number): void {
+    this.jobs.inc({ kind, outcome });
+    this.durations.observe({ kind, outcome }, Math.max(0, secondsSinceCreated));
+  }
+
+  charged(amountUsd: number): void {
+    if (amountUsd > 0) this.charges.inc(amountUsd);
+  }
+}
+
+export class PromCallbackMetrics implements CallbackMetrics {
+  private readonly attempts: Counter<'outcome' | 'error'>;
+  private readonly firstAttempt: Histogram;
+  private readonly delivered: Histogram;
+
+  constructor(registry: Registry) {
+    this.attempts = new Counter({
+      name: 'media_callback_attempts_total',
+      help: 'Callback attempts, by outcome and error class (none when delivered).',
+      labelNames: ['outcome', 'error'],
+      registers: [registry],
+    });
+    this.firstAttempt = new Histogram({
+      name: 'media_callback_first_attempt_seconds',
+      help: "Time from a job's end to the first attempt at its callback.",
+      buckets: CALLBACK_BUCKETS,
+      registers: [registry],
+    });
+    this.delivered = new Histogram({
+      name: 'media_callback_delivered_seconds',
+      help: "Time from a job's end to the attempt that delivered its callback.",
+      buckets: CALLBACK_BUCKETS,
+      registers: [registry],
+    });
+  }
+
+  attempt(outcome: 'delivered' | 'failed', error: string, latency: { firstAttemptSeconds?: number; deliveredSeconds?: number }): void {
+    this.attempts.inc({ outcome, error });
+    if (latency.firstAttemptSeconds !== undefined) this.firstAttempt.observe(Math.max(0, latency.firstAttemptSeconds));
+    if (latency.deliveredSeconds !== undefined) this.delivered.observe(Math.max(0, latency.deliveredSeconds));
+  }
+}
+
+/**
+ * `media_queue_jobs{queue,state}` and `media_queue_oldest_waiting_seconds{queue}`, read from
+ * Redis when Prometheus scrapes (one round trip per queue), so they are as fresh as the scrape and
+ * cost nothing between scrapes.
+ */
+export function registerQueueGauges(registry: Registry, depth: QueueDepth, queues: readonly QueueName[], logger: Logger): void {
+  let reading: Promise<Map<QueueName, Awaited<ReturnType<QueueDepth['read']>>>> | undefined;
+  // Both gauges are collected in one scrape; they share one read of each queue.
+  const readAll = () => {
+    reading ??= (async () => {
+      // A scrape must not hang on a Redis that is away (worker connections retry for ever).
+      const entries = await Promise.all(queues.map(async (q) => [q, await withTimeout(depth.read(q), SCRAPE_READ_TIMEOUT_MS)] as const));
+      return new Map(entries);
+    })().finally(() => setImmediate(() => (reading = undefined)));
+    return reading;
+  };
+  new Gauge({
+    name: 'media_queue_jobs',
+    help: 'BullMQ jobs per queue and state; delayed_due = delayed jobs whose time has come (a subset of delayed).',
+    labelNames: ['queue', 'state'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      try {
+        for (const [queue, reading] of await readAll()) {
+          for (const state of QUEUE_STATES) this.set({ queue, state }, reading.jobs[state]);
+        }
+      } catch (err) {
+        logger.warn('queue gauges unavailable', { error: String(err) });
+      }
+    },
+  });
+  new Gauge({
+    name: 'media_queue_oldest_waiting_seconds',
+    help: 'Age of the oldest job that could run now (waiting, or delayed and due), per queue.',
+    labelNames: ['queue'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      try {
+        for (const [queue, reading] of await readAll()) this.set({ queue }, reading.oldestWaitingSeconds);
+      } catch {
+        // Logged once by media_queue_jobs above.
+      }
+    },
+  });
+}
+
+const SCRAPE_READ_TIMEOUT_MS = 2_000;
+
+/** A gauge whose labelled values are read at scrape time, e.g. `media_callbacks{status}`. */
+export function registerScrapedGauge<L extends string>(
+  registry: Registry,
+  spec: { name: string; help: string; labelNames: readonly L[] },
+  read: () => Promise<Array<[Record<L, string>, number]>>,
+  logger: Logger,
+): void {
+  new Gauge<L>({
+    name: spec.name,
+    help: spec.help,
+    labelNames: spec.labelNames,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      try {
+        for (const [labels, value] of await withTimeout(read(), SCRAPE_READ_TIMEOUT_MS)) this.set(labels as never, value);
+      } catch (err) {
+        logger.warn('gauge unavailable', { metric: spec.name, error: String(err) });
+      }
+    },
+  });
+}

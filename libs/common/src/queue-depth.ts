@@ -1,0 +1,87 @@
+import type { Redis } from 'ioredis';
+import { bullPrefix } from './queue';
+import type { QueueName } from './queues';
+
+/** The states of `media_queue_jobs`; `delayed_due` is part of `delayed`, not beside it. */
+export const QUEUE_STATES = ['waiting', 'prioritized', 'delayed', 'delayed_due', 'active', 'failed'] as const;
+export type QueueState = (typeof QUEUE_STATES)[number];
+
+export interface QueueDepthReading {
+  jobs: Record<QueueState, number>;
+  /** What a worker has to do now: waiting + prioritized + delayed_due (what the autoscalers count). */
+  backlog: number;
+  /** Age of the oldest job that could run now (waiting, or delayed and due), 0 when there is none. */
+  oldestWaitingSeconds: number;
+}
+
+/**
+ * BullMQ 6 scores a delayed job `dueAtMs * 0x1000 + counter` (getDelayedScore.lua), so "due by
+ * now" is every score up to the last one of this millisecond.
+ */
+const DELAYED_SCORE_FACTOR = 0x1000;
+
+/**
+ * Reads one queue's depth straight from BullMQ's keys in one round trip. BullMQ's own getCounts
+ * has no "delayed and due" count: those jobs are promoted only while a worker runs, so with no
+ * healthy worker they pile up in the delayed set looking like future work. Counting them here is
+ * what lets the autoscaler and the dispatcher-lag alert see them.
+ */
+export class QueueDepth {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keyPrefix: string,
+  ) {}
+
+  async read(queue: QueueName, nowMs = Date.now()): Promise<QueueDepthReading> {
+    const key = (suffix: string) => `${bullPrefix(this.keyPrefix)}:${queue}:${suffix}`;
+    const dueMax = (nowMs + 1) * DELAYED_SCORE_FACTOR - 1;
+    const replies = await this.redis
+      // A pipeline, not MULTI: reads only, and they must pass a Redis paused for writes (CLIENT PAUSE WRITE).
+      .pipeline()
+      .llen(key('wait'))
+      .zcard(key('prioritized'))
+      .zcard(key('delayed'))
+      .zcount(key('delayed'), 0, dueMax)
+      .llen(key('active'))
+      .zcard(key('failed'))
+      // Jobs are pushed on the left and taken from the right, so the oldest waiting one is last.
+      .lindex(key('wait'), -1)
+      .zrange(key('delayed'), 0, 0, 'WITHSCORES')
+      .exec();
+    if (!replies) throw new Error('queue depth pipeline returned nothing');
+    const value = (i: number) => {
+      const [err, result] = replies[i];
+      if (err) throw err;
+      return result;
+    };
+    const [waiting, prioritized, delayed, delayedDue, active, failed] = [0, 1, 2, 3, 4, 5].map((i) => Number(value(i)));
+    const oldestWaitingId = value(6) as string | null;
+    const firstDelayed = value(7) as string[];
+
+    let oldestMs = Infinity;
+    if (oldestWaitingId) {
+      const timestamp = await this.redis.hget(key(oldestWaitingId), 'timestamp');
+      if (timestamp) oldestMs = Number(timestamp);
+    }
+    if (firstDelayed.length === 2) {
+      // A due delayed job has been "waiting" since it fell due, not since it was added.
+      const dueMs = Math.floor(Number(firstDelayed[1]) / DELAYED_SCORE_FACTOR);
+      if (dueMs <= nowMs) oldestMs = Math.min(oldestMs, dueMs);
+    }
+    return {
+      jobs: { waiting, prioritized, delayed, delayed_due: delayedDue, active, failed },
+      backlog: waiting + prioritized + delayedDue,
+      oldestWaitingSeconds: Number.isFinite(oldestMs) ? Math.max(0, (nowMs - oldestMs) / 1000) : 0,
+    };
+  }
+}
+
+/** Rejects when `work` has not settled within `ms` (the work itself goes on). */
+export async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,166 @@
+import { presentCallback, presentCallbackDetail, type CallbackAdmin } from '@media/callbacks';
+import { callbackIdFor, eventTypeFor, isFinished, type JobPresenter, type JobRecord } from '@media/domain';
+import type { CallbackRecord, CallbackState, JobRepository } from '@media/storage';
+import type { CallbackStatus, JobKind, RequestDetail, RequestList, RequestRow, Usage } from './contract';
+
+export interface RequestQuery {
+  kind?: JobKind;
+  callbackStatus?: CallbackStatus;
+  /** An exact id: `req_…`, `video_…` or `msg_…`. */
+  q?: string;
+  limit: number;
+  /** The id of the last row the client saw. */
+  after?: string;
+}
+
+/** Callback records read per step while a state filter looks for rows of one kind. */
+const FILTER_CHUNK = 100;
+const DAY_MS = 86_400_000;
+
+const seconds = (ms: number) => Math.floor(ms / 1000);
+/** The order of the Requests page: newest first, ties broken by id as the sorted sets break them. */
+const newestFirst = (a: JobRecord, b: JobRecord) => b.created_ms - a.created_ms || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+const kindOfType = (type: string): JobKind => (type.startsWith('video.') ? 'video' : 'image');
+
+/**
+ * The Requests and Usage pages' reads: image and video requests of one workspace merged newest
+ * first, each with its callback. Everything is scoped by the workspace: an id of another workspace
+ * is not found.
+ */
+export class RequestsView {
+  constructor(
+    private readonly deps: {
+      jobs: Pick<JobRepository, 'list' | 'getMany' | 'getForWorkspace' | 'ledger'>;
+      presenter: Pick<JobPresenter, 'render'>;
+      callbackAdmin: Pick<CallbackAdmin, 'list' | 'findMany' | 'describe'>;
+      now?: () => number;
+    },
+  ) {}
+
+  async list(workspaceId: string, q: RequestQuery): Promise<RequestList> {
+    if (q.q) return { data: await this.search(workspaceId, q.q.trim(), q), has_more: false };
+    if (q.callbackStatus) return this.listByCallbackState(workspaceId, q.callbackStatus, q);
+    const kinds: JobKind[] = q.kind ? [q.kind] : ['image', 'video'];
+    const cursor = q.after ? await this.deps.jobs.getForWorkspace(workspaceId, q.after) : undefined;
+    if (q.after && !cursor) return { data: [], has_more: false };
+    let hasMore = false;
+    const candidates: JobRecord[] = [];
+    for (const kind of kinds) {
+      // The cursor's own index pages by rank; the other starts at the cursor's time (ties filtered below).
+      const own = cursor?.kind === kind;
+      const page = await this.deps.jobs.list(workspaceId, kind, {
+        limit: q.limit,
+        order: 'desc',
+        after: own ? cursor.id : undefined,
+        createdBeforeMs: cursor && !own ? cursor.created_ms + 1 : undefined,
+      });
+      hasMore ||= page.hasMore;
+      candidates.push(...(await this.deps.jobs.getMany(page.ids)));
+    }
+    const merged = candidates.filter((job) => !cursor || newestFirst(cursor, job) < 0).sort(newestFirst);
+    return { data: await this.rows(workspaceId, merged.slice(0, q.limit)), has_more: hasMore || merged.length > q.limit };
+  }
+
+  async detail(workspaceId: string, id: string): Promise<RequestDetail | undefined> {
+    const job = await this.deps.jobs.getForWorkspace(workspaceId, id);
+    if (!job) return undefined;
+    const [row] = await this.rows(workspaceId, [job]);
+    const messageId = callbackIdOf(job);
+    const described = messageId ? await this.deps.callbackAdmin.describe(workspaceId, messageId).catch(() => undefined) : undefined;
+    return {
+      row,
+      job: this.deps.presenter.render(job) as unknown as Record<string, unknown>,
+      callback: described ? presentCallbackDetail(described.callback, described.attempts) : null,
+    };
+  }
+
+  /** Charges of the last `days` UTC days (today included), per day and entry by entry. */
+  async usage(workspaceId: string, days: number): Promise<Usage> {
+    const now = (this.deps.now ?? Date.now)();
+    const firstDay = Math.floor(now / DAY_MS) * DAY_MS - (days - 1) * DAY_MS;
+    const entries = (await this.deps.jobs.ledger(workspaceId)).filter((e) => e.created_ms >= firstDay).sort((a, b) => b.created_ms - a.created_ms);
+    // Sums in micro-dollars: adding binary fractions day after day drifts.
+    const micros = (n: number) => Math.round(n * 1e6);
+    const perDay = new Map<string, { micros: number; count: number }>();
+    for (let t = firstDay; t <= now; t += DAY_MS) perDay.set(new Date(t).toISOString().slice(0, 10), { micros: 0, count: 0 });
+    for (const e of entries) {
+      const day = perDay.get(new Date(e.created_ms).toISOString().slice(0, 10));
+      if (day) {
+        day.micros += micros(e.amount);
+        day.count++;
+      }
+    }
+    const total = entries.reduce((sum, e) => sum + micros(e.amount), 0);
+    return {
+      currency: 'usd',
+      total: total / 1e6,
+      days: [...perDay].map(([date, d]) => ({ date, amount: d.micros / 1e6, count: d.count })),
+      entries: entries.map((e) => ({ job_id: e.job_id, model: e.model, amount: e.amount, created_at: seconds(e.created_ms) })),
+    };
+  }
+
+  private async search(workspaceId: string, id: string, q: RequestQuery): Promise<RequestRow[]> {
+    let job: JobRecord | undefined;
+    if (id.startsWith('msg_')) {
+      const [callback] = await this.deps.callbackAdmin.findMany(workspaceId, [id]);
+      if (callback) job = await this.deps.jobs.getForWorkspace(workspaceId, callback.job_id);
+    } else if (/^(req|video)_[A-Za-z0-9]+$/.test(id)) {
+      job = await this.deps.jobs.getForWorkspace(workspaceId, id);
+    }
+    if (!job || (q.kind && job.kind !== q.kind)) return [];
+    const [row] = await this.rows(workspaceId, [job]);
+    return q.callbackStatus && row.callback?.status !== q.callbackStatus ? [] : [row];
+  }
+
+  /** A callback-state filter reads that state's index of callbacks (newest first), so a rare state is found fast. */
+  private async listByCallbackState(workspaceId: string, state: CallbackState, q: RequestQuery): Promise<RequestList> {
+    let after: string | undefined;
+    if (q.after) {
+      const cursor = await this.deps.jobs.getForWorkspace(workspaceId, q.after);
+      after = cursor ? callbackIdOf(cursor) : undefined;
+      if (!after) return { data: [], has_more: false };
+    }
+    const found: CallbackRecord[] = [];
+    for (;;) {
+      const page = await this.deps.callbackAdmin.list(workspaceId, { state, limit: q.kind ? FILTER_CHUNK : q.limit, after });
+      for (const callback of page.callbacks) {
+        if (q.kind && kindOfType(callback.type) !== q.kind) continue;
+        if (found.length === q.limit) return { data: await this.rowsOfCallbacks(workspaceId, found), has_more: true };
+        found.push(callback);
+      }
+      if (!page.hasMore) return { data: await this.rowsOfCallbacks(workspaceId, found), has_more: false };
+      if (!q.kind) return { data: await this.rowsOfCallbacks(workspaceId, found), has_more: true };
+      after = page.callbacks.at(-1)?.id;
+    }
+  }
+
+  private async rowsOfCallbacks(workspaceId: string, callbacks: CallbackRecord[]): Promise<RequestRow[]> {
+    const jobs = new Map((await this.deps.jobs.getMany(callbacks.map((cb) => cb.job_id))).map((j) => [j.id, j]));
+    const ordered = callbacks.map((cb) => jobs.get(cb.job_id)).filter((j): j is JobRecord => j !== undefined && j.workspace_id === workspaceId);
+    return this.rows(workspaceId, ordered);
+  }
+
+  private async rows(workspaceId: string, jobs: JobRecord[]): Promise<RequestRow[]> {
+    const ids = jobs.map(callbackIdOf).filter((id): id is string => id !== undefined);
+    const callbacks = new Map((await this.deps.callbackAdmin.findMany(workspaceId, ids)).map((cb) => [cb.job_id, cb]));
+    return jobs.map((job) => {
+      const callback = callbacks.get(job.id);
+      return {
+        id: job.id,
+        kind: job.kind,
+        model: job.model,
+        status: job.status,
+        cost: job.cost,
+        created_at: seconds(job.created_ms),
+        prompt: job.prompt,
+        callback: callback ? presentCallback(callback) : null,
+        callback_url: job.callback_url,
+      };
+    });
+  }
+}
+
+/** A finished job's callback id (one event per job); undefined when it asked for none or has not ended. */
+function callbackIdOf(job: JobRecord): string | undefined {
+  return job.callback_url && isFinished(job.status) ? callbackIdFor(job.id, eventTypeFor(job)) : undefined;
+}

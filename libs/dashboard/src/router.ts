@@ -1,0 +1,347 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import {
+  AccountsError,
+  ApiKeyNotFoundError,
+  can,
+  InvalidAccountInputError,
+  InvalidCredentialsError,
+  isRole,
+  LastOwnerError,
+  MemberExistsError,
+  MemberNotFoundError,
+  SignInThrottledError,
+  tokensEqual,
+  WorkspaceNotFoundError,
+  type Action,
+  type Session,
+  type SecretsView,
+  type WorkspaceAccounts,
+} from '@media/accounts';
+import { CallbackUrlRejectedError } from '@media/callback-guard';
+import { CallbackNotFoundError, presentCallback, type CallbackAdmin, type TestCallbacks } from '@media/callbacks';
+import { ApiError } from '@media/common';
+import type { JobPresenter } from '@media/domain';
+import type { ApiKeyInfo, JobRepository } from '@media/storage';
+import type { ApiKeyRow, CallbackStatus, JobKind, KeysPage, RevealedSecrets, SessionInfo, TestCallbackResult } from './contract';
+import { RequestsView } from './requests';
+
+declare module 'express-serve-static-core' {
+  interface Locals {
+    workspaceId: string;
+    dashboardSession?: Session;
+  }
+}
+
+/** The session cookie. Path=/dashboard keeps it off every API call; the page never reads it (HttpOnly). */
+export const SESSION_COOKIE = 'media_session';
+
+/** No inline script or style, nothing from another origin, never framed (issue 7: a receiver's answer is attacker-controlled). */
+export const CONTENT_SECURITY_POLICY =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+export interface DashboardDeps {
+  accounts: WorkspaceAccounts;
+  jobs: JobRepository;
+  presenter: JobPresenter;
+  callbackAdmin: CallbackAdmin;
+  testCallbacks: Pick<TestCallbacks, 'send'>;
+  /** The gateway's per-workspace buckets; they key on `res.locals.workspaceId`, which the session sets. */
+  rateLimits: { read: RequestHandler; create: RequestHandler };
+  /** 503 at once while Redis is down (the gateway's middleware). */
+  requireRedis: RequestHandler;
+  /** Set the cookie's Secure flag: PUBLIC_BASE_URL is https. */
+  secureCookies: boolean;
+  /** The browser app's build (Vite output); `libs/dashboard/dist/web` by default. */
+  webDir?: string;
+}
+
+const seconds = (ms: number) => Math.floor(ms / 1000);
+const secondsOrNull = (ms: number | null) => (ms === null ? null : seconds(ms));
+
+/**
+ * The dashboard (issue 7), mounted by the gateway at `/dashboard`: the JSON API of `contract.ts`
+ * under `/api`, the browser app's static files elsewhere (its `index.html` for client-side routes).
+ * Authentication is the session cookie only, never an API key.
+ */
+export function dashboardRouter(deps: DashboardDeps): Router {
+  const router = Router();
+  const webDir = deps.webDir ?? resolve(__dirname, '..', 'dist', 'web');
+  router.use(securityHeaders);
+  // `/dashboard` → `/dashboard/`, so that the page's relative URLs resolve under the dashboard.
+  router.get('/', (req, res, next) => (req.originalUrl === '/dashboard' ? res.redirect(301, '/dashboard/') : next()));
+  router.use('/api', apiRouter(deps));
+
+  // index.html and assets are fingerprinted by Vite except index.html itself, which must never be cached stale.
+  router.use(express.static(webDir, { index: false, fallthrough: true, setHeaders: (res, path) => res.setHeader('cache-control', path.endsWith('.html') ? 'no-store' : 'public, max-age=31536000, immutable') }));
+  router.get(/.*/, (req, res) => {
+    const index = resolve(webDir, 'index.html');
+    // A missing asset answers 404 rather than the page: a browser expecting a script must not get HTML.
+    if (/\.[a-z0-9]+$/i.test(req.path) || !existsSync(index)) throw ApiError.notFound(`Unknown route GET /dashboard${req.path}.`);
+    res.setHeader('cache-control', 'no-store');
+    res.sendFile(index);
+  });
+  return router;
+}
+
+function securityHeaders(_req: Request, res: Response, next: NextFunction): void {
+  res.setHeader('content-security-policy', CONTENT_SECURITY_POLICY);
+  res.setHeader('x-content-type-options', 'nosniff');
+  res.setHeader('referrer-policy', 'no-referrer');
+  res.setHeader('x-frame-options', 'DENY');
+  res.setHeader('cross-origin-opener-policy', 'same-origin');
+  next();
+}
+
+function apiRouter(deps: DashboardDeps): Router {
+  const api = Router();
+  const accounts = deps.accounts;
+  const view = new RequestsView(deps);
+  const { read, create } = deps.rateLimits;
+
+  api.use((_req, res, next) => {
+    // Answers carry secrets and private data: never stored by the browser or a proxy.
+    res.setHeader('cache-control', 'no-store');
+    next();
+  });
+  api.use(deps.requireRedis);
+  api.use(express.json({ limit: '16kb' }));
+  // Every body is JSON: a cross-site form cannot send that without a CORS preflight, which we never grant.
+  api.use((req, _res, next) => {
+    const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+    if (hasBody && !req.is('json')) {
+      throw new ApiError(415, 'invalid_request_error', 'Content-Type must be application/json.', null, 'unsupported_media_type');
+    }
+    next();
+  });
+
+  const cookie = (token: string, maxAgeSeconds: number | null) =>
+    [
+      `${SESSION_COOKIE}=${token}`,
+      'Path=/dashboard',
+      'HttpOnly',
+      'SameSite=Strict',
+      ...(deps.secureCookies ? ['Secure'] : []),
+      ...(maxAgeSeconds === null ? [] : [`Max-Age=${maxAgeSeconds}`]),
+    ].join('; ');
+
+  const sessionInfo = (s: Session): SessionInfo => ({
+    member: { email: s.email, role: s.role },
+    workspace: { id: s.workspace.id, name: s.workspace.name },
+    csrf_token: s.csrfToken,
+  });
+
+  // --- sign-in: the one state-changing call without a session (and so without a CSRF token) ---
+  api.post('/session', async (req, res) => {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    if (typeof body.email !== 'string' || typeof body.password !== 'string') {
+      throw ApiError.invalid('email and password are required.', typeof body.email !== 'string' ? 'email' : 'password', 'invalid_value');
+    }
+    const { token, session } = await accounts.signIn(body.email, body.password, req.ip ?? req.socket.remoteAddress ?? 'unknown').catch(toApiError);
+    // A session cookie (no Max-Age): it ends with the browser, and the server ends it after 12 h idle.
+    res.setHeader('set-cookie', cookie(token, null));
+    res.json(sessionInfo(session));
+  });
+
+  // Everything below needs a session; state-changing calls also need its CSRF token.
+  api.use(async (req, res, next) => {
+    const token = readCookie(req.headers.cookie, SESSION_COOKIE);
+    const session = token ? await accounts.resume(token) : undefined;
+    if (!session) {
+      if (req.method === 'DELETE' && req.path === '/session') {
+        res.setHeader('set-cookie', cookie('', 0));
+        res.status(204).end();
+        return;
+      }
+      throw new ApiError(401, 'authentication_error', 'Not signed in.', null, 'not_signed_in');
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      const sent = req.get('x-csrf-token') ?? '';
+      if (!tokensEqual(sent, session.csrfToken)) throw new ApiError(403, 'permission_error', 'Missing or wrong CSRF token (x-csrf-token).', null, 'csrf_failed');
+    }
+    res.locals.dashboardSession = session;
+    res.locals.workspaceId = session.workspace.id;
+    next();
+  });
+  api.use((req, res, next) => (req.method === 'GET' || req.method === 'HEAD' ? read : create)(req, res, next));
+
+  const session = (res: Response): Session => res.locals.dashboardSession!;
+  const allow = (res: Response, action: Action) => {
+    if (!can(session(res).role, action)) throw new ApiError(403, 'permission_error', `Your role (${session(res).role}) may not do this.`, null, 'permission_denied');
+  };
+
+  api.get('/session', (_req, res) => {
+    res.json(sessionInfo(session(res)));
+  });
+
+  api.delete('/session', async (req, res) => {
+    await accounts.signOut(readCookie(req.headers.cookie, SESSION_COOKIE) ?? '');
+    res.setHeader('set-cookie', cookie('', 0));
+    res.status(204).end();
+  });
+
+  // --- requests -------------------------------------------------------------------------------
+  api.get('/requests', async (req, res) => {
+    const query = req.query as Record<string, unknown>;
+    res.json(
+      await view.list(session(res).workspace.id, {
+        kind: oneOf<JobKind>(query.kind, ['image', 'video'], 'kind'),
+        callbackStatus: oneOf<CallbackStatus>(query.callback_status, ['pending', 'delivered', 'failed'], 'callback_status'),
+        q: optionalString(query.q, 'q'),
+        after: optionalString(query.after, 'after'),
+        limit: integer(query.limit, 'limit', 1, 100, 20),
+      }),
+    );
+  });
+
+  api.get('/requests/:id', async (req, res) => {
+    const detail = await view.detail(session(res).workspace.id, req.params.id);
+    if (!detail) throw ApiError.notFound(`No request found with id '${req.params.id}'.`);
+    res.json(detail);
+  });
+
+  api.post('/callbacks/:id/retry', async (req, res) => {
+    const { callback } = await deps.callbackAdmin.retryNow(session(res).workspace.id, req.params.id).catch(toApiError);
+    res.status(202).json(presentCallback(callback));
+  });
+
+  api.get('/usage', async (req, res) => {
+    res.json(await view.usage(session(res).workspace.id, integer((req.query as Record<string, unknown>).days, 'days', 1, 366, 30)));
+  });
+
+  // --- API keys and signing secrets -----------------------------------------------------------
+  api.get('/keys', async (_req, res) => {
+    const s = session(res);
+    const [keys, secrets] = await Promise.all([accounts.apiKeys(s.workspace.id), accounts.secrets(s.workspace.id)]);
+    const page: KeysPage = {
+      api_keys: keys.map(keyRow),
+      signing: {
+        current_created_at: seconds(secrets.current.created_ms),
+        previous_expires_at: secrets.previous ? seconds(secrets.previous.expires_ms) : null,
+        can_rotate: can(s.role, 'rotate_secret'),
+        can_end_overlap: can(s.role, 'end_overlap'),
+      },
+    };
+    res.json(page);
+  });
+
+  api.post('/keys', async (_req, res) => {
+    allow(res, 'manage_keys');
+    const created = await accounts.createApiKey(session(res).workspace.id);
+    res.status(201).json({ ...keyRow(created), key: created.key });
+  });
+
+  api.delete('/keys/:id', async (req, res) => {
+    allow(res, 'manage_keys');
+    await accounts.revokeApiKey(session(res).workspace.id, req.params.id).catch(toApiError);
+    res.status(204).end();
+  });
+
+  api.post('/secrets/reveal', async (_req, res) => {
+    res.json(revealed(await accounts.secrets(session(res).workspace.id)));
+  });
+
+  api.post('/secrets/rotate', async (_req, res) => {
+    allow(res, 'rotate_secret');
+    res.json(revealed(await accounts.rotateSecret(session(res).workspace.id)));
+  });
+
+  api.post('/secrets/end-overlap', async (_req, res) => {
+    allow(res, 'end_overlap');
+    res.json(revealed(await accounts.endOverlap(session(res).workspace.id)));
+  });
+
+  api.post('/test-callback', async (req, res) => {
+    const url = (req.body as Record<string, unknown> | undefined)?.url;
+    if (typeof url !== 'string' || url.length === 0 || url.length > 2048) throw ApiError.invalid('url must be a URL of at most 2048 characters.', 'url', 'invalid_callback_url');
+    const outcome = await deps.testCallbacks.send(session(res).workspace.id, url).catch((err: unknown) => {
+      if (err instanceof CallbackUrlRejectedError) throw ApiError.invalid(err.message, 'url', 'invalid_callback_url');
+      throw err;
+    });
+    if (!outcome) throw new ApiError(504, 'api_error', 'No dispatcher sent the test callback in time. Is the webhook-dispatcher running?', null, 'test_callback_timeout');
+    const result: TestCallbackResult = outcome;
+    res.json(result);
+  });
+
+  // --- members --------------------------------------------------------------------------------
+  api.get('/members', async (_req, res) => {
+    res.json(await accounts.members(session(res).workspace.id));
+  });
+
+  api.post('/members', async (req, res) => {
+    allow(res, 'manage_members');
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    if (!isRole(body.role)) throw ApiError.invalid('role must be owner, admin or member.', 'role', 'invalid_value');
+    const created = await accounts.addMember(session(res).workspace.id, String(body.email ?? ''), body.role).catch(toApiError);
+    res.status(201).json(created);
+  });
+
+  api.patch('/members/:email', async (req, res) => {
+    allow(res, 'manage_members');
+    const role = ((req.body ?? {}) as Record<string, unknown>).role;
+    if (!isRole(role)) throw ApiError.invalid('role must be owner, admin or member.', 'role', 'invalid_value');
+    res.json(await accounts.setRole(session(res).workspace.id, req.params.email, role).catch(toApiError));
+  });
+
+  api.delete('/members/:email', async (req, res) => {
+    allow(res, 'manage_members');
+    await accounts.removeMember(session(res).workspace.id, req.params.email).catch(toApiError);
+    res.status(204).end();
+  });
+
+  api.use((req) => {
+    throw ApiError.notFound(`Unknown route ${req.method} /dashboard/api${req.path}.`);
+  });
+  return api;
+}
+
+function keyRow(key: ApiKeyInfo): ApiKeyRow {
+  return { id: key.id, prefix: key.prefix, created_at: seconds(key.created_ms), last_used_at: secondsOrNull(key.last_used_ms) };
+}
+
+function revealed(secrets: SecretsView): RevealedSecrets {
+  return { current: secrets.current.secret, previous: secrets.previous?.secret ?? null, previous_expires_at: secrets.previous ? seconds(secrets.previous.expires_ms) : null };
+}
+
+/** The accounts' and callbacks' refusals in the API's error shape; anything else goes on to the error handler. */
+function toApiError(err: unknown): never {
+  if (err instanceof InvalidCredentialsError) throw new ApiError(401, 'authentication_error', err.message, null, 'invalid_credentials');
+  if (err instanceof SignInThrottledError) throw ApiError.rateLimited(err.message, 'sign_in_rate_limited', err.retryAfterSeconds);
+  if (err instanceof InvalidAccountInputError) throw ApiError.invalid(err.message, err.param, 'invalid_value');
+  if (err instanceof MemberExistsError) throw new ApiError(409, 'conflict_error', err.message, 'email', 'member_exists');
+  if (err instanceof LastOwnerError) throw new ApiError(409, 'conflict_error', err.message, null, 'last_owner');
+  if (err instanceof MemberNotFoundError || err instanceof ApiKeyNotFoundError || err instanceof WorkspaceNotFoundError) throw ApiError.notFound(err.message);
+  if (err instanceof CallbackNotFoundError) throw ApiError.notFound(`No callback found with id '${err.messageId}'.`);
+  if (err instanceof AccountsError) throw ApiError.invalid(err.message);
+  throw err;
+}
+
+/** One cookie's value from a `Cookie` header; no parser dependency for one name. */
+export function readCookie(header: string | undefined, name: string): string | undefined {
+  for (const part of (header ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim() || undefined;
+  }
+  return undefined;
+}
+
+function optionalString(value: unknown, param: string): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string' || value.length > 200) throw ApiError.invalid(`${param} must be a short string.`, param, 'invalid_value');
+  return value;
+}
+
+function oneOf<T extends string>(value: unknown, allowed: readonly T[], param: string): T | undefined {
+  const text = optionalString(value, param);
+  if (text === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(text)) throw ApiError.invalid(`${param} must be one of: ${allowed.join(', ')}.`, param, 'invalid_value');
+  return text as T;
+}
+
+function integer(value: unknown, param: string, min: number, max: number, fallback: number): number {
+  const text = optionalString(value, param);
+  if (text === undefined) return fallback;
+  if (!/^\d{1,6}$/.test(text) || Number(text) < min || Number(text) > max) throw ApiError.invalid(`${param} must be an integer from ${min} to ${max}.`, param, 'invalid_value');
+  return Number(text);
+}

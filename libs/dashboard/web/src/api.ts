@@ -1,0 +1,183 @@
+/**
+ * The one place the browser talks to the server: a typed client for the dashboard API
+ * (libs/dashboard/src/contract.ts). Components call these methods, never fetch().
+ */
+import type {
+  CreatedApiKey,
+  CreatedMember,
+  JobKind,
+  KeysPage,
+  Member,
+  RequestDetail,
+  RequestList,
+  RevealedSecrets,
+  Role,
+  SessionInfo,
+  CallbackStatus,
+  TestCallbackResult,
+  Usage,
+} from '../../src/contract';
+import type { CallbackObject } from '@media/callbacks';
+
+export type * from '../../src/contract';
+export type { CallbackObject, CallbackDetailObject, CallbackAttemptObject } from '@media/callbacks';
+
+/** Where the API lives: same origin, under the app's base path (Vite's `base`, '/dashboard/'). */
+const API_ROOT = `${import.meta.env.BASE_URL}api`;
+
+/** An error the server answered with `{ error: { message, code } }` (or a network failure). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly code: string | null,
+    /** Seconds to wait, from `Retry-After` (sign-in rate limit). */
+    readonly retryAfter: number | null = null,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export interface RequestFilters {
+  kind?: JobKind | '';
+  callback_status?: CallbackStatus | '';
+  q?: string;
+  after?: string;
+  limit?: number;
+}
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
+export class DashboardApi {
+  /** Set from the session; sent as `x-csrf-token` on every state-changing request. */
+  private csrfToken: string | null = null;
+
+  /** Called when the server says the session is gone (401), so the app can show the sign-in page. */
+  constructor(private readonly onSignedOut: () => void) {}
+
+  // Session
+  async session(): Promise<SessionInfo | null> {
+    try {
+      return this.remember(await this.call<SessionInfo>('GET', '/session', undefined, { quiet401: true }));
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) return null;
+      throw err;
+    }
+  }
+  async signIn(email: string, password: string): Promise<SessionInfo> {
+    return this.remember(await this.call<SessionInfo>('POST', '/session', { email, password }, { quiet401: true }));
+  }
+  async signOut(): Promise<void> {
+    await this.call<void>('DELETE', '/session', undefined, { quiet401: true });
+    this.csrfToken = null;
+  }
+
+  // Requests and callbacks
+  requests(filters: RequestFilters): Promise<RequestList> {
+    return this.call('GET', `/requests${query({ ...filters })}`);
+  }
+  request(id: string): Promise<RequestDetail> {
+    return this.call('GET', `/requests/${encodeURIComponent(id)}`);
+  }
+  retryCallback(callbackId: string): Promise<CallbackObject> {
+    return this.call('POST', `/callbacks/${encodeURIComponent(callbackId)}/retry`);
+  }
+
+  // API keys and signing secrets
+  keys(): Promise<KeysPage> {
+    return this.call('GET', '/keys');
+  }
+  createKey(): Promise<CreatedApiKey> {
+    return this.call('POST', '/keys');
+  }
+  revokeKey(id: string): Promise<void> {
+    return this.call('DELETE', `/keys/${encodeURIComponent(id)}`);
+  }
+  revealSecrets(): Promise<RevealedSecrets> {
+    return this.call('POST', '/secrets/reveal');
+  }
+  rotateSecret(): Promise<RevealedSecrets> {
+    return this.call('POST', '/secrets/rotate');
+  }
+  endOverlap(): Promise<RevealedSecrets> {
+    return this.call('POST', '/secrets/end-overlap');
+  }
+  testCallback(url: string): Promise<TestCallbackResult> {
+    return this.call('POST', '/test-callback', { url });
+  }
+
+  // Usage
+  usage(days = 30): Promise<Usage> {
+    return this.call('GET', `/usage${query({ days })}`);
+  }
+
+  // Members
+  members(): Promise<Member[]> {
+    return this.call('GET', '/members');
+  }
+  addMember(email: string, role: Role): Promise<CreatedMember> {
+    return this.call('POST', '/members', { email, role });
+  }
+  setRole(email: string, role: Role): Promise<Member> {
+    return this.call('PATCH', `/members/${encodeURIComponent(email)}`, { role });
+  }
+  removeMember(email: string): Promise<void> {
+    return this.call('DELETE', `/members/${encodeURIComponent(email)}`);
+  }
+
+  private remember(session: SessionInfo): SessionInfo {
+    this.csrfToken = session.csrf_token;
+    return session;
+  }
+
+  private async call<T>(method: Method, path: string, body?: unknown, opts: { quiet401?: boolean } = {}): Promise<T> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    // POST and PATCH always carry a JSON body (`{}` when there is nothing to say): the server accepts
+    // only JSON bodies, and an empty body still counts as one of no type.
+    if (method === 'POST' || method === 'PATCH') body ??= {};
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (method !== 'GET' && this.csrfToken) headers['x-csrf-token'] = this.csrfToken;
+    let res: Response;
+    try {
+      res = await fetch(`${API_ROOT}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        credentials: 'same-origin',
+        cache: 'no-store',
+      });
+    } catch {
+      throw new ApiError(0, 'The dashboard server did not answer. Check your connection and try again.', 'network_error');
+    }
+    if (res.status === 204) return undefined as T;
+    const text = await res.text();
+    let json: unknown = undefined;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      // Not JSON (a proxy's error page): reported below with the status.
+    }
+    if (res.ok) return json as T;
+    const error = (json as { error?: { message?: unknown; code?: unknown } } | undefined)?.error;
+    const retryAfter = Number(res.headers.get('retry-after')) || null;
+    const failure = new ApiError(
+      res.status,
+      typeof error?.message === 'string' ? error.message : `The server answered ${res.status} ${res.statusText}.`,
+      typeof error?.code === 'string' ? error.code : null,
+      retryAfter,
+    );
+    if (res.status === 401 && !opts.quiet401) {
+      this.csrfToken = null;
+      this.onSignedOut();
+    }
+    throw failure;
+  }
+}
+
+function query(params: Record<string, string | number | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}

@@ -1,0 +1,288 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { Link } from 'wouter-preact';
+import type { CallbackAttemptObject, CallbackDetailObject, RequestDetail } from '../api';
+import { formatDuration, formatMoney } from '../time';
+import { ErrorBanner, Notice, SafeLink, StateBadge, Time, useApp, useLoad } from '../ui';
+
+/** How long the page watches for the attempt a retry queued; it normally lands within a second or two. */
+const RETRY_WATCH_MS = 30_000;
+const RETRY_POLL_MS = 750;
+
+export function RequestDetailPage({ id }: { id: string }) {
+  const { api, now } = useApp();
+  const { data, error, loading, reload } = useLoad(() => api.request(id), [id]);
+  const [retryNote, setRetryNote] = useState<string | null>(null);
+  const [retryError, setRetryError] = useState<unknown>(null);
+  const [retrying, setRetrying] = useState(false);
+  const watching = useRef<number | null>(null);
+
+  useEffect(() => () => void (watching.current !== null && clearTimeout(watching.current)), []);
+
+  // While the callback is on its ladder, its next attempt will land by itself: follow it.
+  const pending = data?.callback?.status === 'pending';
+  useEffect(() => {
+    if (!pending) return;
+    const timer = setInterval(() => {
+      if (document.visibilityState === 'visible') void reload();
+    }, 5_000);
+    return () => clearInterval(timer);
+  }, [pending, reload]);
+
+  async function retry(callback: CallbackDetailObject) {
+    setRetrying(true);
+    setRetryError(null);
+    const before = callback.attempts.length;
+    try {
+      await api.retryCallback(callback.id);
+      setRetryNote('Retry queued: waiting for the attempt…');
+    } catch (err) {
+      setRetryError(err);
+      setRetrying(false);
+      return;
+    }
+    // Poll the detail until the new attempt appears (no reload of the page), for a bounded time.
+    const deadline = Date.now() + RETRY_WATCH_MS;
+    const poll = async () => {
+      const fresh = await reload();
+      const attempts = fresh?.callback?.attempts ?? [];
+      if (attempts.length > before) {
+        const newest = latest(attempts);
+        setRetryNote(`Attempt ${newest.number} made: ${outcomeWords(newest)}.`);
+        setRetrying(false);
+        watching.current = null;
+      } else if (Date.now() > deadline) {
+        setRetryNote('The retry is queued but no attempt has been recorded yet. Refresh in a moment.');
+        setRetrying(false);
+        watching.current = null;
+      } else {
+        watching.current = window.setTimeout(() => void poll(), RETRY_POLL_MS);
+      }
+    };
+    watching.current = window.setTimeout(() => void poll(), RETRY_POLL_MS);
+  }
+
+  return (
+    <>
+      <p class="crumbs">
+        <Link href="/requests">← Requests</Link>
+      </p>
+      <div class="page-head">
+        <h1>
+          Request <span class="mono">{id}</span>
+        </h1>
+        <button type="button" class="btn" onClick={() => void reload()} disabled={loading}>
+          {loading ? 'Refreshing…' : 'Refresh'}
+        </button>
+      </div>
+      <ErrorBanner error={error} />
+      {data ? (
+        <>
+          <section class="card" aria-labelledby="cb-title">
+            <div class="section-head">
+              <h2 id="cb-title">Callback</h2>
+              {data.callback ? (
+                <button type="button" class="btn btn-primary" disabled={retrying} onClick={() => void retry(data.callback!)}>
+                  {retrying ? 'Retrying…' : 'Retry callback'}
+                </button>
+              ) : null}
+            </div>
+            <ErrorBanner error={retryError} />
+            {retryNote ? <Notice>{retryNote}</Notice> : null}
+            {data.callback ? (
+              <CallbackSection callback={data.callback} now={now} />
+            ) : (
+              <p class="muted">
+                {data.row.callback_url ? 'The callback is sent when the job ends.' : 'This request asked for no callback.'}
+              </p>
+            )}
+          </section>
+          <JobSection detail={data} now={now} />
+        </>
+      ) : null}
+    </>
+  );
+}
+
+function JobSection({ detail, now }: { detail: RequestDetail; now: number }) {
+  const { row, job } = detail;
+  const links = outputLinks(job);
+  const jobError = job.error && typeof job.error === 'object' ? (job.error as Record<string, unknown>) : null;
+  return (
+    <section class="card" aria-labelledby="job-title">
+      <h2 id="job-title">Job</h2>
+      <dl class="fields">
+        <dt>Kind · model</dt>
+        <dd>
+          {row.kind === 'video' ? 'Video' : 'Image'} · {row.model}
+        </dd>
+        <dt>Status</dt>
+        <dd>
+          <StateBadge state={row.status} />
+        </dd>
+        <dt>Cost</dt>
+        <dd>{formatMoney(row.cost)}</dd>
+        <dt>Created</dt>
+        <dd>
+          <Time at={row.created_at} now={now} />
+        </dd>
+        <dt>Completed</dt>
+        <dd>
+          <Time at={typeof job.completed_at === 'number' ? job.completed_at : null} now={now} />
+        </dd>
+        <dt>Prompt</dt>
+        <dd class="prompt-full">{row.prompt}</dd>
+        {jobError ? (
+          <>
+            <dt>Error</dt>
+            <dd class="text-failed">{String(jobError.message ?? JSON.stringify(jobError))}</dd>
+          </>
+        ) : null}
+        <dt>Output</dt>
+        <dd>
+          {links.length === 0 ? (
+            <span class="muted">No output</span>
+          ) : (
+            <ul class="links">
+              {links.map((href, i) => (
+                <li key={href}>
+                  <SafeLink href={href}>{links.length > 1 ? `Output ${i + 1}` : 'Download output'}</SafeLink>
+                </li>
+              ))}
+            </ul>
+          )}
+          {typeof job.url_expires_at === 'number' ? (
+            <div class="muted small">
+              Links expire <Time at={job.url_expires_at} now={now} inline />
+            </div>
+          ) : null}
+        </dd>
+      </dl>
+      <details class="raw">
+        <summary>All fields as the API returns them</summary>
+        <pre>{JSON.stringify(job, null, 2)}</pre>
+      </details>
+    </section>
+  );
+}
+
+function CallbackSection({ callback, now }: { callback: CallbackDetailObject; now: number }) {
+  const attempts = [...callback.attempts].sort((a, b) => b.number - a.number || b.sent_at - a.sent_at);
+  return (
+    <>
+      <dl class="fields fields-wide">
+        <dt>State</dt>
+        <dd>
+          <StateBadge state={callback.status} />
+        </dd>
+        <dt>Destination</dt>
+        <dd class="mono break">{callback.url}</dd>
+        <dt>Event</dt>
+        <dd class="mono">
+          {callback.type} · {callback.id}
+        </dd>
+        <dt>Attempts</dt>
+        <dd>{callback.attempt_count}</dd>
+        <dt>Next attempt</dt>
+        <dd data-testid="next-attempt">
+          <Time at={callback.next_attempt_at} now={now} empty={callback.status === 'pending' ? 'Being sent now' : 'None scheduled'} />
+        </dd>
+        <dt>Delivered</dt>
+        <dd>
+          <Time at={callback.delivered_at} now={now} empty="Not delivered" />
+        </dd>
+      </dl>
+      <h3>Attempts, newest first</h3>
+      {attempts.length === 0 ? (
+        <p class="muted">No attempt yet.</p>
+      ) : (
+        <div class="table-wrap">
+          <table class="table attempts">
+            <thead>
+              <tr>
+                <th scope="col" class="num">#</th>
+                <th scope="col">Trigger</th>
+                <th scope="col">Sent</th>
+                <th scope="col">Result</th>
+                <th scope="col" class="num">Duration</th>
+                <th scope="col">Timing</th>
+                <th scope="col">Address</th>
+                <th scope="col">Response excerpt</th>
+              </tr>
+            </thead>
+            <tbody>
+              {attempts.map((a) => (
+                <AttemptRow key={`${a.number}-${a.trigger}-${a.sent_at}`} attempt={a} now={now} />
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </>
+  );
+}
+
+function AttemptRow({ attempt, now }: { attempt: CallbackAttemptObject; now: number }) {
+  const ok = attempt.status_code !== null && attempt.status_code >= 200 && attempt.status_code < 300 && !attempt.error;
+  const t = attempt.timing;
+  return (
+    <tr class="attempt" data-attempt={attempt.number}>
+      <td class="num">{attempt.number}</td>
+      <td>{attempt.trigger}</td>
+      <td>
+        <Time at={attempt.sent_at} now={now} />
+      </td>
+      <td>
+        <span class={`badge ${ok ? 'badge-delivered' : 'badge-failed'}`}>{outcomeWords(attempt)}</span>
+      </td>
+      <td class="num">{formatDuration(attempt.duration_ms)}</td>
+      <td class="small">
+        {t ? (
+          <>
+            DNS {formatDuration(t.dns_ms)} · connect {formatDuration(t.connect_ms)} · TLS {formatDuration(t.tls_ms)} · first byte{' '}
+            {formatDuration(t.first_byte_ms)}
+          </>
+        ) : (
+          <span class="muted">not measured</span>
+        )}
+      </td>
+      <td class="mono">{attempt.address ?? '—'}</td>
+      <td>
+        {/* Attacker-controlled bytes: a text node in a <pre>, never HTML. */}
+        {attempt.response_excerpt ? <pre class="excerpt">{attempt.response_excerpt}</pre> : <span class="muted">(empty)</span>}
+      </td>
+    </tr>
+  );
+}
+
+const ERROR_WORDS: Record<string, string> = {
+  timeout: 'no answer in time',
+  dns: 'name did not resolve',
+  refused: 'connection refused',
+  reset: 'connection reset',
+  tls: 'TLS failed',
+  redirect: 'redirect (not followed)',
+  blocked_address: 'address not allowed',
+  http_error: 'HTTP error',
+  dispatcher_error: 'not sent (dispatcher error)',
+};
+
+function outcomeWords(a: CallbackAttemptObject): string {
+  if (a.status_code !== null) {
+    const ok = a.status_code >= 200 && a.status_code < 300;
+    return `${ok ? 'OK' : 'Failed'} · HTTP ${a.status_code}`;
+  }
+  if (a.error) return `Failed · ${ERROR_WORDS[a.error] ?? a.error}`;
+  return 'Failed';
+}
+
+function latest(attempts: CallbackAttemptObject[]): CallbackAttemptObject {
+  return attempts.reduce((a, b) => (b.sent_at > a.sent_at || (b.sent_at === a.sent_at && b.number > a.number) ? b : a));
+}
+
+/** The job's download links: `url` on a video, `data[].url` on an image request. */
+function outputLinks(job: Record<string, unknown>): string[] {
+  const links: string[] = [];
+  if (typeof job.url === 'string') links.push(job.url);
+  if (Array.isArray(job.data)) for (const d of job.data) if (d && typeof d.url === 'string') links.push(d.url);
+  return links;
+}

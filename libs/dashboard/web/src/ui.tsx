@@ -1,0 +1,195 @@
+/** Small building blocks shared by the pages. Everything here renders text nodes, never HTML. */
+import type { ComponentChildren } from 'preact';
+import { createContext } from 'preact';
+import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, type DashboardApi, type SessionInfo } from './api';
+import { formatAbsolute, formatRelative } from './time';
+
+export interface AppContextValue {
+  api: DashboardApi;
+  session: SessionInfo;
+  now: number;
+}
+export const AppContext = createContext<AppContextValue | null>(null);
+export function useApp(): AppContextValue {
+  const value = useContext(AppContext);
+  if (!value) throw new Error('useApp outside the signed-in app');
+  return value;
+}
+
+/** A time as "Mar 3, 14:02:11 CET" with "3 min ago" beside it; the machine-readable value in `datetime`. */
+export function Time({ at, now, empty = '—', inline = false }: { at: number | null | undefined; now: number; empty?: string; inline?: boolean }) {
+  if (at === null || at === undefined) return <span class="muted">{empty}</span>;
+  const iso = new Date(at * 1000).toISOString();
+  return (
+    <time dateTime={iso} title={iso} class={inline ? 'time time-inline' : 'time'}>
+      <span class="time-rel">{formatRelative(at, now)}</span>
+      <span class="time-abs">{formatAbsolute(at)}</span>
+    </time>
+  );
+}
+
+const STATE_WORDS: Record<string, string> = {
+  pending: 'Pending',
+  delivered: 'Delivered',
+  failed: 'Failed',
+  queued: 'Queued',
+  in_progress: 'In progress',
+  completed: 'Completed',
+  none: 'No callback',
+};
+
+/** A state in colour AND words (and a shape), so it reads without colour vision too. */
+export function StateBadge({ state }: { state: string }) {
+  const icon = state === 'delivered' || state === 'completed' ? '✓' : state === 'failed' ? '✕' : state === 'none' ? '·' : '◷';
+  return (
+    <span class={`badge badge-${state}`}>
+      <span aria-hidden="true">{icon} </span>
+      {STATE_WORDS[state] ?? state}
+    </span>
+  );
+}
+
+/** A server error as the page shows it: its message, and its code for a bug report. */
+export function ErrorBanner({ error }: { error: unknown }) {
+  if (!error) return null;
+  const message = error instanceof Error ? error.message : String(error);
+  const code = error instanceof ApiError ? error.code : null;
+  return (
+    <div class="banner banner-error" role="alert">
+      <strong>Error: </strong>
+      {message}
+      {code ? <span class="muted"> ({code})</span> : null}
+    </div>
+  );
+}
+
+export function Notice({ children }: { children: ComponentChildren }) {
+  return (
+    <div class="banner banner-info" role="status">
+      {children}
+    </div>
+  );
+}
+
+/** Loads data with `load`; `reload` re-runs it (quietly: the old data stays on screen meanwhile). */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<unknown>(null);
+  const [loading, setLoading] = useState(true);
+  const generation = useRef(0);
+  const run = useCallback(async () => {
+    const mine = ++generation.current;
+    setLoading(true);
+    try {
+      const value = await load();
+      if (mine === generation.current) {
+        setData(value);
+        setError(null);
+      }
+      return value;
+    } catch (err) {
+      if (mine === generation.current) setError(err);
+      return undefined;
+    } finally {
+      if (mine === generation.current) setLoading(false);
+    }
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, deps);
+  useEffect(() => {
+    void run();
+  }, [run]);
+  return { data, error, loading, reload: run };
+}
+
+/** A destructive action asks once more in place (no browser dialog): the second button does it. */
+export function ConfirmButton({
+  label,
+  confirmLabel,
+  question,
+  onConfirm,
+  danger = true,
+}: {
+  label: string;
+  confirmLabel: string;
+  question: string;
+  onConfirm: () => Promise<void> | void;
+  danger?: boolean;
+}) {
+  const [asking, setAsking] = useState(false);
+  const [busy, setBusy] = useState(false);
+  if (!asking) {
+    return (
+      <button type="button" class={danger ? 'btn btn-danger-outline' : 'btn'} onClick={() => setAsking(true)}>
+        {label}
+      </button>
+    );
+  }
+  return (
+    <span class="confirm" role="group" aria-label={question}>
+      <span class="confirm-question">{question}</span>
+      <button
+        type="button"
+        class={danger ? 'btn btn-danger' : 'btn btn-primary'}
+        disabled={busy}
+        ref={(el) => el?.focus()}
+        onClick={async () => {
+          setBusy(true);
+          try {
+            await onConfirm();
+          } finally {
+            setBusy(false);
+            setAsking(false);
+          }
+        }}
+      >
+        {confirmLabel}
+      </button>
+      <button type="button" class="btn" onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+    </span>
+  );
+}
+
+/** Copies text to the clipboard; where the page is not a secure context, selects it for Ctrl+C. */
+export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [done, setDone] = useState<string | null>(null);
+  return (
+    <>
+      <button
+        type="button"
+        class="btn btn-small"
+        onClick={async () => {
+          try {
+            await navigator.clipboard.writeText(text);
+            setDone('Copied');
+          } catch {
+            setDone('Select the text and press Ctrl+C');
+          }
+        }}
+      >
+        {label}
+      </button>
+      <span class="muted" role="status">
+        {done ? ` ${done}` : ''}
+      </span>
+    </>
+  );
+}
+
+/** An https/http link for a URL the server produced; anything else (javascript:, data:) stays text. */
+export function SafeLink({ href, children }: { href: string; children?: ComponentChildren }) {
+  let ok = false;
+  try {
+    ok = ['https:', 'http:'].includes(new URL(href, location.href).protocol);
+  } catch {
+    ok = false;
+  }
+  if (!ok) return <span class="mono">{href}</span>;
+  return (
+    <a href={href} rel="noopener noreferrer" target="_blank" class="mono">
+      {children ?? href}
+    </a>
+  );
+}

@@ -1,0 +1,52 @@
+import type { Redis } from 'ioredis';
+import type { StoreKeys } from './keys';
+
+/** A test callback the dashboard asked the dispatcher to send. */
+export interface TestCallbackRequest {
+  workspace_id: string;
+  url: string;
+  created_ms: number;
+}
+
+/** What came of it: the receiver's answer, as the dashboard shows it. */
+export interface TestCallbackOutcome {
+  webhook_id: string;
+  delivered: boolean;
+  status_code: number | null;
+  /** The error class (`timeout`, `blocked_address`, `http_error`, …) or null when delivered. */
+  error: string | null;
+  duration_ms: number;
+  address: string | null;
+  response_excerpt: string;
+}
+
+/**
+ * Test callbacks pass between the gateway (which asks and waits) and the dispatcher (the only
+ * process that calls receivers) through two short-lived keys; the queue payload carries the id only.
+ */
+export class TestCallbackRepository {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: StoreKeys,
+    /** Long enough for the dispatcher to pick the request up and answer, short enough to leave nothing behind. */
+    private readonly ttlSeconds = 300,
+  ) {}
+
+  async request(id: string, request: TestCallbackRequest): Promise<void> {
+    await this.redis.set(this.keys.testCallback(id), JSON.stringify(request), 'EX', this.ttlSeconds);
+  }
+
+  async getRequest(id: string): Promise<TestCallbackRequest | undefined> {
+    const raw = await this.redis.get(this.keys.testCallback(id));
+    return raw ? (JSON.parse(raw) as TestCallbackRequest) : undefined;
+  }
+
+  async saveOutcome(id: string, outcome: TestCallbackOutcome): Promise<void> {
+    await this.redis.set(this.keys.testCallbackResult(id), JSON.stringify(outcome), 'EX', this.ttlSeconds);
+  }
+
+  async outcome(id: string): Promise<TestCallbackOutcome | undefined> {
+    const raw = await this.redis.get(this.keys.testCallbackResult(id));
+    return raw ? (JSON.parse(raw) as TestCallbackOutcome) : undefined;
+  }
+}

@@ -1,0 +1,88 @@
+import { CallbackUrlRejectedError, type CheckedTarget } from '@media/callback-guard';
+import { newId, PermanentJobError, type Logger } from '@media/common';
+import type { ImageRequestObject } from '@media/domain';
+import type { TestCallbackOutcome, TestCallbackRepository, WorkspaceRepository } from '@media/storage';
+import { classifyRejection, classifyStatus } from './classify';
+import { buildBody, buildHeaders } from './envelope';
+import type { Exchange } from './webhook-sender';
+
+export interface TestCallbackServiceDeps {
+  store: Pick<TestCallbackRepository, 'getRequest' | 'saveOutcome'>;
+  workspaces: Pick<WorkspaceRepository, 'activeSecrets'>;
+  guard: { check(url: string): Promise<CheckedTarget> };
+  sender: { send(target: CheckedTarget, body: Buffer, headers: Record<string, string>): Promise<Exchange> };
+  logger: Logger;
+  docsUrl: string;
+  now?: () => number;
+}
+
+/**
+ * Sends the dashboard's test callbacks (a `test-callback` job): a sample `image.completed` event,
+ * checked, signed and sent exactly as a real attempt is (same guard, envelope, signature headers and
+ * sender), its outcome stored for the waiting dashboard. No callback record or attempt log is
+ * touched: a test is not a delivery.
+ */
+export class TestCallbackService {
+  private readonly now: () => number;
+
+  constructor(private readonly deps: TestCallbackServiceDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  async send(testId: string): Promise<TestCallbackOutcome | undefined> {
+    const request = await this.deps.store.getRequest(testId);
+    // Expired before a dispatcher got to it: nobody is waiting any more.
+    if (!request) return undefined;
+    const webhookId = newId('msg');
+    const exchange = await this.exchange(request.workspace_id, request.url, webhookId);
+    const error = exchange.transportError ?? (exchange.status === null ? 'reset' : classifyStatus(exchange.status));
+    const outcome: TestCallbackOutcome = {
+      webhook_id: webhookId,
+      delivered: error === null,
+      status_code: exchange.status,
+      error,
+      duration_ms: exchange.durationMs,
+      address: exchange.address,
+      response_excerpt: exchange.excerpt,
+    };
+    await this.deps.store.saveOutcome(testId, outcome);
+    this.deps.logger.info('test callback', { test_id: testId, workspace_id: request.workspace_id, trigger: 'test', status: exchange.status, error });
+    return outcome;
+  }
+
+  private async exchange(workspaceId: string, url: string, webhookId: string): Promise<Exchange> {
+    const checkedAt = this.now();
+    let target: CheckedTarget;
+    try {
+      // Checked again here, as for every real attempt: DNS may have changed since the dashboard checked.
+      target = await this.deps.guard.check(url);
+    } catch (err) {
+      if (!(err instanceof CallbackUrlRejectedError)) throw err;
+      return { sentMs: checkedAt, durationMs: this.now() - checkedAt, status: null, transportError: classifyRejection(err), transportDetail: err.message, address: null, excerpt: '' };
+    }
+    const sentMs = this.now();
+    const secrets = await this.deps.workspaces.activeSecrets(workspaceId, sentMs);
+    if (secrets.length === 0) throw new PermanentJobError('no_signing_secret', `workspace ${workspaceId} has no signing secret`);
+    const timestampSeconds = Math.floor(sentMs / 1000);
+    const body = buildBody('image.completed', sentMs, sampleImage(timestampSeconds, this.deps.docsUrl, url));
+    const headers = buildHeaders({ messageId: webhookId, timestampSeconds, body, secrets, docsUrl: this.deps.docsUrl });
+    return this.deps.sender.send(target, body, headers);
+  }
+}
+
+/** A completed image request as the API renders one; its id says it is a test. */
+function sampleImage(nowSeconds: number, docsUrl: string, callbackUrl: string): ImageRequestObject {
+  return {
+    id: `req_test_${newId('x', 16).slice(2)}`,
+    object: 'image.generation',
+    model: 'pixel-1',
+    status: 'completed',
+    created_at: nowSeconds - 3,
+    completed_at: nowSeconds,
+    data: [{ url: `${docsUrl}/webhooks/sample.png` }],
+    url_expires_at: nowSeconds + 86_400,
+    cost: 0,
+    error: null,
+    callback_url: callbackUrl,
+  };
+}

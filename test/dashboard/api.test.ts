@@ -1,0 +1,273 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Webhook } from 'standardwebhooks';
+import { api, eventually } from '../support/stack';
+import { expectApiError } from '../support/http';
+import { DispatcherHarness } from '../dispatcher/support/harness';
+import { DashboardClient } from './support/api-client';
+
+/**
+ * The dashboard's JSON API against the three real services: sessions and their cookie, CSRF, roles,
+ * API keys and secrets, the Requests page's reads and retry, usage, test callbacks, members, and
+ * that one workspace never sees another's ids.
+ */
+let h: DispatcherHarness;
+let owner: DashboardClient;
+
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+beforeAll(async () => {
+  // Short gaps, so that a callback to a failing path ends `failed` within seconds.
+  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms,100ms,100ms' });
+  h.receiver.script('/fails', () => ({ status: 500, body: '<script>alert(1)</script>' }));
+  owner = await DashboardClient.signedIn(h.stack.baseUrl, h.workspace.owner.email, h.workspace.owner.password);
+});
+
+afterAll(async () => {
+  await h?.stop();
+});
+
+describe('sessions', () => {
+  it('signs in with the credentials create-workspace printed, into an HttpOnly SameSite=Strict cookie on /dashboard', async () => {
+    const client = new DashboardClient(h.stack.baseUrl);
+    const res = await client.signIn(h.workspace.owner.email.toUpperCase(), h.workspace.owner.password);
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({
+      member: { email: h.workspace.owner.email, role: 'owner' },
+      workspace: { id: h.workspace.workspaceId, name: 'test' },
+      csrf_token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+    });
+    const flags = res.setCookie!.split(';').map((s) => s.trim());
+    expect(flags[0]).toMatch(/^media_session=[A-Za-z0-9_-]{43}$/);
+    expect(flags).toEqual(expect.arrayContaining(['Path=/dashboard', 'HttpOnly', 'SameSite=Strict']));
+    // PUBLIC_BASE_URL is http in tests; behind https the cookie is also Secure.
+    expect(flags).not.toContain('Secure');
+    const session = await client.call('GET', '/session');
+    expect(session.status).toBe(200);
+    expect(session.headers.get('cache-control')).toBe('no-store');
+    expect(session.headers.get('content-security-policy')).toBe(CSP);
+    expect(session.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(session.headers.get('referrer-policy')).toBe('no-referrer');
+  });
+
+  it('refuses a wrong password with 401 and, after ten failures, every try for that e-mail with 429 and Retry-After', async () => {
+    const ws = await h.stack.createWorkspace('throttled');
+    const client = new DashboardClient(h.stack.baseUrl);
+    expectApiError(await client.signIn(ws.owner.email, 'wrong'), 401, { code: 'invalid_credentials', type: 'authentication_error' });
+    expectApiError(await client.signIn('nobody@nowhere.test', 'wrong'), 401, { code: 'invalid_credentials' });
+    for (let i = 1; i < 10; i++) expect((await client.signIn(ws.owner.email, 'wrong')).status).toBe(401);
+    const refused = await client.signIn(ws.owner.email, ws.owner.password);
+    expectApiError(refused, 429, { code: 'sign_in_rate_limited', type: 'rate_limit_error' });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(800);
+    expect(client.cookie).toBeUndefined();
+  });
+
+  it('signs out: the cookie is cleared and the session ends on the server', async () => {
+    const client = await DashboardClient.signedIn(h.stack.baseUrl, h.workspace.owner.email, h.workspace.owner.password);
+    const stolen = client.cookie;
+    const out = await client.call('DELETE', '/session');
+    expect(out.status).toBe(204);
+    expect(out.setCookie).toMatch(/^media_session=; Path=\/dashboard; HttpOnly; SameSite=Strict; Max-Age=0/);
+    client.cookie = stolen;
+    expectApiError(await client.call('GET', '/session'), 401, { code: 'not_signed_in' });
+  });
+
+  it('refuses a state-changing request without the CSRF token or with a wrong one', async () => {
+    expectApiError(await owner.call('POST', '/secrets/reveal', { csrf: null }), 403, { code: 'csrf_failed', type: 'permission_error' });
+    expectApiError(await owner.call('POST', '/secrets/reveal', { csrf: `${owner.csrf!.slice(0, -1)}x` }), 403, { code: 'csrf_failed' });
+    expectApiError(await owner.call('POST', '/keys', { csrf: 'short' }), 403, { code: 'csrf_failed' });
+    expect((await owner.call('POST', '/secrets/reveal')).status).toBe(200);
+  });
+
+  it('sends the Content-Security-Policy on the page and on unknown paths under it', async () => {
+    for (const path of ['/dashboard/', '/dashboard/requests/req_x']) {
+      const res = await fetch(`${h.stack.baseUrl}${path}`);
+      expect(res.headers.get('content-security-policy')).toBe(CSP);
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      // The page is there once the web app is built (Vite); before that the route answers 404 in JSON.
+      const built = existsSync(resolve(__dirname, '../../libs/dashboard/dist/web/index.html'));
+      expect(res.status).toBe(built ? 200 : 404);
+      if (built) expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    }
+    const redirect = await fetch(`${h.stack.baseUrl}/dashboard`, { redirect: 'manual' });
+    expect(redirect.status).toBe(301);
+    expect(redirect.headers.get('location')).toBe('/dashboard/');
+  });
+});
+
+describe('roles, secrets and keys', () => {
+  let member: DashboardClient;
+  let admin: DashboardClient;
+
+  beforeAll(async () => {
+    const m = await owner.call('POST', '/members', { json: { email: 'member@test.test', role: 'member' } });
+    const a = await owner.call('POST', '/members', { json: { email: 'admin@test.test', role: 'admin' } });
+    expect([m.status, a.status]).toEqual([201, 201]);
+    member = await DashboardClient.signedIn(h.stack.baseUrl, m.json.email, m.json.password);
+    admin = await DashboardClient.signedIn(h.stack.baseUrl, a.json.email, a.json.password);
+  });
+
+  it('refuses a rotation a member forges with 403, and tells the page which buttons to show', async () => {
+    const page = await member.call('GET', '/keys');
+    expect(page.json.signing).toMatchObject({ can_rotate: false, can_end_overlap: false, previous_expires_at: null });
+    expectApiError(await member.call('POST', '/secrets/rotate'), 403, { code: 'permission_denied', type: 'permission_error' });
+    expectApiError(await member.call('POST', '/keys'), 403, { code: 'permission_denied' });
+    expectApiError(await member.call('POST', '/members', { json: { email: 'x@test.test', role: 'owner' } }), 403, { code: 'permission_denied' });
+    expect((await member.call('POST', '/secrets/reveal')).json.current).toBe(h.workspace.signingSecret);
+  });
+
+  it('lets an admin rotate (both secrets shown, with the end of the overlap) and only the owner end the overlap', async () => {
+    const before = Math.floor(Date.now() / 1000);
+    const rotated = await admin.call('POST', '/secrets/rotate');
+    expect(rotated.status).toBe(200);
+    expect(rotated.json).toEqual({ current: expect.stringMatching(/^whsec_/), previous: h.workspace.signingSecret, previous_expires_at: expect.any(Number) });
+    expect(rotated.json.current).not.toBe(h.workspace.signingSecret);
+    expect(rotated.json.previous_expires_at).toBeGreaterThanOrEqual(before + 86_400);
+    expect((await owner.call('GET', '/keys')).json.signing).toMatchObject({ previous_expires_at: rotated.json.previous_expires_at, can_rotate: true, can_end_overlap: true });
+    expect((await admin.call('GET', '/keys')).json.signing).toMatchObject({ can_rotate: true, can_end_overlap: false });
+    expectApiError(await admin.call('POST', '/secrets/end-overlap'), 403, { code: 'permission_denied' });
+    const ownerRotated = await owner.call('POST', '/secrets/rotate');
+    expect(ownerRotated.json.previous).toBe(rotated.json.current);
+    const ended = await owner.call('POST', '/secrets/end-overlap');
+    expect(ended.json).toEqual({ current: ownerRotated.json.current, previous: null, previous_expires_at: null });
+    expect(await h.stack.workspaces.activeSecrets(h.workspace.workspaceId)).toEqual([ownerRotated.json.current]);
+  });
+
+  it('creates a key shown once, lists it with its last use, and revokes it so that it gets 401', async () => {
+    const created = await admin.call('POST', '/keys');
+    expect(created.status).toBe(201);
+    expect(created.json).toEqual({ id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^sk_/), prefix: `${created.json.key.slice(0, 7)}…`, created_at: expect.any(Number), last_used_at: null });
+    let listed = await owner.call('GET', '/keys');
+    expect(listed.json.api_keys).toContainEqual({ id: created.json.id, prefix: created.json.prefix, created_at: created.json.created_at, last_used_at: null });
+    expect(listed.text).not.toContain(created.json.key);
+    const call = api(h.stack, created.json.key);
+    expect((await call('/v1/models')).status).toBe(200);
+    listed = await owner.call('GET', '/keys');
+    const used = listed.json.api_keys.find((k: { id: string }) => k.id === created.json.id);
+    expect(used.last_used_at).toBeGreaterThanOrEqual(created.json.created_at);
+    expect((await owner.call('DELETE', `/keys/${created.json.id}`)).status).toBe(204);
+    expectApiError(await call('/v1/models'), 401, { code: 'invalid_api_key' });
+    expect((await owner.call('GET', '/keys')).json.api_keys.map((k: { id: string }) => k.id)).not.toContain(created.json.id);
+  });
+
+  it('adds, re-roles and removes members, and never the last owner', async () => {
+    const added = await owner.call('POST', '/members', { json: { email: 'Temp@Test.test', role: 'member' } });
+    expect(added.json).toEqual({ email: 'temp@test.test', role: 'member', password: expect.any(String) });
+    expectApiError(await owner.call('POST', '/members', { json: { email: 'temp@test.test', role: 'admin' } }), 409, { code: 'member_exists' });
+    expect((await owner.call('PATCH', '/members/temp@test.test', { json: { role: 'admin' } })).json).toEqual({ email: 'temp@test.test', role: 'admin' });
+    expect((await owner.call('GET', '/members')).json).toContainEqual({ email: 'temp@test.test', role: 'admin' });
+    expectApiError(await owner.call('PATCH', `/members/${h.workspace.owner.email}`, { json: { role: 'admin' } }), 409, { code: 'last_owner' });
+    expectApiError(await owner.call('DELETE', `/members/${h.workspace.owner.email}`), 409, { code: 'last_owner' });
+    expect((await owner.call('DELETE', '/members/temp@test.test')).status).toBe(204);
+    expectApiError(await owner.call('DELETE', '/members/temp@test.test'), 404);
+  });
+});
+
+describe('requests, retry, usage and test callbacks', () => {
+  let failedImage: string;
+  let deliveredImage: string;
+  let video: string;
+
+  beforeAll(async () => {
+    failedImage = await h.jobs.image(h.receiver.url('/fails'), 'first');
+    video = await h.jobs.video(h.receiver.url('/ok'));
+    await h.messageIdOf(video);
+    deliveredImage = await h.jobs.image(h.receiver.url('/ok'), 'third');
+    await h.settled(await h.messageIdOf(deliveredImage), ['delivered']);
+    await h.settled(await h.messageIdOf(failedImage), ['failed']);
+    await h.settled(await h.messageIdOf(video), ['delivered']);
+  });
+
+  it('lists every request newest first, pages with after, filters by kind and callback state, and finds by id', async () => {
+    const all = await owner.call('GET', '/requests');
+    expect(all.json.data.map((r: { id: string }) => r.id)).toEqual([deliveredImage, video, failedImage]);
+    expect(all.json.has_more).toBe(false);
+    expect(all.json.data[2]).toMatchObject({
+      kind: 'image',
+      model: 'pixel-1',
+      status: 'completed',
+      prompt: 'first',
+      callback_url: h.receiver.url('/fails'),
+      callback: { object: 'callback', status: 'failed', attempt_count: 6, job_id: failedImage },
+    });
+    const first = await owner.call('GET', '/requests?limit=1');
+    expect([first.json.data.map((r: { id: string }) => r.id), first.json.has_more]).toEqual([[deliveredImage], true]);
+    const second = await owner.call('GET', `/requests?limit=1&after=${deliveredImage}`);
+    expect([second.json.data.map((r: { id: string }) => r.id), second.json.has_more]).toEqual([[video], true]);
+    const third = await owner.call('GET', `/requests?limit=1&after=${video}`);
+    expect([third.json.data.map((r: { id: string }) => r.id), third.json.has_more]).toEqual([[failedImage], false]);
+    expect((await owner.call('GET', '/requests?kind=video')).json.data.map((r: { id: string }) => r.id)).toEqual([video]);
+    expect((await owner.call('GET', '/requests?callback_status=failed')).json.data.map((r: { id: string }) => r.id)).toEqual([failedImage]);
+    expect((await owner.call('GET', '/requests?callback_status=delivered&kind=image')).json.data.map((r: { id: string }) => r.id)).toEqual([deliveredImage]);
+    const byMsg = await owner.call('GET', `/requests?q=${await h.messageIdOf(video)}`);
+    expect(byMsg.json.data.map((r: { id: string }) => r.id)).toEqual([video]);
+    expect((await owner.call('GET', `/requests?q=${failedImage}`)).json.data).toHaveLength(1);
+    expect((await owner.call('GET', '/requests?q=req_nothing')).json.data).toEqual([]);
+    expectApiError(await owner.call('GET', '/requests?kind=audio'), 400, { param: 'kind' });
+  });
+
+  it('shows a request as the API does, with every attempt as text, and retries its failed callback', async () => {
+    const detail = await owner.call('GET', `/requests/${failedImage}`);
+    expect(detail.json.job).toEqual(await h.jobs.get(failedImage).then((j) => ({ ...j, data: expect.any(Array), url_expires_at: expect.any(Number) })));
+    expect(detail.json.callback.attempts).toHaveLength(6);
+    expect(detail.json.callback.attempts[0]).toMatchObject({ number: 1, trigger: 'scheduled', status_code: 500, error: 'http_error', response_excerpt: '<script>alert(1)</script>' });
+    expect(detail.headers.get('content-type')).toMatch(/^application\/json/);
+    const retry = await owner.call('POST', `/callbacks/${detail.json.callback.id}/retry`);
+    expect(retry.status).toBe(202);
+    expect(retry.json).toMatchObject({ id: detail.json.callback.id, object: 'callback' });
+    const after = await eventually(async () => {
+      const d = await owner.call('GET', `/requests/${failedImage}`);
+      return d.json.callback.attempts.length === 7 ? d.json : undefined;
+    }, 20_000, 'the manual attempt');
+    expect(after.callback.attempts[6]).toMatchObject({ number: 7, trigger: 'manual', status_code: 500 });
+  });
+
+  it('answers 404 for another workspace’s request, callback and key ids', async () => {
+    const other = await h.stack.createWorkspace('other');
+    const stranger = await DashboardClient.signedIn(h.stack.baseUrl, other.owner.email, other.owner.password);
+    const msg = await h.messageIdOf(failedImage);
+    expectApiError(await stranger.call('GET', `/requests/${failedImage}`), 404, { type: 'not_found_error' });
+    expectApiError(await stranger.call('POST', `/callbacks/${msg}/retry`), 404, { type: 'not_found_error' });
+    expect((await stranger.call('GET', `/requests?q=${msg}`)).json.data).toEqual([]);
+    expect((await stranger.call('GET', `/requests?after=${video}`)).json.data).toEqual([]);
+    const [key] = (await owner.call('GET', '/keys')).json.api_keys;
+    expectApiError(await stranger.call('DELETE', `/keys/${key.id}`), 404, { type: 'not_found_error' });
+    expect((await stranger.call('GET', '/requests')).json.data).toEqual([]);
+  });
+
+  it('sums usage per day exactly as the ledger does', async () => {
+    const usage = await owner.call('GET', '/usage?days=7');
+    const ledger = await h.stack.jobs.ledger(h.workspace.workspaceId);
+    const total = ledger.reduce((sum, e) => sum + Math.round(e.amount * 1e6), 0) / 1e6;
+    expect(usage.json.currency).toBe('usd');
+    expect(usage.json.total).toBe(total);
+    expect(usage.json.entries.map((e: { job_id: string }) => e.job_id).sort()).toEqual(ledger.map((e) => e.job_id).sort());
+    expect(usage.json.days).toHaveLength(7);
+    const today = new Date().toISOString().slice(0, 10);
+    expect(usage.json.days.at(-1)).toEqual({ date: today, amount: total, count: ledger.length });
+  });
+
+  it('sends a signed test callback through the dispatcher and shows the answer; refuses a private URL with 400', async () => {
+    h.receiver.script('/test-hook', () => ({ status: 204 }));
+    const res = await owner.call('POST', '/test-callback', { json: { url: h.receiver.url('/test-hook') } });
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({
+      webhook_id: expect.stringMatching(/^msg_/),
+      delivered: true,
+      status_code: 204,
+      error: null,
+      duration_ms: expect.any(Number),
+      address: '127.0.0.1',
+      response_excerpt: '',
+    });
+    const [request] = h.receiver.requestsTo('/test-hook');
+    const secret = (await owner.call('POST', '/secrets/reveal')).json.current;
+    const payload = new Webhook(secret).verify(request.body, request.headers) as { type: string; data: { object: string } };
+    expect(payload).toMatchObject({ type: 'image.completed', data: { object: 'image.generation', callback_url: h.receiver.url('/test-hook') } });
+    expect(request.headers['webhook-id']).toBe(res.json.webhook_id);
+    // A test is not a delivery: no callback's attempt log grows.
+    expect((await h.callbacks.attempts(await h.messageIdOf(deliveredImage))).map((a) => a.trigger)).not.toContain('test');
+    expectApiError(await owner.call('POST', '/test-callback', { json: { url: 'https://10.1.2.3/hook' } }), 400, { code: 'invalid_callback_url', param: 'url' });
+    expectApiError(await owner.call('POST', '/test-callback', { json: { url: 'ftp://example.com/' } }), 400, { code: 'invalid_callback_url' });
+  });
+});

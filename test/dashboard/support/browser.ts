@@ -1,0 +1,58 @@
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+
+/** Debian's chromium package (.ci/run installs it): no browser download, no network needed. */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/**
+ * Flags that keep Chromium from calling out (the machine has no network) and make it run as root
+ * in a container. Playwright gives every launch a fresh temporary user-data dir of its own.
+ */
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export const SCREENSHOTS = resolve(__dirname, '../../../docs/screenshots');
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+}
+
+/** What went wrong in a page: script errors and console errors (a CSP violation is one). */
+export interface PageProblems {
+  errors: string[];
+}
+
+/** A fresh browser profile (own cookies) at the size the README's screenshots use. */
+export async function newSession(browser: Browser, baseURL: string): Promise<{ context: BrowserContext; page: Page; problems: PageProblems }> {
+  const context = await browser.newContext({ baseURL, viewport: { width: 1280, height: 800 }, locale: 'en-GB', timezoneId: 'Europe/Berlin' });
+  const page = await context.newPage();
+  const problems: PageProblems = { errors: [] };
+  page.on('pageerror', (err) => problems.errors.push(`pageerror: ${err.message}`));
+  page.on('console', (msg) => {
+    // A 401 on the first GET /session is how the app learns it is signed out: expected.
+    if (msg.type() === 'error' && !/status of 401/.test(msg.text())) problems.errors.push(`console: ${msg.text()}`);
+  });
+  return { context, page, problems };
+}
+
+export async function signIn(page: Page, email: string, password: string): Promise<void> {
+  await page.goto('/dashboard/');
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: resolve(SCREENSHOTS, name), animations: 'disabled', caret: 'hide' });
+}

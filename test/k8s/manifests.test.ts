@@ -1,0 +1,153 @@
+// k8s/ is a contract with the platform team: every overlay must build, validate against the
+// Kubernetes, KEDA and prometheus-operator schemas (shipped in npm packages, nothing downloaded),
+// name only settings the services read, probe only paths and ports the code serves, and agree with
+// the Dockerfile (commands, ports, user).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { CONFIG_KEYS, loadConfig } from '@media/common';
+import { kustomizeLite, type K8sObject } from './kustomize-lite';
+
+const ROOT = resolve(__dirname, '../..');
+const OVERLAYS = ['base', 'overlays/dev', 'overlays/prod'];
+const hasKubectl = spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status === 0;
+
+const build = (dir: string): K8sObject[] => {
+  const path = resolve(ROOT, 'k8s', dir);
+  if (!hasKubectl) return kustomizeLite(path);
+  const out = execFileSync('kubectl', ['kustomize', path], { encoding: 'utf8' });
+  return parseAllDocuments(out).map((d) => d.toJS() as K8sObject);
+};
+const built = Object.fromEntries(OVERLAYS.map((o) => [o, build(o)]));
+const deployments = (objects: K8sObject[]) => objects.filter((o) => o.kind === 'Deployment');
+const containers = (o: K8sObject): any[] => o.spec?.template?.spec?.containers ?? [];
+
+const COMMANDS: Record<string, string> = {
+  'api-gateway': 'services/api-gateway/dist/main.js',
+  generator: 'services/generator/dist/main.js',
+  'webhook-dispatcher': 'services/webhook-dispatcher/dist/main.js',
+};
+
+describe.each(OVERLAYS)('k8s/%s', (overlay) => {
+  const objects = built[overlay];
+
+  it('builds', () => {
+    expect(objects.length).toBeGreaterThan(0);
+    expect(deployments(objects).map((d) => d.metadata.name).sort()).toEqual(Object.keys(COMMANDS).sort());
+  });
+
+  it('validates every object against its schema', () => {
+    const out = execFileSync(process.execPath, [resolve(__dirname, 'validate-objects.mjs')], { input: JSON.stringify(objects), encoding: 'utf8' });
+    expect(JSON.parse(out)).toEqual([]);
+  });
+
+  it('names only settings of the config module', () => {
+    const names = new Set<string>();
+    for (const o of objects) {
+      if ((o.kind === 'ConfigMap' && o.metadata.name === 'media-config') || (o.kind === 'Secret' && o.metadata.name === 'media-secrets')) {
+        for (const key of Object.keys({ ...o.data, ...o.stringData })) names.add(key);
+      }
+      for (const c of containers(o)) for (const e of c.env ?? []) names.add(e.name);
+    }
+    expect(names.size).toBeGreaterThan(5);
+    expect([...names].filter((n) => !CONFIG_KEYS.includes(n))).toEqual([]);
+    // And the values parse: the services would refuse to start otherwise.
+    const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'media-config')!;
+    expect(() => loadConfig({ ...config.data, OPERATOR_PASSWORD: 'x'.repeat(16) })).not.toThrow();
+  });
+
+  it('runs each service with its command, hardened, and probes what the code serves', () => {
+    const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'media-config')!;
+    const opsPort = loadConfig(config.data).opsPort;
+    const shutdownS = loadConfig(config.data).shutdownTimeoutMs / 1000;
+    for (const d of deployments(objects)) {
+      const pod = d.spec.template.spec;
+      const [c] = containers(d);
+      expect(c.command).toEqual(['node', COMMANDS[d.metadata.name]]);
+      expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(shutdownS);
+      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
+      expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
+      expect(c.volumeMounts).toEqual(expect.arrayContaining([{ name: 'tmp', mountPath: '/tmp' }]));
+      expect(c.resources.requests).toBeDefined();
+      expect(c.resources.limits).toBeDefined();
+      const ops = c.ports.find((p: any) => p.name === 'ops');
+      expect(ops.containerPort).toBe(opsPort);
+      expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'ops' });
+      expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'ops' });
+      if (d.metadata.name === 'api-gateway') {
+        expect(c.ports.find((p: any) => p.name === 'http').containerPort).toBe(loadConfig({}).port);
+      }
+      expect(objects.some((o) => o.kind === 'PodDisruptionBudget' && o.spec.selector.matchLabels['app.kubernetes.io/name'] === d.metadata.name)).toBe(true);
+    }
+  });
+
+  if (hasKubectl) {
+    it('renders the same with the kubectl-free fallback (test/k8s/kustomize-lite.ts)', () => {
+      const normal = (list: K8sObject[]) => list.map((o) => JSON.stringify(sortKeys(o))).sort();
+      expect(normal(kustomizeLite(resolve(ROOT, 'k8s', overlay)))).toEqual(normal(objects));
+    });
+  }
+});
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, sortKeys(v)]));
+}
+
+describe('the code serves what the probes ask for', () => {
+  const source = (path: string) => readFileSync(resolve(ROOT, path), 'utf8');
+  it('defaults OPS_PORT to the port the manifests probe, and serves /healthz, /readyz, /metrics there', () => {
+    expect(loadConfig({}).opsPort).toBe(9464);
+    const ops = source('libs/common/src/ops-server.ts');
+    for (const path of ['/healthz', '/readyz', '/metrics']) expect(ops).toContain(`app.get('${path}'`);
+    for (const service of Object.keys(COMMANDS)) expect(source(`services/${service}/src/main.ts`)).toMatch(/startOpsServer\(\{\s*port: config\.opsPort/);
+  });
+});
+
+describe('prod autoscaling and policies', () => {
+  const prod = built['overlays/prod'];
+  it('scales the workers on waiting + prioritized + delayed_due, never the dispatcher to zero', () => {
+    const scaled = prod.filter((o) => o.kind === 'ScaledObject');
+    expect(scaled.map((s) => s.spec.scaleTargetRef.name).sort()).toEqual(['generator', 'webhook-dispatcher']);
+    const queries = scaled.flatMap((s) => s.spec.triggers.map((t: any) => [s.metadata.name, t.metadata.query]));
+    expect(queries.map(([, q]) => /queue="([^"]+)"/.exec(q)![1]).sort()).toEqual(['callback-deliveries', 'generation', 'job-events']);
+    for (const [, q] of queries) expect(q).toContain('media_queue_jobs{queue="');
+    for (const [, q] of queries) expect(q).toContain('state=~"waiting|prioritized|delayed_due"');
+    expect(scaled.find((s) => s.metadata.name === 'webhook-dispatcher')!.spec.minReplicaCount).toBeGreaterThanOrEqual(1);
+    expect(prod.find((o) => o.kind === 'HorizontalPodAutoscaler')!.spec.scaleTargetRef.name).toBe('api-gateway');
+  });
+
+  it('lets the dispatcher reach 443 on the internet and no private range', () => {
+    const policy = prod.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === 'webhook-dispatcher-egress')!;
+    const block = policy.spec.egress[0].to[0].ipBlock;
+    expect(block.cidr).toBe('0.0.0.0/0');
+    expect(block.except.sort()).toEqual(['10.0.0.0/8', '100.64.0.0/10', '169.254.0.0/16', '172.16.0.0/12', '192.168.0.0/16']);
+    expect(policy.spec.egress[0].ports).toEqual([{ port: 443, protocol: 'TCP' }]);
+  });
+
+  it('alerts on the five conditions of the runbook, each linked to its section', () => {
+    const rule = prod.find((o) => o.kind === 'PrometheusRule')!;
+    const alerts = rule.spec.groups.flatMap((g: any) => g.rules);
+    const runbook = readFileSync(resolve(ROOT, 'docs/operations.md'), 'utf8');
+    expect(alerts.map((a: any) => a.alert)).toEqual([
+      'MediaCallbacksFailing',
+      'MediaOldestWaitingJobTooOld',
+      'MediaDispatcherLag',
+      'MediaWorkerWedged',
+      'MediaRedisMemoryNearLimit',
+    ]);
+    for (const a of alerts) expect(runbook).toMatch(new RegExp(`^### ${a.alert}$`, 'm'));
+  });
+});
+
+describe('Dockerfile', () => {
+  const dockerfile = readFileSync(resolve(ROOT, 'Dockerfile'), 'utf8');
+  it('runs as the uid the manifests require, exposes their ports, and builds the commands they run', () => {
+    expect(dockerfile).toMatch(/^USER node$/m); // uid 1000 in the official Node.js images
+    expect(dockerfile).toMatch(/^EXPOSE 8080 9464$/m);
+    for (const command of Object.values(COMMANDS)) expect(dockerfile).toContain(command);
+    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:(22|24)-bookworm-slim$/m);
+  });
+});

@@ -71,6 +71,17 @@ describe('WorkspaceAccounts', () => {
     expect(await accounts.resume(signed.token)).toBeUndefined();
   });
 
+  it('ends a session a week after sign-in however active it was', async () => {
+    const { owner } = await accounts.createWorkspace('lifetime', 'l@l.test');
+    const signed = await accounts.signIn(owner.email, owner.password, '10.3.0.1');
+    const start = clock;
+    clock = start + 6 * 86_400_000;
+    expect(await accounts.resume(signed.token)).toBeDefined();
+    clock = start + 7 * 86_400_000 + 1;
+    expect(await accounts.resume(signed.token)).toBeUndefined();
+    clock = start;
+  });
+
   it('never leaves a workspace without an owner', async () => {
     const { workspace } = await accounts.createWorkspace('owners', 'a@o.test');
     await expect(accounts.removeMember(workspace.id, 'a@o.test')).rejects.toBeInstanceOf(LastOwnerError);
@@ -89,6 +100,16 @@ describe('WorkspaceAccounts', () => {
     const refused = await accounts.signIn(owner.email, owner.password, '10.1.1.1').catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(SignInThrottledError);
     expect((refused as SignInThrottledError).retryAfterSeconds).toBeGreaterThan(800);
+  });
+
+  it('lets no more than ten of a burst of parallel guesses reach the password check, and a success counts nothing', async () => {
+    const { owner } = await accounts.createWorkspace('burst', 'b@b.test');
+    await accounts.signIn(owner.email, owner.password, '10.2.0.1');
+    const outcomes = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => accounts.signIn(owner.email, 'wrong', `10.2.1.${i}`).catch((e: unknown) => e)),
+    );
+    expect(outcomes.filter((e) => e instanceof InvalidCredentialsError)).toHaveLength(10);
+    expect(outcomes.filter((e) => e instanceof SignInThrottledError)).toHaveLength(30);
   });
 
   it('lists, creates and revokes API keys and records their use at most once a minute', async () => {
@@ -126,6 +147,15 @@ describe('WorkspaceAccounts', () => {
     const ended = await accounts.endOverlap(id);
     expect(ended).toEqual({ current: rotated.current, previous: null });
     expect(await workspaces.activeSecrets(id)).toEqual([rotated.current.secret]);
+  });
+
+  it('keeps exactly two secrets signing after two rotations in a row: the leaked first one stops at once', async () => {
+    const created = await accounts.createWorkspace('rotate-twice', 'o@r2.test');
+    const id = created.workspace.id;
+    const first = await accounts.rotateSecret(id);
+    const second = await accounts.rotateSecret(id);
+    expect(second.previous?.secret).toBe(first.current.secret);
+    expect(await workspaces.activeSecrets(id, clock + 1_000)).toEqual([second.current.secret, first.current.secret]);
   });
 
   it('gives each role its permissions', () => {

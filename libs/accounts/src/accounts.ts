@@ -17,6 +17,8 @@ import { isRole } from './permissions';
 
 /** A session lasts this long without use; every authenticated request restarts the clock. */
 export const SESSION_IDLE_SECONDS = 12 * 3600;
+/** However active, a session ends this long after sign-in (a tab that polls must not keep one for ever). */
+export const SESSION_MAX_SECONDS = 7 * 86_400;
 /** Failed sign-ins allowed per e-mail in one window (guessing one account's password). */
 export const SIGN_IN_FAILURES_PER_EMAIL = 10;
 /** Failed sign-ins allowed per client address in one window (spraying many accounts); higher, as offices share addresses. */
@@ -151,9 +153,15 @@ export class WorkspaceAccounts {
       { scope: 'email' as const, hash: sha256(normalized), limit: SIGN_IN_FAILURES_PER_EMAIL },
       { scope: 'address' as const, hash: sha256(clientAddress), limit: SIGN_IN_FAILURES_PER_ADDRESS },
     ];
+    const reserved: typeof subjects = [];
     for (const s of subjects) {
-      const { count, resetMs } = await this.deps.failures.read(s.scope, s.hash);
-      if (count >= s.limit) throw new SignInThrottledError(Math.max(1, Math.ceil(resetMs / 1000)));
+      const { allowed, resetMs } = await this.deps.failures.reserve(s.scope, s.hash, s.limit, SIGN_IN_WINDOW_SECONDS);
+      if (!allowed) {
+        // The other subject's place was taken for an attempt that is not made.
+        for (const r of reserved) await this.deps.failures.release(r.scope, r.hash);
+        throw new SignInThrottledError(Math.max(1, Math.ceil(resetMs / 1000)));
+      }
+      reserved.push(s);
     }
     // An e-mail may belong to several workspaces, each with its own password: the first that matches wins.
     let found: { workspaceId: string; role: Role } | undefined;
@@ -166,10 +174,9 @@ export class WorkspaceAccounts {
       }
     }
     if (candidates.length === 0) await verifyPassword(password, await decoyHash());
-    if (!found) {
-      for (const s of subjects) await this.deps.failures.add(s.scope, s.hash, SIGN_IN_WINDOW_SECONDS);
-      throw new InvalidCredentialsError();
-    }
+    // A failure keeps its place in both counts; a success gives them back.
+    if (!found) throw new InvalidCredentialsError();
+    for (const s of subjects) await this.deps.failures.release(s.scope, s.hash);
     const token = mint.sessionToken();
     const stored: StoredSession = { workspace_id: found.workspaceId, email: normalized, csrf_token: mint.csrfToken(), created_ms: this.now() };
     await this.deps.sessions.create(sha256(token), stored, SESSION_IDLE_SECONDS);
@@ -181,6 +188,10 @@ export class WorkspaceAccounts {
     if (!token) return undefined;
     const stored = await this.deps.sessions.touch(sha256(token), SESSION_IDLE_SECONDS);
     if (!stored) return undefined;
+    if (this.now() - stored.created_ms > SESSION_MAX_SECONDS * 1000) {
+      await this.deps.sessions.delete(sha256(token));
+      return undefined;
+    }
     const [member, workspace] = await Promise.all([this.deps.workspaces.member(stored.workspace_id, stored.email), this.deps.workspaces.get(stored.workspace_id)]);
     if (!member || !workspace) return undefined;
     return { workspace, email: member.email, role: member.role, csrfToken: stored.csrf_token };

@@ -1,11 +1,15 @@
 import { jobIds, newId, type JobQueue } from '@media/common';
 import { attemptKey, type CallbackAttempt, type CallbackListQuery, type CallbackPage, type CallbackRecord, type CallbackRepository } from '@media/storage';
-import { CallbackNotFoundError } from './errors';
+import { CallbackNotFoundError, RecoveryTooLargeError } from './errors';
 
 /** Manual attempts a bulk recovery queues per second at most, so a receiver back from an outage is not flooded. */
 export const RECOVERY_ATTEMPTS_PER_SECOND = 5;
 /** Ids read from the failed index per step while a recovery collects its callbacks. */
 const RECOVERY_READ_CHUNK = 500;
+/** Jobs queued per round trip. */
+const QUEUE_CHUNK = 500;
+/** Callbacks one recovery may retry (at 5/s, over half an hour); a larger window is refused: narrow it. */
+export const MAX_RECOVERY = 10_000;
 
 /** A manual retry that was queued for the dispatcher. */
 export interface ManualRetryRequest {
@@ -29,7 +33,7 @@ export interface Recovery {
 export interface CallbackAdminDeps {
   callbacks: CallbackRepository;
   /** The dispatcher's queue: manual attempts are only queued here, never made (the dispatcher alone calls receivers). */
-  deliveries: Pick<JobQueue<'callback-deliveries'>, 'add'>;
+  deliveries: Pick<JobQueue<'callback-deliveries'>, 'add' | 'addBulk'>;
   now?: () => number;
   recoveryRatePerSecond?: number;
 }
@@ -91,7 +95,8 @@ export class CallbackAdmin {
 
   /**
    * Gives every `failed` callback of the workspace created in [sinceMs, untilMs) one manual attempt,
-   * at most {@link RECOVERY_ATTEMPTS_PER_SECOND} per second (BullMQ delays spread them out).
+   * at most {@link RECOVERY_ATTEMPTS_PER_SECOND} per second (BullMQ delays spread them out), on one pace
+   * per workspace that concurrent recoveries share.
    *
    * Each attempt's queue id is derived from the recovery and the callback, so a callback is tried
    * at most once per recovery. The callbacks are collected before anything is queued: a recovered
@@ -103,15 +108,23 @@ export class CallbackAdmin {
     for (;;) {
       const chunk = await this.deps.callbacks.idsInState(workspaceId, 'failed', window.sinceMs, untilMs, ids.length, RECOVERY_READ_CHUNK);
       ids.push(...chunk);
-      if (chunk.length < RECOVERY_READ_CHUNK) break;
+      if (chunk.length < RECOVERY_READ_CHUNK || ids.length > MAX_RECOVERY) break;
     }
+    if (ids.length > MAX_RECOVERY) throw new RecoveryTooLargeError(ids.length, MAX_RECOVERY);
     const id = newId('rcv');
-    for (const [i, messageId] of ids.entries()) {
-      await this.deps.deliveries.add(
-        'deliver',
-        // `attempt` is informational for manual attempts; the dispatcher numbers them when it records.
-        { messageId, attempt: 0, trigger: 'manual' },
-        { jobId: jobIds.recoveryDelivery(messageId, id), delay: Math.floor(i / this.ratePerSecond) * 1000 },
+    const now = this.now();
+    const firstSlotMs = await this.deps.callbacks.reserveRecoverySlots(workspaceId, ids.length, this.ratePerSecond, now);
+    for (let start = 0; start < ids.length; start += QUEUE_CHUNK) {
+      await this.deps.deliveries.addBulk(
+        ids.slice(start, start + QUEUE_CHUNK).map((messageId, offset) => ({
+          name: 'deliver' as const,
+          // `attempt` is informational for manual attempts; the dispatcher numbers them when it records.
+          payload: { messageId, attempt: 0, trigger: 'manual' as const },
+          opts: {
+            jobId: jobIds.recoveryDelivery(messageId, id),
+            delay: Math.max(0, firstSlotMs - now) + Math.floor(((start + offset) * 1000) / this.ratePerSecond),
+          },
+        })),
       );
     }
     return { id, sinceMs: window.sinceMs, untilMs, count: ids.length, ratePerSecond: this.ratePerSecond };

@@ -6,3 +6,15 @@ export class CallbackNotFoundError extends Error {
     super(`no callback ${messageId}`);
   }
 }
+
+/** A recovery window holding more failed callbacks than one recovery retries. */
+export class RecoveryTooLargeError extends Error {
+  override readonly name = 'RecoveryTooLargeError';
+
+  constructor(
+    readonly found: number,
+    readonly max: number,
+  ) {
+    super(`the window holds ${found} failed callbacks; one recovery retries at most ${max}: narrow since/until`);
+  }
+}

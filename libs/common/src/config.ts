@@ -54,6 +54,12 @@ export interface AppConfig {
   /** HTTP Basic credentials for Bull Board; without a password the board is not mounted at all. */
   operatorUsername: string;
   operatorPassword: string | undefined;
+  /**
+   * Express's `trust proxy`: false (default), a hop count, or the proxies' addresses/CIDRs. Behind an
+   * Ingress it must be set, or every client shares the Ingress's address (the dashboard's sign-in
+   * limit per address would then lock everyone out).
+   */
+  trustProxy: boolean | number | string[];
 }
 
 const DURATION = /^\d+(ms|s|m|h)$/;
@@ -117,6 +123,7 @@ const schema = Joi.object({
   RATE_LIMIT_CREATE_PER_MINUTE: Joi.number().integer().min(1).default(300),
   RATE_LIMIT_READ_PER_MINUTE: Joi.number().integer().min(1).default(1_200),
   MAX_WAITING_JOBS_PER_WORKSPACE: Joi.number().integer().min(1).default(1_000),
+  TRUST_PROXY: Joi.string().pattern(/^(\d+|[0-9A-Fa-f:.\/,\s]+)$/).allow('').default(''),
   FAULT_CRASH_POINTS: Joi.string()
     .custom((value: string, helpers) => {
       const unknown = list(value).filter((p) => !CRASH_POINTS.includes(p as CrashPoint));
@@ -183,6 +190,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     rateLimitReadPerMinute: value.RATE_LIMIT_READ_PER_MINUTE,
     maxWaitingJobsPerWorkspace: value.MAX_WAITING_JOBS_PER_WORKSPACE,
     faultCrashPoints: list(value.FAULT_CRASH_POINTS) as CrashPoint[],
+    trustProxy: value.TRUST_PROXY === '' ? false : /^\d+$/.test(value.TRUST_PROXY) ? Number(value.TRUST_PROXY) : list(value.TRUST_PROXY),
     opsPort: value.OPS_PORT,
     workerLivenessBoundMs: value.WORKER_LIVENESS_BOUND_MS,
     operatorUsername: value.OPERATOR_USERNAME,

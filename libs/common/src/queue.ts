@@ -28,6 +28,12 @@ export class JobQueue<Q extends QueueName> {
     await this.queue.add(name as never, payload as never, opts);
   }
 
+  /** Adds many jobs in one round trip (each with its own options, e.g. a `jobId` and a delay). */
+  async addBulk<N extends JobNameOf<Q>>(jobs: { name: N; payload: PayloadOf<Q, N>; opts?: JobsOptions }[]): Promise<void> {
+    if (jobs.length === 0) return;
+    await this.queue.addBulk(jobs.map((j) => ({ name: j.name as never, data: j.payload as never, opts: j.opts })));
+  }
+
   /** Removes a waiting or delayed job; false if it is running or gone. */
   async remove(jobId: string): Promise<boolean> {
     try {

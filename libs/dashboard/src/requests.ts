@@ -1,4 +1,4 @@
-import { presentCallback, presentCallbackDetail, type CallbackAdmin } from '@media/callbacks';
+import { CallbackNotFoundError, presentCallback, presentCallbackDetail, type CallbackAdmin } from '@media/callbacks';
 import { callbackIdFor, eventTypeFor, isFinished, type JobPresenter, type JobRecord } from '@media/domain';
 import type { CallbackRecord, CallbackState, JobRepository } from '@media/storage';
 import type { CallbackStatus, JobKind, RequestDetail, RequestList, RequestRow, Usage } from './contract';
@@ -66,7 +66,13 @@ export class RequestsView {
     if (!job) return undefined;
     const [row] = await this.rows(workspaceId, [job]);
     const messageId = callbackIdOf(job);
-    const described = messageId ? await this.deps.callbackAdmin.describe(workspaceId, messageId).catch(() => undefined) : undefined;
+    // Only "no callback yet" is an answer; anything else (Redis away) must fail the request, not show "none".
+    const described = messageId
+      ? await this.deps.callbackAdmin.describe(workspaceId, messageId).catch((err: unknown) => {
+          if (err instanceof CallbackNotFoundError) return undefined;
+          throw err;
+        })
+      : undefined;
     return {
       row,
       job: this.deps.presenter.render(job) as unknown as Record<string, unknown>,

@@ -139,6 +139,9 @@ function apiRouter(deps: DashboardDeps): Router {
       throw ApiError.invalid('email and password are required.', typeof body.email !== 'string' ? 'email' : 'password', 'invalid_value');
     }
     const { token, session } = await accounts.signIn(body.email, body.password, req.ip ?? req.socket.remoteAddress ?? 'unknown').catch(toApiError);
+    // A new sign-in ends the session the browser had: no token outlives the sign-in that replaced it.
+    const previous = readCookie(req.headers.cookie, SESSION_COOKIE);
+    if (previous) await accounts.signOut(previous);
     // A session cookie (no Max-Age): it ends with the browser, and the server ends it after 12 h idle.
     res.setHeader('set-cookie', cookie(token, null));
     res.json(sessionInfo(session));

@@ -83,6 +83,14 @@ export interface AttemptTiming {
   first_byte_ms: number | null;
 }
 
+// ARGV: 1 now ms, 2 how long the reserved slots last (ms). The key expires when the pace is idle again.
+const RESERVE_PACE = `
+local start = math.max(tonumber(ARGV[1]), tonumber(redis.call('GET', KEYS[1]) or '0'))
+local finish = start + tonumber(ARGV[2])
+redis.call('SET', KEYS[1], finish, 'PX', math.max(1, finish - tonumber(ARGV[1])))
+return start
+`;
+
 /** Key of an attempt in the callback's attempt log: one per automatic attempt, one per manual request. */
 export const attemptKey = (trigger: AttemptTrigger, attempt: number, queueJobId: string): string =>
   trigger === 'scheduled' ? `auto.${attempt}` : `manual.${queueJobId}`;
@@ -356,6 +364,21 @@ export class CallbackRepository {
     if (ids.length === 0) return [];
     const raws = await this.redis.mget(ids.map((id) => this.keys.callback(id)));
     return raws.filter((r): r is string => r !== null).map((r) => JSON.parse(r) as CallbackRecord);
+  }
+
+  /**
+   * Reserves `count` send slots at `ratePerSecond` on the workspace's one recovery pace, so that
+   * recoveries started together queue behind each other instead of multiplying the rate at the
+   * receivers. Returns when the first slot is (Unix ms).
+   */
+  async reserveRecoverySlots(workspaceId: string, count: number, ratePerSecond: number, nowMs: number): Promise<number> {
+    return (await this.redis.eval(
+      RESERVE_PACE,
+      1,
+      this.keys.workspaceRecoveryPace(workspaceId),
+      String(nowMs),
+      String(Math.ceil((count * 1000) / ratePerSecond)),
+    )) as number;
   }
 
   /** Ids of the workspace's callbacks in `state` created in [fromMs, toMs), oldest first, from rank `offset`. */

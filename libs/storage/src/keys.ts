@@ -10,6 +10,8 @@ export class StoreKeys {
   workspaceCallbacks = (id: string) => `${this.prefix}:ws:${id}:callbacks`;
   /** The workspace's callbacks in one delivery state, scored by creation time (the status filter reads it). */
   workspaceCallbacksInState = (id: string, state: string) => `${this.prefix}:ws:${id}:callbacks:state:${state}`;
+  /** When the workspace's bulk recoveries may next send an attempt (Unix ms), so concurrent recoveries share one pace. */
+  workspaceRecoveryPace = (id: string) => `${this.prefix}:ws:${id}:recovery-pace`;
   /** The workspace's callbacks of one event type, scored by creation time. */
   workspaceCallbacksOfType = (id: string, type: string) => `${this.prefix}:ws:${id}:callbacks:type:${type}`;
   /** Ids of the workspace's accepted, unfinished jobs (the waiting-jobs cap counts them). */

@@ -43,24 +43,38 @@ export class SessionRepository {
   }
 }
 
-/** A fixed-window counter per subject, e.g. failed sign-ins per e-mail. */
+// Counts the attempt before the password is checked, so that a burst of parallel attempts cannot
+// all read a count under the limit and all get a (costly) password check. Past the limit the
+// count is put back and the attempt refused. ARGV: 1 limit, 2 window seconds.
+const RESERVE = `
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+if count > tonumber(ARGV[1]) then
+  redis.call('DECR', KEYS[1])
+  return {0, redis.call('PTTL', KEYS[1])}
+end
+return {1, 0}
+`;
+
+/**
+ * A fixed-window counter of failed attempts per subject (e.g. sign-ins per e-mail). An attempt
+ * reserves a place first ({@link reserve}); a successful one gives it back ({@link release}), so
+ * only failures stay counted.
+ */
 export class FailureCounter {
   constructor(
     private readonly redis: Redis,
     private readonly keys: StoreKeys,
   ) {}
 
-  /** The count in the current window and the ms until the window ends (0 when nothing is counted). */
-  async read(scope: 'email' | 'address', hash: string): Promise<{ count: number; resetMs: number }> {
-    const key = this.keys.signInFailures(scope, hash);
-    const [[e1, count], [e2, ttl]] = (await this.redis.multi().get(key).pttl(key).exec()) as [[Error | null, string | null], [Error | null, number]];
-    if (e1 ?? e2) throw e1 ?? e2;
-    return { count: Number(count ?? 0), resetMs: Math.max(0, ttl) };
+  /** Takes a place for one attempt; refused, with the ms until the window ends, when `limit` failures are counted. */
+  async reserve(scope: 'email' | 'address', hash: string, limit: number, windowSeconds: number): Promise<{ allowed: boolean; resetMs: number }> {
+    const [allowed, resetMs] = (await this.redis.eval(RESERVE, 1, this.keys.signInFailures(scope, hash), String(limit), String(windowSeconds))) as [number, number];
+    return { allowed: allowed === 1, resetMs: Math.max(0, resetMs) };
   }
 
-  /** Counts one failure; the window starts with the first failure and lasts `windowSeconds`. */
-  async add(scope: 'email' | 'address', hash: string, windowSeconds: number): Promise<void> {
-    const key = this.keys.signInFailures(scope, hash);
-    await this.redis.multi().incr(key).expire(key, windowSeconds, 'NX').exec();
+  /** Gives back the place of an attempt that succeeded. */
+  async release(scope: 'email' | 'address', hash: string): Promise<void> {
+    await this.redis.decr(this.keys.signInFailures(scope, hash));
   }
 }

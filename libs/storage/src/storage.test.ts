@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import type { VideoJob } from '@media/domain';
 import { FileBlobStore } from './blob-store';
 import { IdempotencyRepository } from './idempotency';
+import { CallbackRepository } from './callbacks';
 import { CorruptRecordError, JobRepository } from './jobs';
 import { StoreKeys } from './keys';
 import { LimitRepository } from './limits';
@@ -167,5 +168,17 @@ describe('LimitRepository', () => {
     expect(await limits.onJobAccepted(ws, 'never_stored')).toMatchObject({ accepted: true, waiting: 2 });
     expect(await limits.onJobAccepted(ws, 'next')).toEqual({ accepted: true, waiting: 2, max: 2 });
     expect(new Set(await redis.smembers(keys.workspaceUnfinished(ws)))).toEqual(new Set(['kept_1', 'next']));
+  });
+});
+
+describe('CallbackRepository recovery pace', () => {
+  it('queues recoveries of one workspace behind each other, so together they keep one rate', async () => {
+    const callbacks = new CallbackRepository(redis, keys);
+    const ws = `ws_${randomBytes(6).toString('hex')}`;
+    const now = Date.now();
+    expect(await callbacks.reserveRecoverySlots(ws, 10, 5, now)).toBe(now); // 10 at 5/s: 2 s of slots
+    expect(await callbacks.reserveRecoverySlots(ws, 5, 5, now + 500)).toBe(now + 2_000);
+    expect(await callbacks.reserveRecoverySlots(`${ws}_other`, 5, 5, now + 500)).toBe(now + 500);
+    expect(await redis.pttl(keys.workspaceRecoveryPace(ws))).toBeGreaterThan(0);
   });
 });

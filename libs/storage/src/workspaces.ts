@@ -60,7 +60,9 @@ export function hashApiKey(apiKey: string): string {
 /** Index keys take e-mails hashed: they are personal data, and any character may be in them. */
 export const hashEmail = (email: string): string => createHash('sha256').update(email.trim().toLowerCase()).digest('hex');
 
-// The previous current secret gets its end time; secrets whose time has passed are dropped.
+// The previous current secret gets its end time and keeps signing until then; any older one is
+// dropped at once, so a rotation always leaves exactly two secrets signing (spec 4.5: two
+// signatures during the overlap) and rotating twice after a leak ends the leaked secret.
 const ROTATE = `
 local list = {}
 local raw = redis.call('GET', KEYS[1])
@@ -69,8 +71,10 @@ local now = tonumber(ARGV[2])
 local out = { cjson.decode(ARGV[1]) }
 local ends = 0
 for _, s in ipairs(list) do
-  if s.expires_ms == 0 then s.expires_ms = now + tonumber(ARGV[3]); ends = s.expires_ms end
-  if s.expires_ms > now then table.insert(out, s) end
+  if s.expires_ms == 0 then
+    s.expires_ms = now + tonumber(ARGV[3]); ends = s.expires_ms
+    if s.expires_ms > now then table.insert(out, s) end
+  end
 end
 redis.call('SET', KEYS[1], cjson.encode(out))
 return ends

@@ -33,6 +33,8 @@ export interface GatewayDeps {
   testCallbacks: TestCallbacks;
   /** The dashboard's cookie is Secure when the public address is https. */
   secureCookies: boolean;
+  /** Express's `trust proxy` (TRUST_PROXY): which proxies' X-Forwarded-For names the client. */
+  trustProxy: boolean | number | string[];
   syncImageTimeoutMs: number;
   maxUploadBytes: number;
   maxJsonBytes: number;
@@ -69,6 +71,7 @@ export function createStartingApp(logger: Logger): Express {
 /** The HTTP surface; every dependency comes in, so tests build it against a real Redis. */
 export function createApp(deps: GatewayDeps): Express {
   const app = baseApp(deps.logger, () => pingRedis(deps.redis));
+  app.set('trust proxy', deps.trustProxy);
 
   app.use('/v1/files', fileRoutes(deps.links, deps.blobs));
 

@@ -79,6 +79,7 @@ async function main(): Promise<void> {
       accounts: createAccounts(config, redis),
       testCallbacks: callbackAdmin.tests,
       secureCookies: config.publicBaseUrl.startsWith('https:'),
+      trustProxy: config.trustProxy,
       syncImageTimeoutMs: config.syncImageTimeoutMs,
       maxUploadBytes: config.maxUploadBytes,
       maxJsonBytes: config.maxJsonBytes,

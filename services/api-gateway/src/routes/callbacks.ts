@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { CallbackNotFoundError, presentCallback, presentCallbackDetail, type CallbackAdmin } from '@media/callbacks';
+import { CallbackNotFoundError, presentCallback, presentCallbackDetail, RecoveryTooLargeError, type CallbackAdmin } from '@media/callbacks';
 import { ApiError } from '../http/api-error';
 import { requireBodyType } from '../http/middleware';
 import type { RateLimits } from '../http/rate-limit';
@@ -33,7 +33,10 @@ export function callbackRoutes(deps: CallbackRoutesDeps): Router {
   // Before '/:id' so that 'recover' is never taken for an id.
   router.post('/recover', limitCreate, requireBodyType('json'), async (req, res) => {
     const window = parseRecoveryRequest({ ...(req.body ?? {}) });
-    const recovery = await admin.recover(res.locals.workspaceId, window);
+    const recovery = await admin.recover(res.locals.workspaceId, window).catch((err: unknown) => {
+      if (err instanceof RecoveryTooLargeError) throw ApiError.invalid(`Too many failed callbacks in this window: ${err.message}.`, 'since', 'recovery_too_large');
+      throw err;
+    });
     res.status(202).json({
       object: 'callback.recovery',
       id: recovery.id,

@@ -15,6 +15,8 @@ WORKDIR /app
 COPY . .
 RUN --mount=type=cache,target=/root/.npm npm install --no-audit --no-fund
 RUN npx tsc -b
+# The dashboard's browser app (Vite): its output, libs/dashboard/dist/web, is served by the gateway.
+RUN node libs/dashboard/web/build-if-stale.mjs
 # Only what runs: the manifests (npm install needs every workspace's package.json to link @media/*) and
 # the compiled dist folders.
 RUN mkdir -p /out \

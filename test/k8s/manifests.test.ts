@@ -150,4 +150,11 @@ describe('Dockerfile', () => {
     for (const command of Object.values(COMMANDS)) expect(dockerfile).toContain(command);
     expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:(22|24)-bookworm-slim$/m);
   });
+
+  it('builds the dashboard app the gateway serves, and copies it into the runtime image', () => {
+    expect(dockerfile).toContain('RUN node libs/dashboard/web/build-if-stale.mjs');
+    // The runtime stage copies every package's dist/, which is where the Vite build writes.
+    expect(dockerfile).toMatch(/cp -R "\$dir\/dist"/);
+    expect(readFileSync(resolve(ROOT, 'libs/dashboard/web/vite.config.mts'), 'utf8')).toMatch(/outDir:[^\n]*dist\/web/);
+  });
 });

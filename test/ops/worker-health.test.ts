@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createLogger, JobQueue, QueueConsumer } from '@media/common';
 import { PrivateRedis } from '../support/private-redis';
-import { eventually, TestStack } from '../support/stack';
+import { eventually, freePort, ServiceProcess, TestStack } from '../support/stack';
 
 const logger = createLogger('worker-health-test', 'error');
 const BOUND_MS = 1_000;
@@ -80,6 +80,21 @@ describe('QueueConsumer.health', () => {
     await eventually(async () => ((await consumer.health()).healthy ? true : undefined), 10_000, 'liveness to recover');
   });
 
+  it('fails when its queue cannot be read for longer than the bound (a connection that hangs without closing)', async () => {
+    const { consumer } = start([]);
+    await consumer.waitUntilReady();
+    expect((await consumer.health()).healthy).toBe(true);
+    // Every client hangs, none is closed: what a half-open connection after a failover looks like.
+    // (A pause of ALL also holds this test's own UNPAUSE, so it ends by itself.)
+    await admin.call('CLIENT', 'PAUSE', '4000', 'ALL');
+    const blind = await eventually(async () => {
+      const h = await consumer.health();
+      return h.healthy ? undefined : h;
+    }, 15_000, 'liveness to fail');
+    expect(blind.reason).toMatch(/queue unreadable for \d+s/);
+    await eventually(async () => ((await consumer.health()).healthy ? true : undefined), 10_000, 'liveness to recover');
+  });
+
   it('stays healthy while closing, so a liveness probe cannot cut a drain short', async () => {
     const { consumer } = start([]);
     await consumer.waitUntilReady();
@@ -103,6 +118,27 @@ describe('readiness of a worker service', () => {
       await redis.launch();
       await eventually(async () => ((await status('/readyz')) === 200 ? true : undefined), 20_000, 'ready again');
     } finally {
+      await stack.stop();
+    }
+  });
+});
+
+describe('a dispatcher started before its Redis', () => {
+  it('answers its liveness probe at once, reports not ready, and starts working when Redis comes', async () => {
+    const stack = await TestStack.start([], { REDIS_URL: redis.url });
+    await redis.stop();
+    const opsPort = await freePort();
+    const dispatcher = new ServiceProcess('webhook-dispatcher', { ...stack.env, OPS_PORT: String(opsPort) });
+    try {
+      await dispatcher.start(/ops server listening/);
+      const status = (path: string) => fetch(`http://127.0.0.1:${opsPort}${path}`).then((r) => r.status);
+      expect(await status('/healthz')).toBe(200);
+      expect(await status('/readyz')).toBe(503);
+      await redis.launch();
+      await eventually(async () => ((await status('/readyz')) === 200 ? true : undefined), 20_000, 'ready once Redis is there');
+      expect(dispatcher.hasLog((l) => l.message === 'webhook-dispatcher started')).toBe(true);
+    } finally {
+      await dispatcher.kill('SIGKILL');
       await stack.stop();
     }
   });

@@ -1,9 +1,10 @@
 // The settings in libs/common/src/config.ts are a contract with operators: the README documents each
-// one, and docker-compose.yml / k8s notes may only set names the services actually read (a misspelt
-// variable is silently ignored at run time, so it has to be caught here).
+// one, .env.example lists each with its default, and docker-compose.yml / k8s notes may only set names
+// the services actually read (a misspelt variable is silently ignored at run time, so it has to be
+// caught here).
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { CONFIG_KEYS } from '@media/common';
+import { CONFIG_KEYS, loadConfig } from '@media/common';
 
 const ROOT = resolve(__dirname, '../..');
 const read = (path: string) => readFileSync(resolve(ROOT, path), 'utf8');
@@ -104,6 +105,43 @@ describe('configuration contract', () => {
 
     it('shows the contract settings', () => {
       expect(REQUIRED_IN_COMPOSE.filter((name) => !names.includes(name))).toEqual([]);
+    });
+  });
+
+  describe('.env.example', () => {
+    const lines = read('.env.example').split(/\r?\n/);
+    /** `KEY=value` (active) and `# KEY=value` (commented out), with the line each is on. */
+    const entries = lines.flatMap((line, index) => {
+      const match = /^(#\s*)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
+      return match ? [{ index, name: match[2], value: match[3], active: match[1] === undefined }] : [];
+    });
+    const names = entries.map((e) => e.name);
+    const active = entries.filter((e) => e.active);
+
+    it('lists every setting exactly once', () => {
+      expect([...names].sort()).toEqual([...CONFIG_KEYS].sort());
+    });
+
+    it('names no variable that is not a setting, in entries or in comments', () => {
+      // Every other line is a comment or blank, so a misspelt name cannot hide in an odd form.
+      const other = lines.filter((line, index) => line.trim() !== '' && !line.startsWith('#') && !entries.some((e) => e.index === index));
+      expect(other).toEqual([]);
+      const mentioned = [...read('.env.example').matchAll(/\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b/g)].map((m) => m[0]);
+      expect([...new Set(mentioned.filter((name) => !CONFIG_KEYS.includes(name)))]).toEqual([]);
+    });
+
+    it('gives each setting a one-line comment above it', () => {
+      for (const entry of entries) {
+        const above = lines[entry.index - 1] ?? '';
+        expect([entry.name, above]).toEqual([entry.name, expect.stringMatching(/^# \S/)]);
+        expect(entries.some((e) => e.index === entry.index - 1)).toBe(false);
+      }
+    });
+
+    it('sets only the defaults, in a form the shell, docker compose and node --env-file read alike', () => {
+      for (const entry of active) expect([entry.name, entry.value]).toEqual([entry.name, expect.stringMatching(/^[A-Za-z0-9_.\/:,-]*$/)]);
+      const env = Object.fromEntries(active.map((e) => [e.name, e.value]));
+      expect(loadConfig(env)).toEqual(loadConfig({}));
     });
   });
 

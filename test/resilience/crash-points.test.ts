@@ -86,6 +86,32 @@ describe('acceptance', () => {
   });
 });
 
+describe('acceptance when queueing fails after the job was stored', () => {
+  it('answers with the job, which the intake repair then queues: no 503 that would invite a duplicate', async () => {
+    const call = api(h.stack, h.workspace.apiKey);
+    const path = '/queue-refused';
+    // A queue meta key of the wrong type makes BullMQ's add script fail before it writes the job
+    // (it reads the meta first), as a dropped connection would: the job record is already stored.
+    const metaKey = `${h.stack.prefix}:bull:generation:meta`;
+    const savedKey = `${metaKey}.saved`;
+    await h.stack.service('generator').kill('SIGKILL');
+    const hadMeta = (await h.stack.redis.exists(metaKey)) === 1;
+    if (hadMeta) await h.stack.redis.rename(metaKey, savedKey);
+    await h.stack.redis.set(metaKey, 'not a hash');
+    let accepted;
+    try {
+      accepted = await call('/v1/images/generations', { method: 'POST', json: { prompt: 'queued later', size: '256x256', callback_url: h.receiver.url(path) } });
+    } finally {
+      await h.stack.redis.del(metaKey);
+      if (hadMeta) await h.stack.redis.rename(savedKey, metaKey);
+    }
+    expect(accepted.status).toBe(202);
+    expect(await h.stack.redis.zscore(h.stack.keys.intake(), accepted.json.id)).not.toBeNull();
+    await restart('generator');
+    await expectEndedOnce(accepted.json.id, path);
+  });
+});
+
 describe('completion', () => {
   it.each([['generation.rendered' as const], ['generation.finished' as const]])('finishes and charges once after a crash at %s', async (point) => {
     const { died } = await armed('generator', point);

@@ -12,6 +12,8 @@ export interface QueueDepthReading {
   backlog: number;
   /** Age of the oldest job that could run now (waiting, or delayed and due), 0 when there is none. */
   oldestWaitingSeconds: number;
+  /** Paused by an operator (Bull Board): its waiting work is not the workers' fault. */
+  paused: boolean;
 }
 
 /**
@@ -47,6 +49,8 @@ export class QueueDepth {
       // Jobs are pushed on the left and taken from the right, so the oldest waiting one is last.
       .lindex(key('wait'), -1)
       .zrange(key('delayed'), 0, 0, 'WITHSCORES')
+      // BullMQ 6 keeps a paused queue's jobs in `wait` and marks the pause in its meta hash.
+      .hexists(key('meta'), 'paused')
       .exec();
     if (!replies) throw new Error('queue depth pipeline returned nothing');
     const value = (i: number) => {
@@ -57,11 +61,23 @@ export class QueueDepth {
     const [waiting, prioritized, delayed, delayedDue, active, failed] = [0, 1, 2, 3, 4, 5].map((i) => Number(value(i)));
     const oldestWaitingId = value(6) as string | null;
     const firstDelayed = value(7) as string[];
+    const paused = Number(value(8)) === 1;
 
     let oldestMs = Infinity;
     if (oldestWaitingId) {
-      const timestamp = await this.redis.hget(key(oldestWaitingId), 'timestamp');
-      if (timestamp) oldestMs = Number(timestamp);
+      // Waiting since it could first run: added (timestamp) plus its delay, or since its previous
+      // try started (a backoff retry). A promoted delayed job keeps its add time in `timestamp`, so
+      // that alone would age an 8 h retry by 8 h the moment it fell due.
+      const [timestamp, opts, processedOn] = await this.redis.hmget(key(oldestWaitingId), 'timestamp', 'opts', 'processedOn');
+      if (timestamp) {
+        let delay = 0;
+        try {
+          delay = Number((JSON.parse(opts ?? '{}') as { delay?: number }).delay ?? 0);
+        } catch {
+          delay = 0;
+        }
+        oldestMs = Math.max(Number(timestamp) + delay, Number(processedOn ?? 0));
+      }
     }
     if (firstDelayed.length === 2) {
       // A due delayed job has been "waiting" since it fell due, not since it was added.
@@ -71,6 +87,7 @@ export class QueueDepth {
     return {
       jobs: { waiting, prioritized, delayed, delayed_due: delayedDue, active, failed },
       backlog: waiting + prioritized + delayedDue,
+      paused,
       oldestWaitingSeconds: Number.isFinite(oldestMs) ? Math.max(0, (nowMs - oldestMs) / 1000) : 0,
     };
   }

@@ -116,6 +116,8 @@ export interface ConsumerHealth {
 /** Failed jobs read per round trip while sweeping. */
 const SWEEP_PAGE = 100;
 const DEFAULT_SWEEP_LOOKBACK_MS = 24 * 3_600_000;
+const MIN_SWEEP_OVERLAP_MS = 60_000;
+const UNRECORDED_HOLD_MS = 3_600_000;
 const DEFAULT_LIVENESS_BOUND_MS = 120_000;
 /** A probe must answer well within the kubelet's timeout, Redis or not. */
 const HEALTH_READ_TIMEOUT_MS = 1_000;
@@ -138,11 +140,15 @@ export class QueueConsumer<Q extends QueueName> {
   /** Failed jobs older than this were seen by an earlier sweep. */
   private sweptSince: number;
   private sweeping: Promise<number> | undefined;
+  /** Give-ups being recorded from `failed` events; close() waits for them. */
+  private readonly recording = new Set<Promise<void>>();
   private closing: Promise<void> | undefined;
   /** Own connection for health reads, so they never queue behind the worker's own commands. */
   private readonly probe: Redis;
   private readonly depth: QueueDepth;
   private lastActivityMs = Date.now();
+  /** When the health probe last read the queue; a probe blind for longer than the bound fails liveness. */
+  private lastProbeOkMs = Date.now();
   private inFlight = 0;
   /** Set while the shared connection is down; cleared when it is ready again. */
   private disconnectedSinceMs: number | undefined;
@@ -198,9 +204,12 @@ export class QueueConsumer<Q extends QueueName> {
       this.worker.on('failed', (job) => {
         // `failed` fires for every failed try; finishedOn is set only when BullMQ has given up.
         if (!job?.finishedOn) return;
-        void onGaveUp(gaveUp<Q>(job)).catch((err) =>
-          logger.error('could not record a give-up; the sweep will', { job: job.id, error: String(err) }),
-        );
+        const recording = onGaveUp(gaveUp<Q>(job))
+          .catch((err: unknown) => {
+            logger.error('could not record a give-up; the sweep will', { job: job.id, error: String(err) });
+          })
+          .finally(() => this.recording.delete(recording));
+        this.recording.add(recording);
       });
       this.sweepTimer = setInterval(() => void this.sweep(), this.sweepIntervalMs);
       this.sweepTimer.unref();
@@ -229,15 +238,25 @@ export class QueueConsumer<Q extends QueueName> {
     if (this.disconnectedSinceMs !== undefined && nowMs - this.disconnectedSinceMs > bound) {
       return { ...base, healthy: false, reason: `no Redis connection for ${Math.round((nowMs - this.disconnectedSinceMs) / 1000)}s` };
     }
-    if (this.inFlight >= this.opts.concurrency) return { ...base, healthy: true, reason: 'busy' };
+    if (this.inFlight >= this.opts.concurrency) {
+      // Not probed while busy: blindness is counted from the end of the busy spell, not before it.
+      this.lastProbeOkMs = nowMs;
+      return { ...base, healthy: true, reason: 'busy' };
+    }
     let reading;
     try {
       reading = await withTimeout(this.depth.read(this.name, nowMs), HEALTH_READ_TIMEOUT_MS);
+      this.lastProbeOkMs = nowMs;
     } catch {
-      // Redis unreachable is readiness's business, and the connection bound above covers it here.
+      // A short outage is readiness's business. But a connection that is half-open after a failover
+      // never emits `close`, so the bound also applies to how long the queue could not be read.
+      const blindMs = nowMs - this.lastProbeOkMs;
+      if (blindMs > bound) return { ...base, healthy: false, reason: `queue unreadable for ${Math.round(blindMs / 1000)}s` };
       return { ...base, healthy: true, reason: 'queue depth unknown' };
     }
     const stats = { backlog: reading.backlog, oldestWaitingSeconds: reading.oldestWaitingSeconds };
+    // An operator paused the queue: restarting its workers would not make them take work.
+    if (reading.paused) return { ...base, ...stats, healthy: true, reason: 'queue paused' };
     if (reading.oldestWaitingSeconds * 1000 > bound && base.idleMs > bound) {
       return { ...base, ...stats, healthy: false, reason: `work has waited ${Math.round(reading.oldestWaitingSeconds)}s while the worker was idle` };
     }
@@ -259,6 +278,8 @@ export class QueueConsumer<Q extends QueueName> {
     if (!onGaveUp || this.closing) return 0;
     const startedAt = Date.now();
     let handled = 0;
+    // The oldest give-up this sweep could not record: the next sweeps read back to it again.
+    let oldestUnrecorded = Infinity;
     try {
       pages: for (let start = 0; ; start += SWEEP_PAGE) {
         const page = await this.failed.failedJobs(start, SWEEP_PAGE);
@@ -268,13 +289,18 @@ export class QueueConsumer<Q extends QueueName> {
             await onGaveUp(gaveUp<Q>(job));
             handled++;
           } catch (err) {
+            oldestUnrecorded = Math.min(oldestUnrecorded, job.finishedOn ?? 0);
             this.opts.logger.error('give-up sweep skipped a job', { queue: this.name, job: job.id, error: String(err) });
           }
         }
         if (page.length < SWEEP_PAGE) break;
       }
-      // Overlap by one interval: a job that failed while this sweep was paging may sort behind where it read.
-      this.sweptSince = startedAt - this.sweepIntervalMs;
+      // Overlap: a job that failed while this sweep was paging, or whose failing pod's clock runs
+      // behind ours, may sort behind where it read. A give-up that could not be recorded holds the
+      // mark back, but for an hour at most, so one record that never can be does not make every
+      // sweep read everything after it for ever.
+      const overlapMs = Math.max(this.sweepIntervalMs, MIN_SWEEP_OVERLAP_MS);
+      this.sweptSince = Math.max(Math.min(startedAt - overlapMs, oldestUnrecorded), startedAt - UNRECORDED_HOLD_MS);
     } catch (err) {
       // Redis away: the next sweep starts again from the same point.
       this.opts.logger.warn('give-up sweep interrupted', { queue: this.name, error: String(err) });
@@ -290,6 +316,8 @@ export class QueueConsumer<Q extends QueueName> {
     this.closing ??= (async () => {
       clearInterval(this.sweepTimer);
       await this.worker.close();
+      // Give-ups of the last jobs are still being written: the connection must outlive them.
+      await Promise.all(this.recording);
       await this.sweeping?.catch(() => undefined);
       await this.failed.close();
       this.probe.disconnect();

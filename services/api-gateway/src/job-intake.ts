@@ -161,7 +161,13 @@ export class JobIntakeService {
       if (existing) job = existing;
     }
     this.faults.at('intake.stored');
-    await this.enqueue(job);
+    try {
+      await this.enqueue(job);
+    } catch {
+      // The job is stored and in the intake set, so the generator's intake repair queues it within
+      // seconds (and logs that it did): it will run and be charged, so the client must learn its
+      // id. Answering 503 here would make a client without an Idempotency-Key create it twice.
+    }
     return job;
   }
 

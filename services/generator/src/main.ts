@@ -29,7 +29,8 @@ async function main(): Promise<void> {
   const keys = new StoreKeys(config.keyPrefix);
   const jobs = new JobRepository(redis, keys);
   const events = new JobQueue('job-events', redis, config.keyPrefix, logger);
-  const generation = new JobQueue('generation', redis, config.keyPrefix, logger);
+  // Jobs the intake repair queues get the same retries as the gateway's.
+  const generation = new JobQueue('generation', redis, config.keyPrefix, logger, { attempts: config.generationAttempts });
   const faults = FaultInjector.killing(config.faultCrashPoints, logger);
   const registry = createMetricsRegistry('generator');
   const service = new GenerationService({

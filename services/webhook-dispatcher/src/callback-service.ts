@@ -263,8 +263,9 @@ export class CallbackService {
 
   /**
    * A job-finished event BullMQ gave up on must still make its callback: a permanent failure is
-   * logged for someone to look at, anything else is queued again (with the next requeue count, so
-   * the sweep's repeat of this call is a no-op).
+   * logged for someone to look at, anything else is queued again after the ladder's first gap (with
+   * the next requeue count, so the sweep's repeat of this call is a no-op), {@link MAX_REQUEUES}
+   * times at most.
    */
   async onEventGaveUp({ payload, reason, permanent }: Pick<GaveUpJob<'job-events'>, 'payload' | 'reason' | 'permanent'>): Promise<void> {
     if (permanent || !this.deps.events) {
@@ -272,8 +273,17 @@ export class CallbackService {
       return;
     }
     const requeue = (payload.requeue ?? 0) + 1;
+    if (requeue > MAX_REQUEUES) {
+      // An event that keeps killing dispatchers or failing: left in BullMQ's failed set for a person.
+      this.deps.logger.error('job-finished event given up too often; left in the failed set, no callback yet', { job_id: payload.jobId, reason, requeue });
+      return;
+    }
     this.deps.logger.warn('job-finished event given up by the queue; queued again', { job_id: payload.jobId, reason, requeue });
-    await this.deps.events.add('job-finished', { jobId: payload.jobId, requeue }, { jobId: jobIds.jobFinished(payload.jobId, requeue) });
+    await this.deps.events.add(
+      'job-finished',
+      { jobId: payload.jobId, requeue },
+      { jobId: jobIds.jobFinished(payload.jobId, requeue), delay: this.deps.retryScheduleMs[0] ?? 0 },
+    );
   }
 
   /** Queues the next automatic attempt if the ladder says one is due; a no-op when it is queued already. */

@@ -23,6 +23,16 @@ async function main(): Promise<void> {
   const redis = createRedis(config.redisUrl, 'worker', logger);
   const faults = FaultInjector.killing(config.faultCrashPoints, logger);
   const registry = createMetricsRegistry('webhook-dispatcher');
+  // The ops port opens first: started while Redis is away, the dispatcher must still answer its
+  // liveness probe (and say it is not ready) rather than be restarted in a loop until Redis returns.
+  const consumers: QueueConsumer<'job-events' | 'callback-deliveries'>[] = [];
+  const ops = await startOpsServer({
+    port: config.opsPort,
+    logger,
+    registry,
+    isReady: async () => consumers.length > 0 && (await pingRedis(redis)),
+    health: () => Promise.all(consumers.map((c) => c.health())),
+  });
   const { service, tests, callbacks, close } = await createCallbackService(config, redis, logger, { faults, metrics: new PromCallbackMetrics(registry) });
   const consumerOptions = {
     connection: redis,
@@ -60,6 +70,7 @@ async function main(): Promise<void> {
   );
 
   await Promise.all([events.waitUntilReady(), deliveries.waitUntilReady()]);
+  consumers.push(events, deliveries);
   registerQueueGauges(registry, new QueueDepth(redis, config.keyPrefix), ['job-events', 'callback-deliveries'], logger);
   registerScrapedGauge(
     registry,
@@ -67,13 +78,6 @@ async function main(): Promise<void> {
     async () => Object.entries(await callbacks.countByState()).map(([status, n]) => [{ status }, n]),
     logger,
   );
-  const ops = await startOpsServer({
-    port: config.opsPort,
-    logger,
-    registry,
-    isReady: () => pingRedis(redis),
-    health: () => Promise.all([events.health(), deliveries.health()]),
-  });
 
   let stopping: Promise<void> | undefined;
   const shutdown = (signal: string) => {

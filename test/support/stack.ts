@@ -232,13 +232,16 @@ export function api(stack: TestStack, apiKey: string) {
       body = JSON.stringify(init.json);
     }
     const res = await fetch(`${stack.baseUrl}${path}`, { ...init, headers, body });
-    const text = await res.text();
-    let json: any;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, headers: res.headers, json, text };
+    return { status: res.status, headers: res.headers, ...(await readBody(res)) };
   };
+}
+
+/** A response body as text and, when it is JSON, parsed (undefined otherwise). */
+export async function readBody(res: Response): Promise<{ text: string; json: any }> {
+  const text = await res.text();
+  try {
+    return { text, json: JSON.parse(text) };
+  } catch {
+    return { text, json: undefined };
+  }
 }

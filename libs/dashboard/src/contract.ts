@@ -9,6 +9,7 @@
  * One workspace never sees another's data: any id of another workspace answers 404.
  */
 import type { CallbackDetailObject, CallbackObject } from '@media/callbacks';
+import type { TestCallbackOutcome } from '@media/storage';
 
 export type Role = 'owner' | 'admin' | 'member';
 export type JobKind = 'image' | 'video';
@@ -105,16 +106,11 @@ export interface TestCallbackRequest {
   url: string;
 }
 
-/** The answer to a test callback (400 `invalid_callback_url` for a URL the rules refuse). */
-export interface TestCallbackResult {
-  webhook_id: string;
-  delivered: boolean;
-  status_code: number | null;
-  error: string | null;
-  duration_ms: number;
-  address: string | null;
-  response_excerpt: string;
-}
+/**
+ * The answer to a test callback (400 `invalid_callback_url` for a URL the rules refuse): what the
+ * dispatcher stored, passed through as is.
+ */
+export type TestCallbackResult = TestCallbackOutcome;
 
 /** `GET /usage?days=30`: only completed jobs are ever charged. */
 export interface Usage {

@@ -165,7 +165,7 @@ export class WorkspaceRepository {
 
   /** Records a use of the key; callers throttle it (see `@media/accounts`), so it is not a write per request. */
   async touchApiKey(apiKey: string, now: number): Promise<void> {
-    // HSET on a revoked (deleted) key would bring back a stub; only touch what exists.
+    // HSET on a revoked (deleted) key would bring back a partial record; only touch what exists.
     const key = this.keys.apiKey(hashApiKey(apiKey));
     await this.redis.eval(`if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'last_used_ms', ARGV[1]) end return 0`, 1, key, String(now));
   }

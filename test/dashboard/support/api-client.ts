@@ -1,3 +1,5 @@
+import { readBody } from '../../support/stack';
+
 /** A browser's view of the dashboard API: a cookie jar of one cookie, and the CSRF token the page would hold. */
 export class DashboardClient {
   cookie: string | undefined;
@@ -22,14 +24,7 @@ export class DashboardClient {
       const [pair] = setCookie.split(';');
       this.cookie = pair.endsWith('=') ? undefined : pair;
     }
-    const text = await res.text();
-    let json: any;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, headers: res.headers, json, text, setCookie };
+    return { status: res.status, headers: res.headers, ...(await readBody(res)), setCookie };
   }
 
   async signIn(email: string, password: string) {

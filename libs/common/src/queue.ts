@@ -13,7 +13,13 @@ export const bullPrefix = (keyPrefix: string) => `${keyPrefix}:bull`;
 export class JobQueue<Q extends QueueName> {
   private readonly queue: Queue;
 
-  constructor(readonly name: Q, connection: Redis, keyPrefix: string, logger: Logger, overrides: JobsOptions = {}) {
+  constructor(
+    readonly name: Q,
+    private readonly connection: Redis,
+    private readonly keyPrefix: string,
+    logger: Logger,
+    overrides: JobsOptions = {},
+  ) {
     this.queue = new Queue(name, {
       connection,
       prefix: bullPrefix(keyPrefix),
@@ -47,6 +53,11 @@ export class JobQueue<Q extends QueueName> {
     const job = await this.queue.getJob(jobId);
     if (!job || !(await job.isDelayed())) return undefined;
     return job.timestamp + (job.delay ?? 0);
+  }
+
+  /** How many jobs failed at or after `sinceMs` (BullMQ scores its failed set by `finishedOn`). */
+  async failedSince(sinceMs: number): Promise<number> {
+    return this.connection.zcount(`${bullPrefix(this.keyPrefix)}:${this.name}:failed`, sinceMs, '+inf');
   }
 
   /** Failed jobs, newest first, from rank `start` (BullMQ's failed set is ordered by when they failed). */
@@ -281,7 +292,10 @@ export class QueueConsumer<Q extends QueueName> {
     // The oldest give-up this sweep could not record: the next sweeps read back to it again.
     let oldestUnrecorded = Infinity;
     try {
-      pages: for (let start = 0; ; start += SWEEP_PAGE) {
+      // One count first: most sweeps find nothing new, and a page of failed jobs is heavy to read.
+      // (Paging itself is not bounded by the count: jobs failing meanwhile shift the ranks.)
+      const fresh = await this.failed.failedSince(this.sweptSince);
+      pages: for (let start = 0; fresh > 0; start += SWEEP_PAGE) {
         const page = await this.failed.failedJobs(start, SWEEP_PAGE);
         for (const job of page) {
           if ((job.finishedOn ?? 0) < this.sweptSince) break pages;

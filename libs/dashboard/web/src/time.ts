@@ -1,25 +1,17 @@
 import { useEffect, useState } from 'preact/hooks';
 
 /** Absolute times in the viewer's own zone (the browser's), with the zone named so nobody guesses. */
-const absolute = new Intl.DateTimeFormat(undefined, {
+const ABSOLUTE: Intl.DateTimeFormatOptions = {
   month: 'short',
   day: 'numeric',
   hour: '2-digit',
   minute: '2-digit',
   second: '2-digit',
   timeZoneName: 'short',
-});
+};
+const absolute = new Intl.DateTimeFormat(undefined, ABSOLUTE);
+const absoluteWithYear = new Intl.DateTimeFormat(undefined, { ...ABSOLUTE, year: 'numeric' });
 const relative = new Intl.RelativeTimeFormat('en', { numeric: 'auto', style: 'short' });
-
-const absoluteWithYear = new Intl.DateTimeFormat(undefined, {
-  year: 'numeric',
-  month: 'short',
-  day: 'numeric',
-  hour: '2-digit',
-  minute: '2-digit',
-  second: '2-digit',
-  timeZoneName: 'short',
-});
 
 /** The year only when it is not this one: shorter columns for the common case. */
 export function formatAbsolute(unixSeconds: number): string {

@@ -193,3 +193,14 @@ export function SafeLink({ href, children }: { href: string; children?: Componen
     </a>
   );
 }
+
+/** The one row of an empty table, spanning all its columns. */
+export function EmptyRow({ columns, children }: { columns: number; children: ComponentChildren }) {
+  return (
+    <tr>
+      <td colSpan={columns} class="empty">
+        {children}
+      </td>
+    </tr>
+  );
+}

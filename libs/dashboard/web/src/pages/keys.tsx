@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import type { CreatedApiKey, RevealedSecrets, TestCallbackResult } from '../api';
 import { formatDuration } from '../time';
-import { ConfirmButton, CopyButton, ErrorBanner, Notice, StateBadge, Time, useApp, useLoad } from '../ui';
+import { ConfirmButton, CopyButton, EmptyRow, ErrorBanner, Notice, StateBadge, Time, useApp, useLoad } from '../ui';
 
 export function KeysPage() {
   const { api, now, session } = useApp();
@@ -105,11 +105,7 @@ export function KeysPage() {
                 </tr>
               ))}
               {data && data.api_keys.length === 0 ? (
-                <tr>
-                  <td colSpan={4} class="empty">
-                    No API keys. Create one to call the API.
-                  </td>
-                </tr>
+                <EmptyRow columns={4}>No API keys. Create one to call the API.</EmptyRow>
               ) : null}
             </tbody>
           </table>

@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import type { CallbackStatus, JobKind, RequestRow } from '../api';
 import { formatMoney } from '../time';
-import { ErrorBanner, StateBadge, Time, useApp, useLoad } from '../ui';
+import { EmptyRow, ErrorBanner, StateBadge, Time, useApp, useLoad } from '../ui';
 
 const PAGE_SIZE = 25;
 
@@ -113,11 +113,7 @@ export function RequestsPage() {
               <Row key={row.id} row={row} now={now} />
             ))}
             {!loading && rows.length === 0 ? (
-              <tr>
-                <td colSpan={7} class="empty">
-                  {kind || callbackStatus || q ? 'No request matches these filters.' : 'No requests yet.'}
-                </td>
-              </tr>
+              <EmptyRow columns={7}>{kind || callbackStatus || q ? 'No request matches these filters.' : 'No requests yet.'}</EmptyRow>
             ) : null}
           </tbody>
         </table>

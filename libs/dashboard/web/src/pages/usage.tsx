@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { formatMoney } from '../time';
-import { ErrorBanner, Time, useApp, useLoad } from '../ui';
+import { EmptyRow, ErrorBanner, Time, useApp, useLoad } from '../ui';
 
 export function UsagePage() {
   const { api, now } = useApp();
@@ -52,9 +52,7 @@ export function UsagePage() {
                   </tr>
                 ))}
                 {data.days.length === 0 ? (
-                  <tr>
-                    <td colSpan={4} class="empty">No charges in this period.</td>
-                  </tr>
+                  <EmptyRow columns={4}>No charges in this period.</EmptyRow>
                 ) : null}
               </tbody>
             </table>
@@ -86,9 +84,7 @@ export function UsagePage() {
                   </tr>
                 ))}
                 {data.entries.length === 0 ? (
-                  <tr>
-                    <td colSpan={4} class="empty">No ledger entries in this period.</td>
-                  </tr>
+                  <EmptyRow columns={4}>No ledger entries in this period.</EmptyRow>
                 ) : null}
               </tbody>
             </table>

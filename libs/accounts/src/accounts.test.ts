@@ -136,6 +136,36 @@ describe('WorkspaceAccounts', () => {
     clock = Date.now();
   });
 
+  it('trusts a looked-up key for the cache period only: a revocation elsewhere takes effect within it, here at once', async () => {
+    const created = await accounts.createWorkspace('cached', 'c@cached.test');
+    const cacheMs = 2_000;
+    const cached = (): WorkspaceAccounts =>
+      new WorkspaceAccounts({ workspaces, sessions: new SessionRepository(redis, keys), failures: new FailureCounter(redis, keys), rotationOverlapSeconds: 86_400, apiKeyCacheMs: cacheMs, now: () => clock });
+    const gateway = cached();
+    const elsewhere = cached();
+    const key = await gateway.createApiKey(created.workspace.id);
+    const t0 = clock;
+    expect(await gateway.authenticateApiKey(key.key)).toBe(created.workspace.id);
+    expect(await elsewhere.authenticateApiKey(key.key)).toBe(created.workspace.id);
+    // Revoked through `elsewhere` (another gateway, the admin CLI): `gateway` still trusts its lookup...
+    await elsewhere.revokeApiKey(created.workspace.id, key.id);
+    expect(await elsewhere.authenticateApiKey(key.key)).toBeUndefined();
+    clock = t0 + cacheMs - 1;
+    expect(await gateway.authenticateApiKey(key.key)).toBe(created.workspace.id);
+    // ...until the bound, and not a millisecond later.
+    clock = t0 + cacheMs;
+    expect(await gateway.authenticateApiKey(key.key)).toBeUndefined();
+
+    // Revoked through the same process: at once.
+    const second = await gateway.createApiKey(created.workspace.id);
+    expect(await gateway.authenticateApiKey(second.key)).toBe(created.workspace.id);
+    await gateway.revokeApiKey(created.workspace.id, second.id);
+    expect(await gateway.authenticateApiKey(second.key)).toBeUndefined();
+    // An unknown key is never remembered: a key made meanwhile works at once.
+    expect(await gateway.authenticateApiKey('sk_unknown')).toBeUndefined();
+    clock = Date.now();
+  });
+
   it('rotates the secret with an overlap, and ends the overlap', async () => {
     const created = await accounts.createWorkspace('rotate', 'o@r.test');
     const id = created.workspace.id;

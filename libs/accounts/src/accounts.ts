@@ -26,6 +26,14 @@ export const SIGN_IN_FAILURES_PER_ADDRESS = 50;
 export const SIGN_IN_WINDOW_SECONDS = 15 * 60;
 /** An API key's last use is written at most this often: one write a minute, not one per request. */
 export const API_KEY_TOUCH_INTERVAL_MS = 60_000;
+/**
+ * How long a gateway trusts an API key it has looked up without asking Redis again. This is the
+ * bound on revocation: a revoked key stops working at once on the process that revoked it (the
+ * dashboard's gateway evicts it) and within this long on every other gateway.
+ */
+export const API_KEY_CACHE_MS = 2_000;
+/** At most this many keys are remembered; the oldest lookup is forgotten first. */
+export const API_KEY_CACHE_ENTRIES = 10_000;
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 
@@ -62,7 +70,20 @@ export interface AccountsDeps {
   failures: FailureCounter;
   /** SECRET_ROTATION_OVERLAP_SECONDS. */
   rotationOverlapSeconds: number;
+  /**
+   * How long an authenticated API key is trusted without a new lookup, in ms; 0 (the default)
+   * looks every key up every time. The gateway passes {@link API_KEY_CACHE_MS}.
+   */
+  apiKeyCacheMs?: number;
   now?: () => number;
+}
+
+interface CachedApiKey {
+  workspaceId: string;
+  keyId: string;
+  /** When the lookup that produced this entry started, so the entry is never younger than Redis's answer. */
+  expiresMs: number;
+  lastUsedMs: number | null;
 }
 
 /**
@@ -73,9 +94,15 @@ export interface AccountsDeps {
  */
 export class WorkspaceAccounts {
   private readonly now: () => number;
+  private readonly apiKeyCacheMs: number;
+  /** By the key's SHA-256, never the key itself. */
+  private readonly apiKeyCache = new Map<string, CachedApiKey>();
+  /** Bumped by every revocation: a lookup that started before one may not fill the cache. */
+  private revocations = 0;
 
   constructor(private readonly deps: AccountsDeps) {
     this.now = deps.now ?? Date.now;
+    this.apiKeyCacheMs = deps.apiKeyCacheMs ?? 0;
   }
 
   /** A workspace with its first API key, signing secret and owner; every credential is shown this once. */
@@ -205,14 +232,43 @@ export class WorkspaceAccounts {
 
   /**
    * The workspace an API key belongs to, recording its use at most once per
-   * {@link API_KEY_TOUCH_INTERVAL_MS}: the read is needed anyway, the write is rare.
+   * {@link API_KEY_TOUCH_INTERVAL_MS}: the read is needed anyway, the write is rare. With
+   * `apiKeyCacheMs`, a key found is trusted that long without another read (an unknown key is
+   * never remembered, so a new key works at once).
    */
   async authenticateApiKey(apiKey: string): Promise<string | undefined> {
-    const owner = await this.deps.workspaces.lookupApiKey(apiKey);
-    if (!owner) return undefined;
-    const now = this.now();
-    if (owner.last_used_ms === null || now - owner.last_used_ms >= API_KEY_TOUCH_INTERVAL_MS) await this.deps.workspaces.touchApiKey(apiKey, now);
-    return owner.workspace_id;
+    const started = this.now();
+    if (this.apiKeyCacheMs <= 0) {
+      const owner = await this.deps.workspaces.lookupApiKey(apiKey);
+      if (!owner) return undefined;
+      if (owner.last_used_ms === null || started - owner.last_used_ms >= API_KEY_TOUCH_INTERVAL_MS) await this.deps.workspaces.touchApiKey(apiKey, started);
+      return owner.workspace_id;
+    }
+    const hash = hashApiKey(apiKey);
+    let entry = this.apiKeyCache.get(hash);
+    if (entry && entry.expiresMs <= started) {
+      this.apiKeyCache.delete(hash);
+      entry = undefined;
+    }
+    if (!entry) {
+      const generation = this.revocations;
+      const owner = await this.deps.workspaces.lookupApiKey(apiKey);
+      if (!owner) return undefined;
+      entry = { workspaceId: owner.workspace_id, keyId: owner.key_id, expiresMs: started + this.apiKeyCacheMs, lastUsedMs: owner.last_used_ms };
+      // A revocation while Redis answered may have been of this key: answer this call, remember nothing.
+      if (generation === this.revocations) this.remember(hash, entry);
+    }
+    if (entry.lastUsedMs === null || started - entry.lastUsedMs >= API_KEY_TOUCH_INTERVAL_MS) {
+      entry.lastUsedMs = started;
+      await this.deps.workspaces.touchApiKey(apiKey, started);
+    }
+    return entry.workspaceId;
+  }
+
+  private remember(hash: string, entry: CachedApiKey): void {
+    this.apiKeyCache.delete(hash);
+    if (this.apiKeyCache.size >= API_KEY_CACHE_ENTRIES) this.apiKeyCache.delete(this.apiKeyCache.keys().next().value!);
+    this.apiKeyCache.set(hash, entry);
   }
 
   apiKeys(workspaceId: string): Promise<ApiKeyInfo[]> {
@@ -228,9 +284,27 @@ export class WorkspaceAccounts {
     return { ...stored, last_used_ms: null, key: minted.key };
   }
 
-  /** @throws ApiKeyNotFoundError for an id that is not this workspace's */
+  /**
+   * The key stops working at once in this process, and within {@link API_KEY_CACHE_MS} in every
+   * other gateway (each forgets what it looked up after that long).
+   *
+   * @throws ApiKeyNotFoundError for an id that is not this workspace's
+   */
   async revokeApiKey(workspaceId: string, keyId: string): Promise<void> {
-    if (!(await this.deps.workspaces.revokeApiKey(workspaceId, keyId))) throw new ApiKeyNotFoundError(keyId);
+    this.forgetApiKey(workspaceId, keyId);
+    try {
+      if (!(await this.deps.workspaces.revokeApiKey(workspaceId, keyId))) throw new ApiKeyNotFoundError(keyId);
+    } finally {
+      // Again once deleted: a lookup that raced the deletion must not keep the key alive here.
+      this.forgetApiKey(workspaceId, keyId);
+    }
+  }
+
+  private forgetApiKey(workspaceId: string, keyId: string): void {
+    this.revocations++;
+    for (const [hash, entry] of this.apiKeyCache) {
+      if (entry.keyId === keyId && entry.workspaceId === workspaceId) this.apiKeyCache.delete(hash);
+    }
   }
 
   // --- signing secrets ----------------------------------------------------------------------

@@ -1,15 +1,20 @@
 import type { Redis } from 'ioredis';
 import type { AppConfig } from '@media/common';
 import { FailureCounter, SessionRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
-import { WorkspaceAccounts } from './accounts';
+import { WorkspaceAccounts, type AccountsDeps } from './accounts';
 
 /** Builds workspace accounts from the validated config, the same way for the gateway, the admin CLI and tests. */
-export function createAccounts(config: Pick<AppConfig, 'keyPrefix' | 'secretRotationOverlapSeconds'>, redis: Redis): WorkspaceAccounts {
+export function createAccounts(
+  config: Pick<AppConfig, 'keyPrefix' | 'secretRotationOverlapSeconds'>,
+  redis: Redis,
+  options: Pick<AccountsDeps, 'apiKeyCacheMs'> = {},
+): WorkspaceAccounts {
   const keys = new StoreKeys(config.keyPrefix);
   return new WorkspaceAccounts({
     workspaces: new WorkspaceRepository(redis, keys),
     sessions: new SessionRepository(redis, keys),
     failures: new FailureCounter(redis, keys),
     rotationOverlapSeconds: config.secretRotationOverlapSeconds,
+    ...options,
   });
 }

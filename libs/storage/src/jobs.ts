@@ -1,7 +1,9 @@
 import type { Redis } from 'ioredis';
 import { isFinished, type JobRecord, type LedgerEntry } from '@media/domain';
 import { readIndexPage, type IndexPage } from './index-page';
+import type { IdempotencyEntry } from './idempotency';
 import type { StoreKeys } from './keys';
+import { LuaScript } from './lua-script';
 import { encodeRecord } from './record-json';
 
 // A record that cjson cannot decode (written before encodeRecord existed, or by hand) must not
@@ -42,6 +44,58 @@ redis.call('SET', KEYS[1], ARGV[1])
 return 1
 `;
 
+// Acceptance of a new job in one round trip, atomically: the Idempotency-Key claim, the
+// waiting-jobs cap and the stored job (record, listing index, intake mark, unfinished set). The
+// same steps, in the same order, as claiming the key, then entering the job under the cap, then
+// storing it; no crash can fall between them any more.
+// KEYS: 1 job record, 2 the workspace's image or video index, 3 intake set, 4 the workspace's
+// unfinished set, 5 the workspace's limit overrides, [6 the Idempotency-Key's entry].
+// ARGV: 1 record, 2 job id, 3 created_ms, 4 default cap, [5 key entry (JSON job_id, fingerprint), 6 its TTL s].
+// Answers {1} stored, {2} a job with this id exists, {3, waiting, max} at the cap, {4, job id} the
+// key names another job of the same request, {5} the key was used for a different request.
+const ADMIT = new LuaScript(`
+if #KEYS == 6 then
+  local claimed = redis.call('GET', KEYS[6])
+  if not claimed then
+    redis.call('SET', KEYS[6], ARGV[5], 'EX', ARGV[6])
+  else
+    local held = cjson.decode(claimed)
+    if held.fingerprint ~= cjson.decode(ARGV[5]).fingerprint then return {5} end
+    if held.job_id ~= ARGV[2] then return {4, held.job_id} end
+  end
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {2} end
+if redis.call('SISMEMBER', KEYS[4], ARGV[2]) == 0 then
+  local max = tonumber(redis.call('HGET', KEYS[5], 'max_waiting_jobs') or ARGV[4])
+  local waiting = redis.call('SCARD', KEYS[4])
+  if waiting >= max then return {3, waiting, max} end
+end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[2])
+redis.call('ZADD', KEYS[3], 'NX', ARGV[3], ARGV[2])
+redis.call('SADD', KEYS[4], ARGV[2])
+return {1}
+`);
+
+/** What {@link JobRepository.admit} decided. */
+export type Admission =
+  | { outcome: 'stored' }
+  /** A job with this id is stored already (an earlier call made it); nothing was written. */
+  | { outcome: 'exists' }
+  /** The workspace is at its waiting-jobs cap; nothing was written but the key's claim. */
+  | { outcome: 'over_cap'; waiting: number; max: number }
+  /** The Idempotency-Key was claimed earlier, with the same request, for this job id. */
+  | { outcome: 'replay'; jobId: string }
+  /** The Idempotency-Key was claimed earlier for a different request. */
+  | { outcome: 'mismatch' };
+
+export interface AdmitOptions {
+  /** The cap of a workspace without an override of `max_waiting_jobs`. */
+  maxWaitingDefault: number;
+  /** An Idempotency-Key to claim for this job first (see `IdempotencyRepository.entry`). */
+  idempotency?: IdempotencyEntry;
+}
+
 /** A stored job record that cannot be read back; retrying cannot help, so callers fail the job. */
 export class CorruptRecordError extends Error {
   override readonly name = 'CorruptRecordError';
@@ -80,9 +134,43 @@ export class JobRepository {
     return set === 'OK';
   }
 
+  /**
+   * Accepts a new job in one round trip (the intake's hot path): claims the Idempotency-Key if
+   * one is given, then, unless the workspace is at its waiting-jobs cap, stores the job as
+   * {@link create} does and enters it as waiting. A job already entered as waiting (a replay whose
+   * record was never stored) is not counted twice.
+   *
+   * Keys touched: the job's record; the workspace's index, unfinished set, limits and
+   * Idempotency-Key entry; and the deployment-wide intake set.
+   */
+  async admit(job: JobRecord, options: AdmitOptions): Promise<Admission> {
+    const index = job.kind === 'video' ? this.keys.workspaceVideos(job.workspace_id) : this.keys.workspaceImages(job.workspace_id);
+    const keys = [this.keys.job(job.id), index, this.keys.intake(), this.keys.workspaceUnfinished(job.workspace_id), this.keys.workspaceLimits(job.workspace_id)];
+    const args: (string | number)[] = [encodeRecord(job), job.id, job.created_ms, options.maxWaitingDefault];
+    if (options.idempotency) {
+      keys.push(options.idempotency.redisKey);
+      args.push(options.idempotency.value, options.idempotency.ttlSeconds);
+    }
+    const [code, a, b] = (await ADMIT.run(this.redis, keys, args)) as [number, (number | string)?, number?];
+    switch (code) {
+      case 1:
+        return { outcome: 'stored' };
+      case 2:
+        return { outcome: 'exists' };
+      case 3:
+        return { outcome: 'over_cap', waiting: Number(a), max: Number(b) };
+      case 4:
+        return { outcome: 'replay', jobId: String(a) };
+      case 5:
+        return { outcome: 'mismatch' };
+      default:
+        throw new Error(`unexpected admission answer ${String(code)}`);
+    }
+  }
+
   /** The job is on the generation queue: it no longer needs the intake repair. */
-  async markQueued(id: string): Promise<void> {
-    await this.redis.zrem(this.keys.intake(), id);
+  async markQueued(...ids: string[]): Promise<void> {
+    if (ids.length > 0) await this.redis.zrem(this.keys.intake(), ...ids);
   }
 
   /** Ids of jobs stored before `beforeMs` and not yet marked queued, oldest first. */

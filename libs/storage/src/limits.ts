@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { AppConfig } from '@media/common';
 import type { StoreKeys } from './keys';
+import { LuaScript } from './lua-script';
 
 /** The limits a workspace works under: the configured defaults, or its own overrides. */
 export interface WorkspaceLimits {
@@ -50,7 +51,7 @@ const WINDOW_MS = 60_000;
 // expired and lasts a minute. One counter and no clock: replicas with skewed clocks still share
 // it, and a burst can reach at most twice the limit across a window boundary, which is the
 // usual price of a fixed window. The override is read in the same round trip.
-const HIT = `
+const HIT = new LuaScript(`
 local limit = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or ARGV[2])
 local count = redis.call('INCR', KEYS[2])
 local ttl = redis.call('PTTL', KEYS[2])
@@ -59,18 +60,18 @@ if ttl < 0 then
   ttl = tonumber(ARGV[3])
 end
 return {count, limit, ttl}
-`;
+`);
 
 // Check and entry in one step, so that concurrent calls cannot all pass the check at the cap.
 // A job already entered (an idempotent replay) is accepted again without counting twice.
-const ACCEPT = `
+const ACCEPT = new LuaScript(`
 local max = tonumber(redis.call('HGET', KEYS[1], 'max_waiting_jobs') or ARGV[2])
 local waiting = redis.call('SCARD', KEYS[2])
 if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return {1, waiting, max} end
 if waiting >= max then return {0, waiting, max} end
 redis.call('SADD', KEYS[2], ARGV[1])
 return {1, waiting + 1, max}
-`;
+`);
 
 /**
  * Per-workspace limits kept in Redis, so every gateway replica counts against the same numbers:
@@ -82,7 +83,8 @@ export class LimitRepository {
   constructor(
     private readonly redis: Redis,
     private readonly keys: StoreKeys,
-    private readonly defaults: WorkspaceLimits,
+    /** The limits of a workspace without overrides. */
+    readonly defaults: WorkspaceLimits,
   ) {}
 
   /** The limits in force for the workspace. */
@@ -109,14 +111,10 @@ export class LimitRepository {
   /** Counts one call in the bucket's current window and says whether it is within the limit. */
   async hit(workspaceId: string, bucket: RateBucket): Promise<RateVerdict> {
     const name = BUCKET_LIMIT[bucket];
-    const [count, limit, resetMs] = (await this.redis.eval(
-      HIT,
-      2,
-      this.keys.workspaceLimits(workspaceId),
-      this.keys.workspaceRate(workspaceId, bucket),
-      name,
-      String(this.defaults[name]),
-      String(WINDOW_MS),
+    const [count, limit, resetMs] = (await HIT.run(
+      this.redis,
+      [this.keys.workspaceLimits(workspaceId), this.keys.workspaceRate(workspaceId, bucket)],
+      [name, this.defaults[name], WINDOW_MS],
     )) as [number, number, number];
     return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetMs };
   }
@@ -133,19 +131,19 @@ export class LimitRepository {
   }
 
   private async tryAccept(workspaceId: string, jobId: string): Promise<WaitingVerdict> {
-    const [accepted, waiting, max] = (await this.redis.eval(
-      ACCEPT,
-      2,
-      this.keys.workspaceLimits(workspaceId),
-      this.keys.workspaceUnfinished(workspaceId),
-      jobId,
-      String(this.defaults.max_waiting_jobs),
+    const [accepted, waiting, max] = (await ACCEPT.run(
+      this.redis,
+      [this.keys.workspaceLimits(workspaceId), this.keys.workspaceUnfinished(workspaceId)],
+      [jobId, this.defaults.max_waiting_jobs],
     )) as [number, number, number];
     return { accepted: accepted === 1, waiting, max };
   }
 
-  /** Drops waiting entries that have no job record; returns how many. Runs only at the cap, so rarely. */
-  private async reclaimUnstored(workspaceId: string): Promise<number> {
+  /**
+   * Drops waiting entries that have no job record; returns how many. Runs only at the cap, so
+   * rarely (`JobRepository.admit` callers call it when refused, as {@link onJobAccepted} does).
+   */
+  async reclaimUnstored(workspaceId: string): Promise<number> {
     const ids = await this.redis.smembers(this.keys.workspaceUnfinished(workspaceId));
     if (ids.length === 0) return 0;
     const exists = await Promise.all(ids.map((id) => this.redis.exists(this.keys.job(id))));

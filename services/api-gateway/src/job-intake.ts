@@ -2,8 +2,9 @@ import { createHash, randomInt } from 'node:crypto';
 import { FaultInjector, jobIds, newId, type JobQueue } from '@media/common';
 import { CallbackUrlGuard, CallbackUrlRejectedError } from '@media/callback-guard';
 import { generationJobName, isFinished, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
-import type { BlobStore, IdempotencyRepository, JobRepository, LimitRepository } from '@media/storage';
+import type { BlobStore, IdempotencyEntry, IdempotencyRepository, JobRepository, LimitRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
+import { IntakeMarks } from './intake-marks';
 import type { ImageParams, VideoParams } from './validation';
 
 export interface Upload {
@@ -25,22 +26,36 @@ export interface Intake {
 /**
  * Accepts creation calls: checks the callback URL, applies `Idempotency-Key`, stores the job and
  * uploads, and queues the work. The queue payload carries the job id only.
+ *
+ * A call without uploads is accepted in two round trips: one script that claims the key, takes a
+ * place under the waiting-jobs cap and stores the job (`JobRepository.admit`), then BullMQ's add.
+ * The job's intake mark is cleared later, in a batch with others ({@link IntakeMarks}).
  */
 export class JobIntakeService {
+  private readonly marks: IntakeMarks;
+
   constructor(
     private readonly jobs: JobRepository,
     private readonly blobs: BlobStore,
     private readonly idempotency: IdempotencyRepository,
     private readonly generation: JobQueue<'generation'>,
     private readonly callbackGuard: CallbackUrlGuard,
-    private readonly waiting: Pick<LimitRepository, 'onJobAccepted' | 'onJobFinished'>,
+    private readonly waiting: Pick<LimitRepository, 'onJobAccepted' | 'onJobFinished' | 'reclaimUnstored' | 'defaults'>,
     private readonly faults: FaultInjector = FaultInjector.none(),
-  ) {}
+  ) {
+    this.marks = new IntakeMarks(jobs);
+  }
+
+  /** Sends the intake marks still pending; call at shutdown, after the last request. */
+  async close(): Promise<void> {
+    await this.marks.close();
+  }
 
   async createImageJob(workspaceId: string, requestId: string, params: ImageParams, edit: EditInputs | null, idempotencyKey?: string): Promise<Intake> {
     await this.checkCallbackUrl(params.callback_url);
-    const fingerprint = this.fingerprint(edit ? 'images.edit' : 'images.generate', { ...params, model: params.model.id }, edit);
-    return this.admit(workspaceId, requestId, fingerprint, idempotencyKey, async (id) => {
+    const fingerprint = () => this.fingerprint(edit ? 'images.edit' : 'images.generate', { ...params, model: params.model.id }, edit);
+    const admit = edit ? this.admitWithUploads.bind(this) : this.admit.bind(this);
+    return admit(workspaceId, requestId, fingerprint, idempotencyKey, async (id) => {
       const inputs: string[] = [];
       let mask: string | null = null;
       if (edit) {
@@ -84,7 +99,7 @@ export class JobIntakeService {
 
   async createVideoJob(workspaceId: string, requestId: string, params: VideoParams, idempotencyKey?: string): Promise<Intake> {
     await this.checkCallbackUrl(params.callback_url);
-    const fingerprint = this.fingerprint('videos.create', { ...params, model: params.model.id }, null);
+    const fingerprint = () => this.fingerprint('videos.create', { ...params, model: params.model.id }, null);
     return this.admit(workspaceId, newId('video'), fingerprint, idempotencyKey, async (id) => {
       const job: VideoJob = {
         id,
@@ -110,18 +125,73 @@ export class JobIntakeService {
     });
   }
 
+  /**
+   * Accepts a job that has no uploads: everything the request changes in the store happens in
+   * one step, after which the job is queued.
+   */
   private async admit(
     workspaceId: string,
     proposedId: string,
-    fingerprint: string,
+    fingerprint: () => string,
+    idempotencyKey: string | undefined,
+    build: (id: string) => Promise<JobRecord>,
+  ): Promise<Intake> {
+    const entry = (id: string): IdempotencyEntry | undefined =>
+      idempotencyKey === undefined ? undefined : this.idempotency.entry(workspaceId, idempotencyKey, fingerprint(), id);
+    let job = await build(proposedId);
+    let idempotency = entry(job.id);
+    let reclaimed = false;
+    for (;;) {
+      const admission = await this.jobs.admit(job, { maxWaitingDefault: this.waiting.defaults.max_waiting_jobs, idempotency });
+      switch (admission.outcome) {
+        case 'stored':
+          this.faults.at('intake.stored');
+          await this.enqueueStored(job);
+          return { job, replayed: job.id !== proposedId };
+        case 'exists': {
+          // Stored by an earlier call under this id (a replay racing another): answer with that job.
+          const existing = await this.jobs.get(job.id);
+          if (existing && !isFinished(existing.status)) await this.enqueueStored(existing);
+          return { job: existing ?? job, replayed: job.id !== proposedId };
+        }
+        case 'over_cap':
+          // Places held by jobs that were never stored (an edit's gateway died during its uploads) go back first.
+          if (!reclaimed && (await this.waiting.reclaimUnstored(workspaceId)) > 0) {
+            reclaimed = true;
+            continue;
+          }
+          throw this.tooManyWaiting(admission.waiting, admission.max);
+        case 'mismatch':
+          throw this.keyReused();
+        case 'replay': {
+          const existing = await this.jobs.getForWorkspace(workspaceId, admission.jobId);
+          if (existing) {
+            if (!isFinished(existing.status)) await this.enqueue(existing);
+            return { job: existing, replayed: true };
+          }
+          // A crash between claiming the key and storing the job: finish creating it under the claimed id.
+          job = await build(admission.jobId);
+          idempotency = entry(job.id);
+          continue;
+        }
+      }
+    }
+  }
+
+  /**
+   * Accepts a job with uploads (an edit): the key is claimed and a place under the cap taken
+   * before anything is written, uploads included; then the job is stored and queued.
+   */
+  private async admitWithUploads(
+    workspaceId: string,
+    proposedId: string,
+    fingerprint: () => string,
     idempotencyKey: string | undefined,
     build: (id: string) => Promise<JobRecord>,
   ): Promise<Intake> {
     if (idempotencyKey !== undefined) {
-      const claim = await this.idempotency.claim(workspaceId, idempotencyKey, fingerprint, proposedId);
-      if (claim.outcome === 'mismatch') {
-        throw new ApiError(409, 'conflict_error', 'This Idempotency-Key was already used with different parameters.', null, 'idempotency_key_reused');
-      }
+      const claim = await this.idempotency.claim(workspaceId, idempotencyKey, fingerprint(), proposedId);
+      if (claim.outcome === 'mismatch') throw this.keyReused();
       if (claim.outcome === 'replay') {
         const existing = await this.jobs.getForWorkspace(workspaceId, claim.jobId);
         // A crash between claiming the key and storing the job: finish creating it under the claimed id.
@@ -140,12 +210,7 @@ export class JobIntakeService {
    */
   private async accept(workspaceId: string, id: string, build: (id: string) => Promise<JobRecord>): Promise<JobRecord> {
     const verdict = await this.waiting.onJobAccepted(workspaceId, id);
-    if (!verdict.accepted) {
-      throw ApiError.rateLimited(
-        `This workspace already has ${verdict.waiting} jobs waiting to finish, its limit is ${verdict.max}. Wait for some of them to finish, then try again.`,
-        'too_many_pending_jobs',
-      );
-    }
+    if (!verdict.accepted) throw this.tooManyWaiting(verdict.waiting, verdict.max);
     try {
       return await this.store(await build(id));
     } catch (err) {
@@ -161,6 +226,12 @@ export class JobIntakeService {
       if (existing) job = existing;
     }
     this.faults.at('intake.stored');
+    await this.enqueueStored(job);
+    return job;
+  }
+
+  /** Queues a job that is stored and in the intake set. */
+  private async enqueueStored(job: JobRecord): Promise<void> {
     try {
       await this.enqueue(job);
     } catch {
@@ -168,14 +239,24 @@ export class JobIntakeService {
       // seconds (and logs that it did): it will run and be charged, so the client must learn its
       // id. Answering 503 here would make a client without an Idempotency-Key create it twice.
     }
-    return job;
   }
 
   /** Queues the job, then clears its intake mark (until then the generator's intake repair would queue it). */
   private async enqueue(job: JobRecord): Promise<void> {
     await this.generation.add(generationJobName(job), { jobId: job.id }, { jobId: jobIds.generation(job.id) });
     this.faults.at('intake.queued');
-    await this.jobs.markQueued(job.id);
+    this.marks.clear(job.id);
+  }
+
+  private tooManyWaiting(waiting: number, max: number): ApiError {
+    return ApiError.rateLimited(
+      `This workspace already has ${waiting} jobs waiting to finish, its limit is ${max}. Wait for some of them to finish, then try again.`,
+      'too_many_pending_jobs',
+    );
+  }
+
+  private keyReused(): ApiError {
+    return new ApiError(409, 'conflict_error', 'This Idempotency-Key was already used with different parameters.', null, 'idempotency_key_reused');
   }
 
   private async checkCallbackUrl(url: string | null): Promise<void> {

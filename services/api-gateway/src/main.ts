@@ -1,7 +1,7 @@
 import { createServer, type RequestListener } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CallbackUrlGuard } from '@media/callback-guard';
-import { createAccounts } from '@media/accounts';
+import { API_KEY_CACHE_MS, createAccounts } from '@media/accounts';
 import { createCallbackAdmin, type CallbackAdminHandle } from '@media/callbacks';
 import {
   createLogger,
@@ -49,6 +49,7 @@ async function main(): Promise<void> {
   const faults = FaultInjector.killing(config.faultCrashPoints, logger);
   let generation: JobQueue<'generation'> | undefined;
   let callbackAdmin: CallbackAdminHandle | undefined;
+  let intake: JobIntakeService | undefined;
 
   /** Everything that needs Redis to have answered: the link-signing key lives there. */
   const connect = async (): Promise<RequestListener> => {
@@ -56,6 +57,15 @@ async function main(): Promise<void> {
     generation ??= new JobQueue('generation', redis, config.keyPrefix, logger, { attempts: config.generationAttempts });
     const limits = new LimitRepository(redis, keys, configuredLimits(config));
     callbackAdmin ??= createCallbackAdmin(config, redis, logger);
+    intake = new JobIntakeService(
+      jobs,
+      blobs,
+      new IdempotencyRepository(redis, keys, config.idempotencyTtlSeconds),
+      generation,
+      new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs }),
+      limits,
+      faults,
+    );
     return createApp({
       redis,
       logger,
@@ -65,18 +75,11 @@ async function main(): Promise<void> {
       blobs,
       links,
       presenter: new JobPresenter(links, config.mediaRetentionSeconds),
-      intake: new JobIntakeService(
-        jobs,
-        blobs,
-        new IdempotencyRepository(redis, keys, config.idempotencyTtlSeconds),
-        generation,
-        new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs }),
-        limits,
-        faults,
-      ),
+      intake,
       waiter,
       callbackAdmin: callbackAdmin.admin,
-      accounts: createAccounts(config, redis),
+      // Keys are trusted for API_KEY_CACHE_MS: the bound on how long a revoked key keeps working here.
+      accounts: createAccounts(config, redis, { apiKeyCacheMs: API_KEY_CACHE_MS }),
       testCallbacks: callbackAdmin.tests,
       secureCookies: config.publicBaseUrl.startsWith('https:'),
       trustProxy: config.trustProxy,
@@ -145,6 +148,8 @@ async function main(): Promise<void> {
       server.closeIdleConnections();
       await drainWithin(closed, config.shutdownTimeoutMs);
       const released = (async () => {
+        // The intake marks of the last jobs queued go out before the connection closes.
+        await intake?.close();
         await waiter.close();
         await generation?.close();
         await callbackAdmin?.close();

@@ -1,6 +1,6 @@
 import { CallbackUrlRejectedError, type CheckedTarget } from '@media/callback-guard';
 import { FaultInjector, jobIds, NO_CALLBACK_METRICS, PermanentJobError, type AttemptTrigger, type CallbackMetrics, type GaveUpJob, type JobQueue, type Logger } from '@media/common';
-import { callbackIdFor, eventTypeFor, isFinished, type JobPresenter } from '@media/domain';
+import { callbackIdFor, eventTypeFor, isFinished, type JobPresenter, type JobRecord } from '@media/domain';
 import {
   attemptKey,
   CorruptRecordError,
@@ -74,10 +74,19 @@ export class CallbackService {
   }
 
   /**
-   * Handles a `job-finished` event: creates the job's callback (if it asked for one) and queues
-   * attempt 1. Returns the callback, or undefined when the job has no `callback_url`.
+   * Handles a `job-finished` event: creates the job's callback (if it asked for one) and makes
+   * attempt 1, then queues the ladder's next step if that attempt failed. Returns the callback as
+   * created, or undefined when the job has no `callback_url`.
+   *
+   * With `firstAttempt: 'now'` (the dispatcher's normal path) attempt 1 is made right here, so a
+   * callback crosses one queue between the job's end and its first POST, not two. A crash at any
+   * line leaves the event to BullMQ's retry or stall recovery, which runs this again: the record
+   * says whether attempt 1 was recorded, and either makes it or queues its follow-up. With
+   * `'queued'` attempt 1 goes through the `callback-deliveries` queue instead: for an event BullMQ
+   * has given up on before, so an attempt that keeps failing the dispatcher ends up recorded as
+   * failed by that queue's give-up path rather than holding the callback at attempt 0.
    */
-  async onJobFinished(jobId: string): Promise<CallbackRecord | undefined> {
+  async onJobFinished(jobId: string, firstAttempt: 'now' | 'queued' = 'queued'): Promise<CallbackRecord | undefined> {
     const job = await this.readJob(jobId, () => new PermanentJobError('corrupt_record', `job ${jobId} cannot be read; no callback can be made`));
     if (!job) {
       // Events carry ids only; a job that is gone (deleted, or another deployment's) has nothing to send.
@@ -108,12 +117,25 @@ export class CallbackService {
       last_attempt_ms: null,
     });
     this.faults.at('callback.created');
-    // Also for an existing record: a crash between create and this add is repaired by the event's
-    // retry. Once attempt 1 has run, a replayed event adds nothing.
-    if (callback.state === 'pending' && callback.ladder_attempt === 0) {
-      await this.deps.deliveries.add('deliver', { messageId: callback.id, attempt: 1, trigger: 'scheduled' }, { jobId: jobIds.delivery(callback.id, 1, 'scheduled') });
-    }
     if (created) this.deps.logger.info('callback created', { message_id: callback.id, job_id: job.id, type });
+    // Also for an existing record: a crash between create and the attempt (or its follow-up) is
+    // repaired by the event's retry. Delivered or failed already: nothing is left to do.
+    if (callback.state !== 'pending') return callback;
+    const first: DeliveryRequest = { messageId: callback.id, attempt: 1, trigger: 'scheduled' };
+    if (firstAttempt === 'queued') {
+      if (callback.ladder_attempt === 0) await this.deps.deliveries.add('deliver', first, { jobId: jobIds.delivery(callback.id, 1, 'scheduled') });
+      else await this.scheduleNext(callback);
+      return callback;
+    }
+    try {
+      // The job was read a moment ago; the attempt renders it afresh anyway (fresh links).
+      await this.deliverCallback(callback, first, jobIds.delivery(callback.id, 1, 'scheduled'), job);
+    } catch (err) {
+      if (!(err instanceof UndeliverableCallbackError)) throw err;
+      // What the deliveries queue's give-up path does for a permanent failure: the callback ends.
+      const ended = await this.deps.callbacks.giveUp(callback);
+      this.deps.logger.error('callback cannot be delivered; ended as failed', { message_id: callback.id, reason: err.message, state: ended?.state });
+    }
     return callback;
   }
 
@@ -133,6 +155,16 @@ export class CallbackService {
       this.deps.logger.warn('delivery for an unknown callback; dropping', { message_id: request.messageId });
       return undefined;
     }
+    return this.deliverCallback(callback, request, queueJobId);
+  }
+
+  /** {@link deliver} for a callback record in hand (and, when the caller has just read it, its job). */
+  private async deliverCallback(
+    callback: CallbackRecord,
+    request: DeliveryRequest,
+    queueJobId: string,
+    job?: JobRecord,
+  ): Promise<CallbackAttempt | undefined> {
     if (request.trigger === 'scheduled') {
       // Delivered by a manual retry meanwhile, or already ended: the ladder stops here.
       if (callback.state !== 'pending') return undefined;
@@ -143,7 +175,7 @@ export class CallbackService {
       }
     }
 
-    const exchange = await this.attempt(callback);
+    const exchange = await this.attempt(callback, job);
     this.faults.at('delivery.sent');
     // No status and no transport error would be a stream that ended without an answer: not delivered.
     const error = exchange.transportError ?? (exchange.status === null ? 'reset' : classifyStatus(exchange.status));
@@ -307,7 +339,7 @@ export class CallbackService {
   }
 
   /** One POST: check the URL afresh, render with fresh links, sign with every active secret, send. */
-  private async attempt(callback: CallbackRecord): Promise<Exchange> {
+  private async attempt(callback: CallbackRecord, knownJob?: JobRecord): Promise<Exchange> {
     const checkedAt = this.now();
     let target: CheckedTarget;
     try {
@@ -330,7 +362,7 @@ export class CallbackService {
         excerpt: '',
       };
     }
-    const job = await this.readJob(callback.job_id, () => new UndeliverableCallbackError(callback.id, `job ${callback.job_id} cannot be read`));
+    const job = knownJob ?? (await this.readJob(callback.job_id, () => new UndeliverableCallbackError(callback.id, `job ${callback.job_id} cannot be read`)));
     if (!job) throw new UndeliverableCallbackError(callback.id, `job ${callback.job_id} no longer exists`);
     const sentMs = this.now();
     const secrets = await this.deps.workspaces.activeSecrets(callback.workspace_id, sentMs);

@@ -47,8 +47,10 @@ async function main(): Promise<void> {
   const events = new QueueConsumer(
     'job-events',
     {
-      'job-finished': async ({ jobId }) => {
-        await service.onJobFinished(jobId);
+      // Attempt 1 is made by the event's own handler (one queue from the job's end to the first
+      // POST); an event given up on before sends it through the deliveries queue instead.
+      'job-finished': async ({ jobId, requeue }) => {
+        await service.onJobFinished(jobId, requeue ? 'queued' : 'now');
       },
     },
     { ...consumerOptions, onGaveUp: (job) => service.onEventGaveUp(job) },

@@ -1,0 +1,104 @@
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { bullPrefix, createLogger, jobIds, loadConfig } from '@media/common';
+import type { ImageJob } from '@media/domain';
+import { createAccounts } from '@media/accounts';
+import { CallbackRepository, JobRepository, StoreKeys } from '@media/storage';
+import { createCallbackService, type CallbackServiceHandle } from '../../services/webhook-dispatcher/src/wiring';
+import { deleteKeysUnder, REDIS_URL } from '../support/stack';
+import { makeTestPki, type TestPki } from './support/pki';
+import { TestReceiver } from './support/receiver';
+
+/**
+ * Attempt 1 is made by the job-finished event's own handler (one queue between a job's end and its
+ * first POST), with the dispatcher's classes in process and no worker on the deliveries queue, so
+ * what the handler queued stays there to be looked at.
+ */
+const prefix = `test-${randomBytes(6).toString('hex')}`;
+const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+const keys = new StoreKeys(prefix);
+const jobs = new JobRepository(redis, keys);
+const store = new CallbackRepository(redis, keys);
+const deliveries = new Queue('callback-deliveries', { connection: redis, prefix: bullPrefix(prefix) });
+let pki: TestPki;
+let receiver: TestReceiver;
+let handle: CallbackServiceHandle;
+let workspaceId: string;
+
+beforeAll(async () => {
+  pki = makeTestPki();
+  receiver = await TestReceiver.start(pki);
+  workspaceId = (await createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 86_400 }, redis).createWorkspace('first', 'owner@first.test')).workspace.id;
+  const config = loadConfig({ KEY_PREFIX: prefix, CALLBACK_CA_FILE: pki.caFile, CALLBACK_ALLOWED_CIDRS: '127.0.0.0/8', WEBHOOK_TIMEOUT_MS: '3000' });
+  handle = await createCallbackService(config, redis, createLogger('test', 'error'));
+});
+
+afterAll(async () => {
+  await handle?.close();
+  await deliveries.close();
+  await deleteKeysUnder(redis, prefix);
+  redis.disconnect();
+  await receiver?.stop();
+  pki?.cleanup();
+});
+
+async function finishedJob(path: string, workspace = workspaceId): Promise<string> {
+  const id = `req_${randomBytes(8).toString('hex')}`;
+  const now = Date.now();
+  const job: ImageJob = {
+    id, workspace_id: workspace, kind: 'image', operation: 'generation', model: 'pixel-1', prompt: 'p', seed: 1, status: 'completed',
+    created_ms: now - 1_000, finished_ms: now, cost: 0.005, error: null, callback_url: receiver.url(path), request_id: id,
+    n: 1, size: '256x256', output_format: 'png', response_format: 'url', inputs: [], mask: null, outputs: [`${workspace}/${id}/0.png`],
+  };
+  await jobs.create(job);
+  return id;
+}
+
+const queued = async (messageId: string, attempt: number) => deliveries.getJob(jobIds.delivery(messageId, attempt, 'scheduled'));
+
+it('delivers attempt 1 from the event itself: nothing goes through the deliveries queue', async () => {
+  const callback = (await handle.service.onJobFinished(await finishedJob('/now'), 'now'))!;
+  expect(receiver.requestsTo('/now')).toHaveLength(1);
+  expect(receiver.requestsTo('/now')[0]!.headers['webhook-id']).toBe(callback.id);
+  expect(await store.get(callback.id)).toMatchObject({ state: 'delivered', attempt_count: 1, ladder_attempt: 1 });
+  expect(await queued(callback.id, 1)).toBeUndefined();
+  expect(await queued(callback.id, 2)).toBeUndefined();
+});
+
+it('queues attempt 2 after a failed attempt 1, and a replayed event neither repeats attempt 1 nor adds a step', async () => {
+  receiver.script('/fails', () => ({ status: 503 }));
+  const jobId = await finishedJob('/fails');
+  const callback = (await handle.service.onJobFinished(jobId, 'now'))!;
+  expect(await store.get(callback.id)).toMatchObject({ state: 'pending', attempt_count: 1, ladder_attempt: 1 });
+  expect(await (await queued(callback.id, 2))?.isDelayed()).toBe(true);
+  expect(await queued(callback.id, 1)).toBeUndefined();
+
+  await handle.service.onJobFinished(jobId, 'now');
+  expect(receiver.requestsTo('/fails')).toHaveLength(1);
+  expect(await store.get(callback.id)).toMatchObject({ attempt_count: 1, ladder_attempt: 1 });
+  expect((await deliveries.getDelayed()).filter((j) => j.data.messageId === callback.id)).toHaveLength(1);
+
+  // A crash between recording attempt 1 and queueing attempt 2 (the job is lost here by hand): the
+  // event's re-run, inline or through the queue, puts attempt 2 back.
+  await (await queued(callback.id, 2))!.remove();
+  await handle.service.onJobFinished(jobId, 'queued');
+  expect(await (await queued(callback.id, 2))?.isDelayed()).toBe(true);
+  expect(receiver.requestsTo('/fails')).toHaveLength(1);
+});
+
+it('ends the callback as failed when attempt 1 can never be made, without failing the event', async () => {
+  const jobId = await finishedJob('/no-secret');
+  await redis.del(keys.workspaceSecrets(workspaceId));
+  const callback = (await handle.service.onJobFinished(jobId, 'now'))!;
+  expect(await store.get(callback.id)).toMatchObject({ state: 'failed', attempt_count: 0 });
+  expect(receiver.requestsTo('/no-secret')).toHaveLength(0);
+});
+
+it("sends attempt 1 through the deliveries queue for an event given up on before ('queued')", async () => {
+  const other = (await createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 86_400 }, redis).createWorkspace('q', 'owner@q.test')).workspace.id;
+  const callback = (await handle.service.onJobFinished(await finishedJob('/queued', other), 'queued'))!;
+  expect(await (await queued(callback.id, 1))?.isWaiting()).toBe(true);
+  expect(receiver.requestsTo('/queued')).toHaveLength(0);
+  expect(await store.get(callback.id)).toMatchObject({ state: 'pending', attempt_count: 0 });
+});

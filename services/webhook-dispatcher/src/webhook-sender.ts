@@ -1,10 +1,12 @@
 import { Agent as HttpAgent, type ClientRequest } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import { isIP, type Socket } from 'node:net';
+import { BlockList, isIP, type Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import { pinnedLookup, type CheckedTarget } from '@media/callback-guard';
 import type { AttemptErrorClass, AttemptTiming } from '@media/storage';
 import type { Got, Request as GotRequest } from 'got' with { 'resolution-mode': 'import' };
+import { AgentPool, type AgentLease, type AgentPoolLimits } from './agent-pool';
 import { classifyTransportError } from './classify';
 
 /** Bytes of a response body read at most; the rest is never downloaded. */
@@ -17,6 +19,8 @@ export interface WebhookSenderOptions {
   timeoutMs: number;
   /** Extra CA certificates (PEM) to trust beside Node's bundled roots (CALLBACK_CA_FILE). */
   extraCaPem?: string;
+  /** Connection reuse limits, each defaulting to DEFAULT_AGENT_POOL_LIMITS. */
+  pool?: Partial<AgentPoolLimits>;
 }
 
 /** What came of one POST. */
@@ -29,11 +33,26 @@ export interface Exchange {
   /** Set when the exchange failed below HTTP: timeout, refused, reset, TLS... */
   transportError: AttemptErrorClass | null;
   transportDetail: string | null;
-  /** The IP the socket went to (or was about to), or null when nothing was dialled. */
+  /**
+   * The IP the socket went to (or was about to), or null when nothing was dialled. For a reused
+   * connection, its peer address.
+   */
   address: string | null;
   excerpt: string;
   /** Phase timings as got measured them; absent when no request was made. */
   timing?: AttemptTiming;
+}
+
+/** Errors of a reused socket, before any answer, that mean the server closed it while it was idle. */
+const STALE_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE']);
+/** The code of the error with which an exchange on a socket to an unchecked address is stopped. */
+const UNCHECKED_ADDRESS = 'ERR_UNCHECKED_ADDRESS';
+
+/** One POST on one connection; {@link WebhookSender.send} may make two for one attempt. */
+interface PostResult {
+  exchange: Omit<Exchange, 'sentMs' | 'durationMs'>;
+  /** It failed before any answer on a pooled socket, most likely one the server had closed. */
+  staleSocket: boolean;
 }
 
 /**
@@ -41,11 +60,18 @@ export interface Exchange {
  * addresses the guard checked (pinned lookup, no proxy), redirects never followed, one deadline for
  * the whole exchange, no automatic retries (the ladder is ours), and at most
  * {@link RESPONSE_READ_CAP_BYTES} of the answer read.
+ *
+ * Connections are kept alive and reused, but only for attempts whose check yielded the same
+ * addresses (see {@link AgentPool}): a fresh TCP and TLS handshake per callback capped throughput
+ * at the rate connections can be opened.
  */
 export class WebhookSender {
   readonly #got: Got;
-  readonly #agents: { http: HttpAgent; https: HttpsAgent };
+  readonly #pool: AgentPool;
+  readonly #fresh: { http: HttpAgent; https: HttpsAgent };
+  readonly #timeoutMs: number;
   readonly #now: () => number;
+  #closed = false;
 
   /** got 14 is ESM-only and this package is CommonJS, so got is loaded with a dynamic import. */
   static async create(options: WebhookSenderOptions, now: () => number = Date.now): Promise<WebhookSender> {
@@ -55,16 +81,19 @@ export class WebhookSender {
 
   private constructor(got: Got, options: WebhookSenderOptions, now: () => number) {
     this.#now = now;
-    // Fresh connections only: a pooled socket was opened to an address checked for an earlier
-    // attempt, and every attempt must go to the address checked for it. Agents of our own also keep
-    // any process-wide agent configuration (proxies, keep-alive) out of callback traffic.
+    this.#timeoutMs = options.timeoutMs;
     // The extra CA goes into one secure context built once, beside (not instead of) the bundled
-    // roots; giving `ca` per request would rebuild the whole root store on every connection.
+    // roots; giving `ca` per request would rebuild the whole root store on every connection. Every
+    // agent shares it, which is why the CA is not part of the pool key.
     const secureContext = options.extraCaPem ? createSecureContext({ ca: [...rootCertificates, options.extraCaPem] }) : undefined;
-    this.#agents = {
+    // Agents that never pool, for what must go on a new connection: the retry after a stale pooled
+    // socket, and sends after close(). Agents of our own (these and the pool's) also keep any
+    // process-wide agent configuration (proxies, keep-alive) out of callback traffic.
+    this.#fresh = {
       http: new HttpAgent({ keepAlive: false }),
       https: new HttpsAgent({ keepAlive: false, ...(secureContext ? { secureContext } : {}) }),
     };
+    this.#pool = new AgentPool(this.#fresh, secureContext, options.pool);
     // got reads no proxy settings from the environment (it has no proxy support at all), and
     // Node 20's http module does not either, so nothing here can be routed through a proxy.
     this.#got = got.extend({
@@ -75,7 +104,7 @@ export class WebhookSender {
       decompress: false,
       http2: false,
       timeout: { request: options.timeoutMs },
-      agent: this.#agents,
+      agent: this.#fresh,
     });
   }
 
@@ -83,10 +112,48 @@ export class WebhookSender {
    * Sends `body` with `headers` to `target`. Never throws for a failed exchange: the outcome
    * (status or transport error) is the result, to be recorded as an attempt.
    */
-  send(target: CheckedTarget, body: Buffer, headers: Record<string, string>): Promise<Exchange> {
+  async send(target: CheckedTarget, body: Buffer, headers: Record<string, string>): Promise<Exchange> {
     const sentMs = this.#now();
+    // On the monotonic clock: `now` may be a test's fake wall clock.
+    const deadline = performance.now() + this.#timeoutMs;
+    const lease: AgentLease | undefined = this.#closed ? undefined : this.#pool.acquire(target);
+    try {
+      let result = await this.#post(target, body, headers, lease?.agents ?? this.#fresh, this.#timeoutMs);
+      const remainingMs = Math.floor(deadline - performance.now());
+      if (result.staleSocket && remainingMs > 0) {
+        // A server may close an idle keep-alive socket just as we reuse it; that says nothing about
+        // the receiver, so it must not count as a failed attempt. Sent again once, on a new
+        // connection (a second pooled one could be just as stale), within the same deadline.
+        // Receivers de-duplicate by webhook-id should the first copy have arrived after all.
+        result = await this.#post(target, body, headers, this.#fresh, remainingMs);
+      }
+      return { sentMs, durationMs: this.#now() - sentMs, ...result.exchange };
+    } finally {
+      lease?.release();
+    }
+  }
+
+  /**
+   * Destroys every agent and their sockets, pooled or in use; call it once in-flight sends are
+   * over. Safe to call twice; a send after it uses a new connection that is not kept.
+   */
+  close(): void {
+    this.#closed = true;
+    this.#pool.destroy();
+    this.#fresh.http.destroy();
+    this.#fresh.https.destroy();
+  }
+
+  #post(
+    target: CheckedTarget,
+    body: Buffer,
+    headers: Record<string, string>,
+    agents: { http: HttpAgent; https: HttpsAgent },
+    timeoutMs: number,
+  ): Promise<PostResult> {
     // Node dials an IP-literal host without a lookup, so the lookup below never names it.
     let address: string | null = isIP(target.hostname) ? target.hostname : null;
+    let reused = false;
     const lookup = pinnedLookup(target);
     // Note the first address handed to the socket, so a connection that fails still names it.
     const recordingLookup = (hostname: string, options: unknown, callback: (...args: any[]) => void) =>
@@ -95,7 +162,7 @@ export class WebhookSender {
         callback(err, result, family);
       });
 
-    return new Promise<Exchange>((resolve) => {
+    return new Promise<PostResult>((resolve) => {
       let status: number | null = null;
       const chunks: Buffer[] = [];
       let received = 0;
@@ -105,28 +172,45 @@ export class WebhookSender {
         body,
         headers,
         dnsLookup: recordingLookup as never,
+        agent: agents,
+        timeout: { request: timeoutMs },
       });
       const finish = (error: unknown) => {
         if (settled) return;
         settled = true;
-        // Past the cap, or after an error, the rest of the answer is not wanted.
+        // Past the cap, or after an error, the rest of the answer is not wanted. (After a complete
+        // answer the socket is already back in the pool, and this does not touch it.)
         stream.destroy();
+        const code = codeOf(error);
         // The answer is its status line: a body that then stalls or breaks does not undo a 2xx
         // received in time (spec 3: "any 2xx response within 15 s").
-        const transportError = error === undefined || status !== null ? null : classifyTransportError(error);
+        const transportError =
+          error === undefined || status !== null ? null : code === UNCHECKED_ADDRESS ? 'blocked_address' : classifyTransportError(error);
         resolve({
-          sentMs,
-          durationMs: this.#now() - sentMs,
-          status,
-          transportError,
-          transportDetail: error === undefined ? null : describe(error),
-          address,
-          excerpt: Buffer.concat(chunks).toString('utf8').slice(0, RESPONSE_EXCERPT_CHARS),
-          timing: phasesOf(stream.timings),
+          staleSocket: reused && status === null && code !== undefined && STALE_SOCKET_CODES.has(code),
+          exchange: {
+            status,
+            transportError,
+            transportDetail: error === undefined ? null : describe(error),
+            address,
+            excerpt: Buffer.concat(chunks).toString('utf8').slice(0, RESPONSE_EXCERPT_CHARS),
+            timing: phasesOf(stream.timings, reused),
+          },
         });
       };
       stream.on('request', (request: ClientRequest) => {
         request.once('socket', (socket: Socket) => {
+          if (request.reusedSocket) {
+            // No lookup or connect happens on a pooled socket: it names its own address.
+            reused = true;
+            address = socket.remoteAddress ?? null;
+            // The pool key makes this impossible; checked anyway because a mistake there would
+            // silently send callbacks to an address nobody checked (SSRF), and it costs little.
+            if (!isCheckedAddress(target, address)) {
+              request.destroy(Object.assign(new Error(`pooled socket to unchecked address ${address}`), { code: UNCHECKED_ADDRESS }));
+            }
+            return;
+          }
           // With several checked addresses the socket may settle on another one than first offered.
           socket.once('connect', () => (address = socket.remoteAddress ?? address));
         });
@@ -143,24 +227,34 @@ export class WebhookSender {
       stream.on('error', (error: unknown) => finish(error));
     });
   }
+}
 
-  /** Closes idle sockets; in-flight exchanges end on their own deadline. */
-  close(): void {
-    this.#agents.http.destroy();
-    this.#agents.https.destroy();
-  }
+/** Whether `address` is one of the target's checked addresses, compared as addresses, not text. */
+function isCheckedAddress(target: CheckedTarget, address: string | null): boolean {
+  const family = address === null ? 0 : isIP(address);
+  if (family === 0) return false;
+  const checked = new BlockList();
+  for (const entry of target.addresses) checked.addAddress(entry.address, entry.family === 6 ? 'ipv6' : 'ipv4');
+  return checked.check(address!, family === 6 ? 'ipv6' : 'ipv4');
+}
+
+function codeOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? code : undefined;
 }
 
 /**
  * got's phase timings (`timings.phases`, from @szmarczak/http-timer), each present only once the
  * phase completed. `dns` is near 0: the lookup is the pinned answer of the URL guard, which already
  * resolved the host, and it is missing altogether for an IP-literal host (no lookup happens).
+ * On a reused socket no lookup, connect or handshake happened: http-timer reports them as about
+ * 0 ms, which would read as measured, so they are null.
  */
-function phasesOf(timings: GotRequest['timings']): AttemptTiming | undefined {
+function phasesOf(timings: GotRequest['timings'], reusedSocket: boolean): AttemptTiming | undefined {
   if (!timings) return undefined;
-  const ms = (value: number | undefined) => (value === undefined ? null : Math.round(value));
+  const ms = (value: number | undefined) => (value === undefined || reusedSocket ? null : Math.round(value));
   const { dns, tcp, tls, firstByte } = timings.phases;
-  return { dns_ms: ms(dns), connect_ms: ms(tcp), tls_ms: ms(tls), first_byte_ms: ms(firstByte) };
+  return { dns_ms: ms(dns), connect_ms: ms(tcp), tls_ms: ms(tls), first_byte_ms: firstByte === undefined ? null : Math.round(firstByte) };
 }
 
 function describe(error: unknown): string {

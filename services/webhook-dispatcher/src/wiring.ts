@@ -39,7 +39,18 @@ export async function createCallbackService(
   const keys = new StoreKeys(config.keyPrefix);
   const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret), config.publicBaseUrl, config.linkTtlSeconds);
   const extraCaPem = config.callbackCaFile ? await readFile(config.callbackCaFile, 'utf8') : undefined;
-  const sender = await WebhookSender.create({ timeoutMs: config.webhookTimeoutMs, extraCaPem }, overrides.now);
+  const sender = await WebhookSender.create(
+    {
+      timeoutMs: config.webhookTimeoutMs,
+      extraCaPem,
+      // As many idle sockets per receiver as one consumer can have attempts in flight: with fewer, a
+      // burst to one receiver closes sockets its next jobs reopen at once (bench, concurrency 50: a
+      // cap of 16 opened 533 TLS connections per 2000 callbacks, 602/s; a cap of 50 none, 1157/s).
+      // Beyond a burst, LIFO reuse and the idle timeout shrink the pool again within seconds.
+      pool: { maxIdleSocketsPerKey: config.dispatcherConcurrency },
+    },
+    overrides.now,
+  );
   const deliveries = new JobQueue('callback-deliveries', redis, config.keyPrefix, logger);
   const events = new JobQueue('job-events', redis, config.keyPrefix, logger);
   const callbacks = new CallbackRepository(redis, keys);

@@ -3,6 +3,7 @@ import type { AttemptTrigger } from '@media/common';
 import { callbackIdFor, EVENT_TYPES, type EventType } from '@media/domain';
 import type { StoreKeys } from './keys';
 import { readIndexPage } from './index-page';
+import { LuaScript } from './lua-script';
 import { encodeRecord } from './record-json';
 
 /** Where a callback stands: still on its ladder, answered with a 2xx, or out of automatic attempts. */
@@ -138,7 +139,7 @@ end
 // attempt (a worker killed after recording) neither counts twice nor moves the ladder again.
 // ARGV: 1 attempt field, 2 attempt JSON, 3 ladder attempt (0 = manual), 4 '1' if delivered,
 // 5 next automatic attempt ms ('' = none left), 6 now ms.
-const RECORD_ATTEMPT = `${MOVE_STATE_INDEX}
+const RECORD_ATTEMPT = new LuaScript(`${MOVE_STATE_INDEX}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {-1, ''} end
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return {0, raw} end
@@ -167,12 +168,12 @@ local out = cjson.encode(cb)
 redis.call('SET', KEYS[1], out)
 move_state_index(before, cb)
 return {1, out}
-`;
+`);
 
 // A new callback and its index entries in one step. The workspace and type indexes are also
 // (re)written for an existing record, harmlessly; the state index only for a new one, since the
 // record may have moved on to another state (the scripts below keep that index in step).
-const CREATE = `
+const CREATE = new LuaScript(`
 local created = redis.call('SET', KEYS[1], ARGV[1], 'NX')
 redis.call('ZADD', KEYS[2], 'NX', ARGV[2], ARGV[3])
 redis.call('ZADD', KEYS[3], 'NX', ARGV[2], ARGV[3])
@@ -181,10 +182,10 @@ if created then
   return 1
 end
 return 0
-`;
+`);
 
 // A callback whose delivery job BullMQ gave up on must still end; a delivered one stays delivered.
-const GIVE_UP = `${MOVE_STATE_INDEX}
+const GIVE_UP = new LuaScript(`${MOVE_STATE_INDEX}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return '' end
 local cb = cjson.decode(raw)
@@ -195,7 +196,7 @@ local out = cjson.encode(cb)
 redis.call('SET', KEYS[1], out)
 move_state_index('pending', cb)
 return out
-`;
+`);
 
 /** Callbacks, their attempt logs and the per-workspace index the dashboard lists from. */
 export class CallbackRepository {
@@ -209,16 +210,15 @@ export class CallbackRepository {
    * workspace. Returns the stored record: the new one, or the one created earlier for a replayed event.
    */
   async create(callback: CallbackRecord): Promise<{ created: boolean; callback: CallbackRecord }> {
-    const set = await this.redis.eval(
-      CREATE,
-      4,
-      this.keys.callback(callback.id),
-      this.keys.workspaceCallbacks(callback.workspace_id),
-      this.keys.workspaceCallbacksOfType(callback.workspace_id, callback.type),
-      this.keys.workspaceCallbacksInState(callback.workspace_id, callback.state),
-      encodeRecord(callback),
-      String(callback.created_ms),
-      callback.id,
+    const set = await CREATE.run(
+      this.redis,
+      [
+        this.keys.callback(callback.id),
+        this.keys.workspaceCallbacks(callback.workspace_id),
+        this.keys.workspaceCallbacksOfType(callback.workspace_id, callback.type),
+        this.keys.workspaceCallbacksInState(callback.workspace_id, callback.state),
+      ],
+      [encodeRecord(callback), callback.created_ms, callback.id],
     );
     if (set === 1) return { created: true, callback };
     const existing = await this.get(callback.id);
@@ -268,18 +268,17 @@ export class CallbackRepository {
     nextAttemptMs: number | null,
     now = Date.now(),
   ): Promise<RecordedAttempt> {
-    const [code, raw] = (await this.redis.eval(
-      RECORD_ATTEMPT,
-      5,
-      this.keys.callback(callback.id),
-      this.keys.callbackAttempts(callback.id),
-      ...this.stateIndexes(callback.workspace_id),
-      attemptKey,
-      encodeRecord({ ...attempt, number: 0 }),
-      String(attempt.ladder_attempt ?? 0),
-      attempt.error === null ? '1' : '0',
-      nextAttemptMs === null ? '' : String(nextAttemptMs),
-      String(now),
+    const [code, raw] = (await RECORD_ATTEMPT.run(
+      this.redis,
+      [this.keys.callback(callback.id), this.keys.callbackAttempts(callback.id), ...this.stateIndexes(callback.workspace_id)],
+      [
+        attemptKey,
+        encodeRecord({ ...attempt, number: 0 }),
+        attempt.ladder_attempt ?? 0,
+        attempt.error === null ? '1' : '0',
+        nextAttemptMs === null ? '' : nextAttemptMs,
+        now,
+      ],
     )) as [number, string];
     if (code === -1) throw new Error(`callback ${callback.id} does not exist`);
     return { recorded: code === 1, callback: JSON.parse(raw) as CallbackRecord };
@@ -287,7 +286,7 @@ export class CallbackRepository {
 
   /** Ends a still-pending callback as `failed`; returns the record as it now stands. */
   async giveUp(callback: Pick<CallbackRecord, 'id' | 'workspace_id'>): Promise<CallbackRecord | undefined> {
-    const raw = (await this.redis.eval(GIVE_UP, 4, this.keys.callback(callback.id), ...this.stateIndexes(callback.workspace_id))) as string;
+    const raw = (await GIVE_UP.run(this.redis, [this.keys.callback(callback.id), ...this.stateIndexes(callback.workspace_id)], [])) as string;
     return raw ? (JSON.parse(raw) as CallbackRecord) : undefined;
   }
 

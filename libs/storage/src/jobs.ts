@@ -19,7 +19,7 @@ end
 // Completion and its charge in one step: a job ends once, so it is charged at most once even
 // when a crashed worker's job is processed again. The job leaves its workspace's unfinished set
 // in the same step, so the waiting-jobs cap never counts a finished job.
-const FINISH = `${STATUS_OF}
+const FINISH = new LuaScript(`${STATUS_OF}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return -1 end
 local status = status_of(raw)
@@ -31,10 +31,10 @@ redis.call('SREM', KEYS[3], ARGV[3])
 redis.call('ZREM', KEYS[4], ARGV[3])
 redis.call('PUBLISH', ARGV[4], ARGV[3])
 return 1
-`;
+`);
 
 // Progress and status writes must never overwrite a finished job.
-const UPDATE_ACTIVE = `${STATUS_OF}
+const UPDATE_ACTIVE = new LuaScript(`${STATUS_OF}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return -1 end
 local status = status_of(raw)
@@ -42,7 +42,7 @@ if status == nil then return -2 end
 if status == 'completed' or status == 'failed' then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
 return 1
-`;
+`);
 
 // Acceptance of a new job in one round trip, atomically: the Idempotency-Key claim, the
 // waiting-jobs cap and the stored job (record, listing index, intake mark, unfinished set). The
@@ -198,7 +198,7 @@ export class JobRepository {
   /** Writes an unfinished job; false if it has finished meanwhile. */
   async updateActive(job: JobRecord): Promise<boolean> {
     if (isFinished(job.status)) throw new Error('use finish() for finished jobs');
-    const result = await this.redis.eval(UPDATE_ACTIVE, 1, this.keys.job(job.id), encodeRecord(job));
+    const result = await UPDATE_ACTIVE.run(this.redis, [this.keys.job(job.id)], [encodeRecord(job)]);
     if (result === -2) throw new CorruptRecordError(job.id);
     return result === 1;
   }
@@ -209,17 +209,10 @@ export class JobRepository {
    */
   async finish(job: JobRecord, charge: LedgerEntry | null): Promise<boolean> {
     if (!isFinished(job.status)) throw new Error('finish() needs a finished job');
-    const result = await this.redis.eval(
-      FINISH,
-      4,
-      this.keys.job(job.id),
-      this.keys.workspaceLedger(job.workspace_id),
-      this.keys.workspaceUnfinished(job.workspace_id),
-      this.keys.intake(),
-      encodeRecord(job),
-      charge ? encodeRecord(charge) : '',
-      job.id,
-      this.keys.jobFinishedChannel(),
+    const result = await FINISH.run(
+      this.redis,
+      [this.keys.job(job.id), this.keys.workspaceLedger(job.workspace_id), this.keys.workspaceUnfinished(job.workspace_id), this.keys.intake()],
+      [encodeRecord(job), charge ? encodeRecord(charge) : '', job.id, this.keys.jobFinishedChannel()],
     );
     if (result === -1) throw new Error(`job ${job.id} does not exist`);
     if (result === -2) throw new CorruptRecordError(job.id);

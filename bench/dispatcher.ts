@@ -1,203 +1,178 @@
 /**
- * Webhook dispatcher benchmark: ONE real dispatcher process (services/webhook-dispatcher/dist)
- * against a local HTTPS receiver on 127.0.0.1, on the real Redis under its own key prefix.
+ * Callback throughput of ONE real dispatcher process (services/webhook-dispatcher/dist), beside two
+ * plain got POST loops to the same receiver, with the same body, in the same run:
  *
- * - Burst: N job-finished events for already completed jobs, enqueued at once; measures callbacks
- *   delivered per second, and job end → receiver's first byte under that backlog.
- * - Paced: events at a steady rate well below capacity; measures the same delay without a backlog.
+ * - dispatcher: N completed image jobs with a callback_url are written straight into Redis (no
+ *   gateway, no generator), then their N `job-finished` events are queued in one addBulk; the
+ *   figure is N / (last callback's arrival at the receiver − the addBulk call).
+ * - keep-alive loop: N POSTs of the dispatcher's own body and headers (captured from its warm-up)
+ *   from this process with got, `inFlight` at a time, over a keep-alive agent (at most `inFlight`
+ *   sockets): what HTTP over TLS costs on this machine when connections are reused.
+ * - fresh-TLS loop: the same, with an agent that opens a new connection per request (keepAlive
+ *   false, Node's default TLS session cache), configured like the dispatcher's own agent.
  *
- * "First byte" is when the receiver has the request head (Node's 'request' event), which on
- * loopback is within microseconds of the first byte. Job end is the job's `finished_ms`, set just
- * before its event is enqueued, and read back from the envelope `timestamp`.
- *
- * Usage: npm run bench   (env: BENCH_N=2000, BENCH_PACED_N=400, BENCH_PACED_RATE=100, DISPATCHER_CONCURRENCY=50)
+ * Each of the three gets the same warm-up (BENCH_CALLBACK_WARMUP requests, not counted).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:https';
-import { resolve } from 'node:path';
+import { Agent as HttpsAgent } from 'node:https';
+import { createSecureContext, rootCertificates } from 'node:tls';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import { bullPrefix, jobIds } from '@media/common';
 import type { ImageJob } from '@media/domain';
-import { createAccounts } from '@media/accounts';
 import { JobRepository, StoreKeys } from '@media/storage';
-import { makeTestPki, type TestPki } from '../test/dispatcher/support/pki';
-import { deleteKeysUnder, REDIS_URL } from '../test/support/stack';
+import {
+  BenchStack,
+  createWorkspace,
+  dropPrefix,
+  envNumber,
+  newPrefix,
+  serviceEnv,
+  waitUntil,
+  type BenchContext,
+} from './support';
+import type { ReceiverStats } from './ipc';
 
-const ROOT = resolve(__dirname, '..');
-const N = Number(process.env.BENCH_N ?? 2000);
-const PACED_N = Number(process.env.BENCH_PACED_N ?? 400);
-const PACED_RATE = Number(process.env.BENCH_PACED_RATE ?? 100);
-const CONCURRENCY = process.env.DISPATCHER_CONCURRENCY ?? '50';
-/** The benchmark stops by itself, whatever happens. */
-const DEADLINE_MS = 180_000;
-
-interface Arrival {
-  receivedMs: number;
-  eventMs: number;
+export interface ThroughputRun {
+  requests: number;
+  seconds: number;
+  perSecond: number;
+  /** Answers other than 204, and transport errors. */
+  failures: number;
+  /** TLS connections the receiver accepted during the run, and how many resumed a session. */
+  connections: number;
+  resumedSessions: number;
 }
 
-/** An HTTPS receiver that answers 204 and notes when each callback's head arrived. */
-async function startReceiver(pki: TestPki): Promise<{ server: Server; port: number; arrivals: Map<string, Arrival> }> {
-  const arrivals = new Map<string, Arrival>();
-  const server = createServer({ cert: pki.cert, key: pki.key }, (req, res) => {
-    const receivedMs = Date.now();
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const id = String(req.headers['webhook-id']);
-      // A repeat (at-least-once) keeps the first arrival.
-      if (!arrivals.has(id)) {
-        const eventMs = Date.parse((JSON.parse(Buffer.concat(chunks).toString('utf8')) as { timestamp: string }).timestamp);
-        arrivals.set(id, { receivedMs, eventMs });
-      }
-      res.writeHead(204).end();
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return { server, port: (server.address() as { port: number }).port, arrivals };
+export interface DispatcherResult {
+  callbacks: number;
+  dispatcherConcurrency: number;
+  inFlight: number;
+  warmup: number;
+  bodyBytes: number;
+  dispatcher: ThroughputRun;
+  keepAlive: ThroughputRun;
+  freshTls: ThroughputRun;
 }
 
-async function startDispatcher(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [resolve(ROOT, 'services/webhook-dispatcher/dist/main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-  await new Promise<void>((ready, fail) => {
-    let out = '';
-    const onData = (c: Buffer) => {
-      out += c.toString();
-      if (out.includes('webhook-dispatcher started')) {
-        child.stdout!.off('data', onData);
-        // Keep draining the log so the pipe never blocks the dispatcher.
-        child.stdout!.resume();
-        ready();
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.once('exit', (code) => fail(new Error(`dispatcher exited with ${code}: ${stderr}`)));
-  });
-  return child;
-}
+const BODY_HEADERS = ['content-type', 'user-agent', 'webhook-id', 'webhook-timestamp', 'webhook-signature'];
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
+export async function benchDispatcher(ctx: BenchContext): Promise<DispatcherResult> {
+  const N = envNumber('BENCH_CALLBACKS', 2000);
+  const WARMUP = envNumber('BENCH_CALLBACK_WARMUP', 100);
+  const IN_FLIGHT = envNumber('BENCH_IN_FLIGHT', 50);
+  const CONCURRENCY = envNumber('DISPATCHER_CONCURRENCY', 50);
+  const { redis, receiver, pki } = ctx;
 
-async function waitFor(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-async function main(): Promise<void> {
-  const prefix = `bench-${randomBytes(6).toString('hex')}`;
-  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const keys = new StoreKeys(prefix);
-  const jobs = new JobRepository(redis, keys);
-  const pki = makeTestPki();
-  const receiver = await startReceiver(pki);
+  const prefix = newPrefix('dispatch');
+  const { workspaceId } = await createWorkspace(redis, prefix);
+  const jobs = new JobRepository(redis, new StoreKeys(prefix));
   const events = new Queue('job-events', { connection: redis, prefix: bullPrefix(prefix) });
-  let dispatcher: ChildProcess | undefined;
-  const watchdog = setTimeout(() => {
-    console.error(`benchmark exceeded ${DEADLINE_MS / 1000}s; stopping`);
-    void cleanup().finally(() => process.exit(1));
-  }, DEADLINE_MS);
+  const stack = await BenchStack.start(prefix, ['webhook-dispatcher'], await serviceEnv(prefix, pki, { DISPATCHER_CONCURRENCY: String(CONCURRENCY) }));
+  const url = receiver.url('/hook');
+  let seq = 0;
 
-  async function cleanup(): Promise<void> {
-    clearTimeout(watchdog);
-    if (dispatcher && dispatcher.exitCode === null && dispatcher.signalCode === null) {
-      dispatcher.kill('SIGTERM');
-      await once(dispatcher, 'exit');
+  /** Stores `count` completed image jobs that ended now; returns their events, ready for the queue. */
+  async function finishedJobs(count: number) {
+    const out: { name: 'job-finished'; data: { jobId: string }; opts: { jobId: string } }[] = [];
+    for (let start = 0; start < count; start += 100) {
+      const batch = [];
+      for (let i = start; i < Math.min(count, start + 100); i++) {
+        const id = `req_bench${String(seq++).padStart(6, '0')}`;
+        const now = Date.now();
+        const job: ImageJob = {
+          id, workspace_id: workspaceId, kind: 'image', operation: 'generation', model: 'pixel-1', prompt: 'a lighthouse at dusk', seed: 1,
+          status: 'completed', created_ms: now - 1_000, finished_ms: now, cost: 0.005, error: null, callback_url: url, request_id: id,
+          n: 1, size: '256x256', output_format: 'png', response_format: 'url', inputs: [], mask: null, outputs: [`${workspaceId}/${id}/0.png`],
+        };
+        batch.push(jobs.create(job));
+        out.push({ name: 'job-finished', data: { jobId: id }, opts: { jobId: jobIds.jobFinished(id) } });
+      }
+      await Promise.all(batch);
     }
-    await events.close();
-    await deleteKeysUnder(redis, prefix);
-    redis.disconnect();
-    receiver.server.closeAllConnections();
-    receiver.server.close();
-    pki.cleanup();
+    return out;
+  }
+
+  async function runOf(requests: number, startMs: number, endMs: number, failures: number, stats: ReceiverStats): Promise<ThroughputRun> {
+    const seconds = (endMs - startMs) / 1000;
+    return { requests, seconds, perSecond: requests / seconds, failures, connections: stats.connections, resumedSessions: stats.resumedSessions };
   }
 
   try {
-    const workspaceId = (await createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 86_400 }, redis).createWorkspace('bench', 'owner@bench.test')).workspace.id;
-    const url = `https://localhost:${receiver.port}/hook`;
-    let seq = 0;
-    /** Stores a completed image job that ended now, and returns its event for the queue. */
-    const finishedJob = async () => {
-      const id = `req_bench${String(seq++).padStart(6, '0')}`;
-      const now = Date.now();
-      const job: ImageJob = {
-        id, workspace_id: workspaceId, kind: 'image', operation: 'generation', model: 'pixel-1', prompt: 'bench', seed: 1,
-        status: 'completed', created_ms: now - 1_000, finished_ms: now, cost: 0.005, error: null, callback_url: url, request_id: id,
-        n: 1, size: '256x256', output_format: 'png', response_format: 'url', inputs: [], mask: null, outputs: [`${workspaceId}/${id}/0.png`],
-      };
-      await jobs.create(job);
-      return { name: 'job-finished', data: { jobId: id }, opts: { jobId: jobIds.jobFinished(id) } };
-    };
+    // Dispatcher warm-up, which also gives the peers the exact body and headers it sends.
+    await receiver.reset();
+    await events.addBulk(await finishedJobs(Math.max(1, WARMUP)));
+    await waitUntil(async () => (await receiver.uniqueCount()) >= Math.max(1, WARMUP), 60_000, 'dispatcher warm-up callbacks');
+    const sample = await receiver.sample();
+    if (!sample) throw new Error('no callback body captured');
+    const headers = Object.fromEntries(BODY_HEADERS.filter((h) => sample.headers[h] !== undefined).map((h) => [h, sample.headers[h]]));
+    const body = Buffer.from(sample.body, 'utf8');
 
-    dispatcher = await startDispatcher({
-      PATH: process.env.PATH,
-      REDIS_URL,
-      KEY_PREFIX: prefix,
-      CALLBACK_ALLOWED_CIDRS: '127.0.0.0/8',
-      CALLBACK_CA_FILE: pki.caFile,
-      DISPATCHER_CONCURRENCY: CONCURRENCY,
-      // Any free ops port: a local stack may hold the default one.
-      OPS_PORT: '0',
-      LOG_LEVEL: 'info',
-    });
-
-    // Burst: the job records first, then every event in one go, so seeding does not pace delivery.
-    const burst = [];
-    for (let i = 0; i < N; i++) burst.push(await finishedJob());
-    const burstStart = Date.now();
-    await events.addBulk(burst);
-    await waitFor(() => receiver.arrivals.size >= N, DEADLINE_MS, `${N} burst callbacks`);
-    const burstArrivals = [...receiver.arrivals.values()];
-    const burstSeconds = (Math.max(...burstArrivals.map((a) => a.receivedMs)) - burstStart) / 1000;
-    // Event times were stamped while the records were written, before the burst was released.
-    const burstDelays = burstArrivals.map((a) => a.receivedMs - Math.max(a.eventMs, burstStart)).sort((a, b) => a - b);
-
-    // Paced: one job ending every 1/PACED_RATE s.
-    const pacedStart = receiver.arrivals.size;
-    const interval = 1000 / PACED_RATE;
+    // Dispatcher: every record first, then all events in one go, so seeding does not pace delivery.
+    const burst = await finishedJobs(N);
+    await receiver.reset();
     const t0 = Date.now();
-    for (let i = 0; i < PACED_N; i++) {
-      const wait = t0 + i * interval - Date.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      const event = await finishedJob();
-      await events.add(event.name, event.data, event.opts);
-    }
-    await waitFor(() => receiver.arrivals.size >= pacedStart + PACED_N, DEADLINE_MS, `${PACED_N} paced callbacks`);
-    const pacedDelays = [...receiver.arrivals.values()].slice(pacedStart).map((a) => a.receivedMs - a.eventMs).sort((a, b) => a - b);
+    await events.addBulk(burst);
+    await waitUntil(
+      async () => {
+        stack.assertAlive();
+        return (await receiver.uniqueCount()) >= N;
+      },
+      180_000,
+      `${N} dispatcher callbacks`,
+      50,
+    );
+    const arrivals = await receiver.arrivals();
+    const lastArrival = Math.max(...arrivals.map((a) => a.receivedMs));
+    const dispatcher = await runOf(N, t0, lastArrival, arrivals.filter((a) => a.status !== 204).length, await receiver.stats());
+    await stack.stop();
 
-    const rows: [string, string][] = [
-      ['dispatcher processes', '1'],
-      ['DISPATCHER_CONCURRENCY', CONCURRENCY],
-      ['receiver', 'HTTPS on 127.0.0.1 (TLS handshake per callback)'],
-      [`burst: ${N} callbacks delivered in`, `${burstSeconds.toFixed(2)} s`],
-      ['burst: callbacks delivered / s', (N / burstSeconds).toFixed(0)],
-      ['burst: job end → first byte p50', `${percentile(burstDelays, 50)} ms`],
-      ['burst: job end → first byte p99', `${percentile(burstDelays, 99)} ms`],
-      [`paced (${PACED_RATE}/s, ${PACED_N} jobs): job end → first byte p50`, `${percentile(pacedDelays, 50)} ms`],
-      [`paced (${PACED_RATE}/s, ${PACED_N} jobs): job end → first byte p99`, `${percentile(pacedDelays, 99)} ms`],
-    ];
-    const width = Math.max(...rows.map(([k]) => k.length));
-    console.log(`\nwebhook-dispatcher benchmark (${new Date().toISOString()})`);
-    console.log('-'.repeat(width + 24));
-    for (const [k, v] of rows) console.log(`${k.padEnd(width)}  ${v}`);
-    console.log('-'.repeat(width + 24));
+    // The peers: this process, got, the same receiver, body and headers.
+    const { got } = await import('got');
+    const secureContext = createSecureContext({ ca: [...rootCertificates, pki.caPem] });
+    const loop = async (keepAlive: boolean): Promise<ThroughputRun> => {
+      const agent = new HttpsAgent(keepAlive ? { keepAlive: true, maxSockets: IN_FLIGHT, secureContext } : { keepAlive: false, secureContext });
+      const client = got.extend({
+        followRedirect: false,
+        throwHttpErrors: false,
+        retry: { limit: 0 },
+        decompress: false,
+        http2: false,
+        timeout: { request: 15_000 },
+        agent: { https: agent },
+      });
+      const run = async (count: number) => {
+        let issued = 0;
+        let failures = 0;
+        const worker = async () => {
+          while (issued < count) {
+            issued++;
+            try {
+              const res = await client.post(url, { body, headers });
+              if (res.statusCode !== 204) failures++;
+            } catch {
+              failures++;
+            }
+          }
+        };
+        await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, count) }, worker));
+        return failures;
+      };
+      try {
+        await run(Math.max(1, WARMUP));
+        await receiver.reset();
+        const start = Date.now();
+        const failures = await run(N);
+        const end = Date.now();
+        return await runOf(N, start, end, failures, await receiver.stats());
+      } finally {
+        agent.destroy();
+      }
+    };
+    const keepAlive = await loop(true);
+    const freshTls = await loop(false);
+    return { callbacks: N, dispatcherConcurrency: CONCURRENCY, inFlight: IN_FLIGHT, warmup: WARMUP, bodyBytes: body.length, dispatcher, keepAlive, freshTls };
   } finally {
-    await cleanup();
+    await stack.stop();
+    await events.close();
+    await dropPrefix(redis, prefix);
   }
 }
-
-main().catch((err) => {
-  console.error(err instanceof Error ? err.stack : err);
-  process.exit(1);
-});

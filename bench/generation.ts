@@ -1,53 +1,74 @@
 /**
- * Generation timings through the real gateway and generator on this machine: a synchronous
- * 1024x1024 image, and a 4 s 720p video with audio from POST to `completed`.
- * Run with `npm run bench` (it starts its own services under a private key prefix and cleans up).
+ * Generation timings through the real gateway and generator (separate processes from dist/), one
+ * request at a time: a synchronous 1024x1024 image (request to response), and a 4 s 1280x720 video
+ * with audio (POST to the `completed` record). No peer: context for the other figures.
  */
-import { api, eventually, TestStack } from '../test/support/stack';
+import { JobRepository, StoreKeys } from '@media/storage';
+import { BenchStack, createWorkspace, dropPrefix, envNumber, newPrefix, percentile, serviceEnv, waitUntil, type BenchContext } from './support';
 
-const ROUNDS = 5;
-
-function summary(samples: number[]): string {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const pick = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-  return `min ${sorted[0].toFixed(0)} ms, p50 ${pick(0.5).toFixed(0)} ms, max ${sorted.at(-1)!.toFixed(0)} ms (n=${samples.length})`;
+export interface Timing {
+  n: number;
+  minMs: number;
+  p50Ms: number;
+  maxMs: number;
 }
 
-export async function benchGeneration(): Promise<void> {
-  const stack = await TestStack.start(['api-gateway', 'generator']);
+export interface GenerationResult {
+  image: Timing;
+  video: Timing;
+}
+
+const timing = (samples: number[]): Timing => {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { n: sorted.length, minMs: sorted[0] ?? Number.NaN, p50Ms: percentile(sorted, 50), maxMs: sorted.at(-1) ?? Number.NaN };
+};
+
+export async function benchGeneration(ctx: BenchContext): Promise<GenerationResult> {
+  const ROUNDS = Math.max(1, envNumber('BENCH_GENERATION_ROUNDS', 5));
+  const { redis, pki } = ctx;
+  const prefix = newPrefix('generation');
+  const { apiKey } = await createWorkspace(redis, prefix);
+  const jobs = new JobRepository(redis, new StoreKeys(prefix));
+  const stack = await BenchStack.start(prefix, ['api-gateway', 'generator'], await serviceEnv(prefix, pki));
+  const post = async (path: string, json: unknown) => {
+    const res = await fetch(`${stack.baseUrl}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+      body: JSON.stringify(json),
+    });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`${path} answered ${res.status}: ${text}`);
+    return JSON.parse(text) as { id: string };
+  };
   try {
-    const ws = await stack.createWorkspace('bench');
-    const call = api(stack, ws.apiKey);
     const image: number[] = [];
     for (let i = 0; i < ROUNDS; i++) {
       const start = performance.now();
-      const res = await call('/v1/images/generations', { method: 'POST', json: { prompt: `bench ${i}`, size: '1024x1024' } });
-      if (res.status !== 200) throw new Error(`image: ${res.status} ${res.text}`);
+      await post('/v1/images/generations', { prompt: `bench ${i}`, size: '1024x1024' });
       image.push(performance.now() - start);
     }
     const video: number[] = [];
     for (let i = 0; i < ROUNDS; i++) {
       const start = performance.now();
-      const res = await call('/v1/videos', { method: 'POST', json: { prompt: `bench ${i}`, seconds: 4, size: '1280x720', generate_audio: true } });
-      if (res.status !== 200) throw new Error(`video: ${res.status} ${res.text}`);
-      await eventually(async () => {
-        const job = await stack.jobs.get(res.json.id);
-        if (job?.status === 'failed') throw new Error('video failed');
-        return job?.status === 'completed' ? true : undefined;
-      }, 120_000, 'video');
-      video.push(performance.now() - start);
+      const { id } = await post('/v1/videos', { prompt: `bench ${i}`, seconds: 4, size: '1280x720', generate_audio: true });
+      let end = 0;
+      await waitUntil(
+        async () => {
+          const job = await jobs.get(id);
+          if (job?.status === 'failed') throw new Error(`video ${id} failed: ${JSON.stringify(job.error)}`);
+          if (job?.status !== 'completed') return false;
+          end = performance.now();
+          return true;
+        },
+        120_000,
+        `video ${id}`,
+        20,
+      );
+      video.push(end - start);
     }
-    console.log('generation (sync image = request to response; video = POST to completed record)');
-    console.log(`  image 1024x1024 png        ${summary(image)}`);
-    console.log(`  video 4 s 1280x720 + audio ${summary(video)}`);
+    return { image: timing(image), video: timing(video) };
   } finally {
     await stack.stop();
+    await dropPrefix(redis, prefix);
   }
-}
-
-if (require.main === module) {
-  benchGeneration().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
 }

@@ -14,18 +14,26 @@ export interface TestPki {
   cleanup(): void;
 }
 
-/**
- * Made with the openssl CLI at test time so no key material lives in the repository. EC P-256
- * keys keep the handshakes cheap for the benchmark.
- */
-export function makeTestPki(extraDnsNames: string[] = []): TestPki {
+export interface TestPkiOptions {
+  /**
+   * Key type of the CA and the server certificate: EC P-256 (the default, cheap handshakes for
+   * tests) or 2048-bit RSA (what most receivers present; the benchmark uses it).
+   */
+  keyType?: 'ec' | 'rsa2048';
+}
+
+/** Made with the openssl CLI at test time so no key material lives in the repository. */
+export function makeTestPki(extraDnsNames: string[] = [], options: TestPkiOptions = {}): TestPki {
   const dir = mkdtempSync(join(tmpdir(), 'callback-pki-'));
   const file = (name: string) => join(dir, name);
   const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  openssl('req', '-x509', ...ec, '-keyout', file('ca.key'), '-out', file('ca.pem'), '-days', '2', '-subj', '/CN=callback test CA',
+  const newKey =
+    options.keyType === 'rsa2048'
+      ? ['-newkey', 'rsa:2048', '-nodes']
+      : ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  openssl('req', '-x509', ...newKey, '-keyout', file('ca.key'), '-out', file('ca.pem'), '-days', '2', '-subj', '/CN=callback test CA',
     '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
-  openssl('req', ...ec, '-keyout', file('server.key'), '-out', file('server.csr'), '-subj', '/CN=localhost');
+  openssl('req', ...newKey, '-keyout', file('server.key'), '-out', file('server.csr'), '-subj', '/CN=localhost');
   writeFileSync(
     file('server.ext'),
     `subjectAltName=${['DNS:localhost', 'IP:127.0.0.1', ...extraDnsNames.map((n) => `DNS:${n}`)].join(',')}\n` +

@@ -1,0 +1,128 @@
+/**
+ * Asynchronous image acceptance of ONE gateway process (services/api-gateway/dist, run alone: no
+ * generator, so accepted jobs stay queued), beside a bare Express app (bench/bare-express.ts, its
+ * own process) that parses the same JSON body and answers 202 with the gateway's 202 body. Both are
+ * loaded by autocannon from this process with the same connections, pipelining and duration, after
+ * the same warm-up. The gateway's rate limit and waiting-jobs cap are raised far above what the
+ * run can reach, and any answer other than 202 makes the figure invalid (reported, and the bench
+ * exits non-zero): the figure must never count 429s.
+ */
+import autocannon from 'autocannon';
+import { StoreKeys } from '@media/storage';
+import {
+  BenchStack,
+  createWorkspace,
+  dropPrefix,
+  envNumber,
+  HelperProcess,
+  newPrefix,
+  serviceEnv,
+  type BenchContext,
+} from './support';
+
+export interface LoadRun {
+  requestsPerSecond: number;
+  /** 2xx answers in the measured run. */
+  ok: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  /** Status code → count. */
+  statusCodes: Record<string, number>;
+  latencyP50Ms: number;
+  latencyP99Ms: number;
+  seconds: number;
+}
+
+export interface GatewayResult {
+  connections: number;
+  pipelining: number;
+  durationSeconds: number;
+  warmupSeconds: number;
+  bodyBytes: number;
+  gateway: LoadRun;
+  bareExpress: LoadRun;
+  /** Jobs the gateway stored in its workspace's image index (every 202 must have stored one). */
+  jobsStored: number;
+  /** Problems that make the figure invalid. */
+  invalid: string[];
+}
+
+export async function benchGateway(ctx: BenchContext): Promise<GatewayResult> {
+  const CONNECTIONS = envNumber('BENCH_AC_CONNECTIONS', 50);
+  const PIPELINING = envNumber('BENCH_AC_PIPELINING', 1);
+  const DURATION = envNumber('BENCH_AC_SECONDS', 10);
+  const WARMUP = envNumber('BENCH_AC_WARMUP_SECONDS', 2);
+  const { redis, receiver, pki } = ctx;
+
+  const prefix = newPrefix('gateway');
+  const { workspaceId, apiKey } = await createWorkspace(redis, prefix);
+  const stack = await BenchStack.start(
+    prefix,
+    ['api-gateway'],
+    await serviceEnv(prefix, pki, {
+      // Far above what one run can reach (tens of thousands of requests): no 429 may be measured.
+      RATE_LIMIT_CREATE_PER_MINUTE: '100000000',
+      MAX_WAITING_JOBS_PER_WORKSPACE: '100000000',
+    }),
+  );
+  let bare: HelperProcess | undefined;
+  try {
+    const body = JSON.stringify({ model: 'pixel-1', prompt: 'a lighthouse at dusk', size: '256x256', callback_url: receiver.url('/hook') });
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` };
+    const first = await fetch(`${stack.baseUrl}/v1/images/generations`, { method: 'POST', headers, body });
+    const reply = await first.text();
+    if (first.status !== 202) throw new Error(`the gateway answered ${first.status} to an image request with callback_url: ${reply}`);
+
+    bare = await HelperProcess.start('bare-express.ts');
+    const barePort = await bare.call<number>('listen', { reply });
+
+    const load = async (baseUrl: string): Promise<LoadRun> => {
+      const options = { url: `${baseUrl}/v1/images/generations`, method: 'POST' as const, headers, body, connections: CONNECTIONS, pipelining: PIPELINING };
+      if (WARMUP > 0) await autocannon({ ...options, duration: WARMUP });
+      const result = await autocannon({ ...options, duration: DURATION });
+      const statusCodes = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, s.count ?? 0]));
+      return {
+        requestsPerSecond: result['2xx'] / result.duration,
+        ok: result['2xx'],
+        non2xx: result.non2xx,
+        errors: result.errors,
+        timeouts: result.timeouts,
+        statusCodes,
+        latencyP50Ms: result.latency.p50,
+        latencyP99Ms: result.latency.p99,
+        seconds: result.duration,
+      };
+    };
+    const bareExpress = await load(`http://127.0.0.1:${barePort}`);
+    const before = await redis.zcard(new StoreKeys(prefix).workspaceImages(workspaceId));
+    const gateway = await load(stack.baseUrl);
+    stack.assertAlive();
+    // Warm-up and measured requests alike stored a job each; count them all.
+    const jobsStored = await redis.zcard(new StoreKeys(prefix).workspaceImages(workspaceId));
+
+    const invalid: string[] = [];
+    for (const [name, run] of [['gateway', gateway], ['bare Express', bareExpress]] as const) {
+      const other = Object.entries(run.statusCodes).filter(([code]) => code !== '202');
+      if (run.non2xx > 0 || other.length > 0) invalid.push(`${name}: ${run.non2xx} non-2xx answers (${other.map(([c, n]) => `${n}× ${c}`).join(', ')})`);
+      if (run.errors > 0) invalid.push(`${name}: ${run.errors} connection errors (${run.timeouts} timeouts)`);
+      if (run.ok === 0) invalid.push(`${name}: no request succeeded`);
+    }
+    if (jobsStored - before < gateway.ok) invalid.push(`gateway: ${gateway.ok} answers 202 but only ${jobsStored - before} jobs stored`);
+    return {
+      connections: CONNECTIONS,
+      pipelining: PIPELINING,
+      durationSeconds: DURATION,
+      warmupSeconds: WARMUP,
+      bodyBytes: Buffer.byteLength(body),
+      gateway,
+      bareExpress,
+      jobsStored,
+      invalid,
+    };
+  } finally {
+    await bare?.stop();
+    await stack.stop();
+    await dropPrefix(redis, prefix);
+  }
+}

@@ -1,0 +1,309 @@
+/**
+ * `npm run bench`: each figure beside its peer, measured in the same run on the same machine, with
+ * the ratios and the machine stated. Services run from dist/ as separate processes; the HTTPS
+ * receiver (bench/receiver.ts) and the bare Express peer (bench/bare-express.ts) are processes of
+ * their own; all traffic stays on 127.0.0.1. Every phase has its own Redis key prefix
+ * (`bench-<run>-<phase>`), deleted when the phase ends, and the whole run stops by itself at a
+ * deadline, cleaning up on the way out.
+ *
+ * Phases, in order (BENCH_ONLY=dispatcher,gateway,latency,memory,generation picks some):
+ *   dispatcher  bench/dispatcher.ts  callbacks/s of one dispatcher vs plain got POST loops
+ *   gateway     bench/gateway.ts     async image acceptance of one gateway vs bare Express (autocannon)
+ *   latency     bench/latency.ts     job end → receiver's first byte, whole stack, paced jobs
+ *   memory      bench/memory.ts      Redis memory per pending callback, by key kind
+ *   generation  bench/generation.ts  sync image and video generation times (no peer)
+ *
+ * Timings are reports, not tests: the exit code is non-zero only when a phase could not run or a
+ * figure is invalid (e.g. the gateway answered anything but 202 under load).
+ *
+ * Knobs (env): BENCH_DEADLINE_S=300, BENCH_CALLBACKS=2000, BENCH_CALLBACK_WARMUP=100,
+ * BENCH_IN_FLIGHT=50, DISPATCHER_CONCURRENCY=50, BENCH_AC_CONNECTIONS=50, BENCH_AC_PIPELINING=1,
+ * BENCH_AC_SECONDS=10, BENCH_AC_WARMUP_SECONDS=2, BENCH_LATENCY_RATES=20,10, BENCH_LATENCY_SECONDS=15,
+ * GENERATOR_CONCURRENCY=2, BENCH_MEMORY_JOBS=1000, BENCH_MEMORY_WARMUP=20, BENCH_GENERATION_ROUNDS=5,
+ * BENCH_OUT=bench/results/latest.json, REDIS_URL.
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { Redis } from 'ioredis';
+import { makeTestPki, type TestPki } from '../test/dispatcher/support/pki';
+import { benchDispatcher, type DispatcherResult } from './dispatcher';
+import { benchGateway, type GatewayResult } from './gateway';
+import { benchGeneration, type GenerationResult } from './generation';
+import { benchLatency, type LatencyResult } from './latency';
+import { benchMemory, type MemoryResult } from './memory';
+import {
+  cleanupAll,
+  currentLoad,
+  envNumber,
+  machineInfo,
+  printTable,
+  ReceiverClient,
+  REDIS_URL,
+  remainingMs,
+  ROOT,
+  RUN_ID,
+  setDeadline,
+  type BenchContext,
+  type MachineInfo,
+} from './support';
+
+const PHASES = ['dispatcher', 'gateway', 'latency', 'memory', 'generation'] as const;
+type Phase = (typeof PHASES)[number];
+
+interface Results {
+  dispatcher?: DispatcherResult;
+  gateway?: GatewayResult;
+  latency?: LatencyResult;
+  memory?: MemoryResult;
+  generation?: GenerationResult;
+}
+
+/** One line of the final table. */
+interface Row {
+  figure: string;
+  ours: string;
+  peer: string;
+  ratio: string;
+  goal: string;
+  met: string;
+}
+
+const GOALS = {
+  dispatcherVsKeepAlive: 0.7,
+  gatewayVsExpress: 0.5,
+  latencyP50Ms: 5,
+  latencyP99Ms: 25,
+  memoryBytes: 1.5 * 1024,
+};
+
+const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+const yesNo = (ok: boolean) => (ok ? 'yes' : 'NO');
+
+function tableRows(r: Results): Row[] {
+  const rows: Row[] = [];
+  if (r.dispatcher) {
+    const d = r.dispatcher;
+    const ratio = d.dispatcher.perSecond / d.keepAlive.perSecond;
+    rows.push({
+      figure: `Callbacks/s, 1 dispatcher, ${d.callbacks} queued`,
+      ours: `${fmt(d.dispatcher.perSecond)}/s`,
+      peer: `got loop, keep-alive: ${fmt(d.keepAlive.perSecond)}/s`,
+      ratio: fmt(ratio, 2),
+      goal: `≥ ${GOALS.dispatcherVsKeepAlive}`,
+      met: yesNo(ratio >= GOALS.dispatcherVsKeepAlive),
+    });
+    rows.push({
+      figure: '  same, vs new TLS connection per request',
+      ours: `${fmt(d.dispatcher.perSecond)}/s`,
+      peer: `got loop, fresh TLS: ${fmt(d.freshTls.perSecond)}/s`,
+      ratio: fmt(d.dispatcher.perSecond / d.freshTls.perSecond, 2),
+      goal: '(info)',
+      met: '',
+    });
+  }
+  if (r.gateway) {
+    const g = r.gateway;
+    const ratio = g.gateway.requestsPerSecond / g.bareExpress.requestsPerSecond;
+    const invalid = g.invalid.length > 0;
+    rows.push({
+      figure: 'Async image acceptance (202), 1 gateway',
+      ours: `${fmt(g.gateway.requestsPerSecond)} req/s`,
+      peer: `bare Express: ${fmt(g.bareExpress.requestsPerSecond)} req/s`,
+      ratio: fmt(ratio, 2),
+      goal: `≥ ${GOALS.gatewayVsExpress}`,
+      met: invalid ? 'INVALID' : yesNo(ratio >= GOALS.gatewayVsExpress),
+    });
+  }
+  if (r.latency) {
+    for (const run of r.latency.runs) {
+      const label = `Job end → first byte, whole stack, ${run.ratePerSecond} jobs/s`;
+      const complete = run.delivered === run.jobs;
+      rows.push({ figure: `${label}, p50`, ours: `${fmt(run.p50Ms)} ms`, peer: '–', ratio: '–', goal: `≤ ${GOALS.latencyP50Ms} ms`, met: complete ? yesNo(run.p50Ms <= GOALS.latencyP50Ms) : 'INCOMPLETE' });
+      rows.push({ figure: `${label}, p99`, ours: `${fmt(run.p99Ms)} ms`, peer: '–', ratio: '–', goal: `≤ ${GOALS.latencyP99Ms} ms`, met: complete ? yesNo(run.p99Ms <= GOALS.latencyP99Ms) : 'INCOMPLETE' });
+    }
+  }
+  if (r.memory) {
+    const m = r.memory;
+    const bytes = (b: number) => `${fmt(b)} B (${fmt(b / 1024, 2)} KiB)`;
+    rows.push({
+      figure: 'Redis memory per pending callback, callback-only',
+      ours: bytes(m.callbackOnlyBytes),
+      peer: '–',
+      ratio: '–',
+      goal: '≤ 1.5 KiB',
+      met: yesNo(m.callbackOnlyBytes <= GOALS.memoryBytes),
+    });
+    rows.push({ figure: '  everything (with job record and job indexes)', ours: bytes(m.everythingBytes), peer: '–', ratio: '–', goal: '(info)', met: '' });
+    rows.push({ figure: '  callback keys + job-events/deliveries queues only', ours: bytes(m.callbackMachineryBytes), peer: '–', ratio: '–', goal: '(info)', met: '' });
+  }
+  if (r.generation) {
+    const g = r.generation;
+    rows.push({ figure: 'Sync image 1024x1024, request → response, p50', ours: `${fmt(g.image.p50Ms)} ms`, peer: '–', ratio: '–', goal: '(info)', met: '' });
+    rows.push({ figure: 'Video 4 s 1280x720 + audio, POST → completed, p50', ours: `${fmt(g.video.p50Ms)} ms`, peer: '–', ratio: '–', goal: '(info)', met: '' });
+  }
+  return rows;
+}
+
+function printDetails(r: Results): void {
+  if (r.dispatcher) {
+    const d = r.dispatcher;
+    console.log(`\ncallback throughput: ${d.callbacks} requests each, after ${d.warmup} warm-up requests each; body ${d.bodyBytes} B`);
+    console.log(`  DISPATCHER_CONCURRENCY ${d.dispatcherConcurrency}; got loops ${d.inFlight} in flight; receiver answers 204`);
+    for (const [name, run] of [['dispatcher', d.dispatcher], ['got keep-alive', d.keepAlive], ['got fresh TLS', d.freshTls]] as const) {
+      console.log(
+        `  ${name.padEnd(15)} ${fmt(run.perSecond).padStart(6)}/s  ${fmt(run.seconds, 2)} s  failures ${run.failures}  TLS connections ${run.connections} (${run.resumedSessions} resumed sessions)`,
+      );
+    }
+  }
+  if (r.gateway) {
+    const g = r.gateway;
+    console.log(`\nimage acceptance: autocannon, ${g.connections} connections, pipelining ${g.pipelining}, ${g.durationSeconds} s measured after a ${g.warmupSeconds} s warm-up; body ${g.bodyBytes} B`);
+    for (const [name, run] of [['gateway', g.gateway], ['bare Express', g.bareExpress]] as const) {
+      const codes = Object.entries(run.statusCodes).map(([c, n]) => `${c}×${n}`).join(' ');
+      console.log(
+        `  ${name.padEnd(12)} ${fmt(run.requestsPerSecond).padStart(6)} req/s  latency p50 ${fmt(run.latencyP50Ms)} ms p99 ${fmt(run.latencyP99Ms)} ms  statuses ${codes}  non-2xx ${run.non2xx}  errors ${run.errors}`,
+      );
+    }
+    console.log(`  jobs the gateway stored: ${g.jobsStored} (warm-up included)`);
+    for (const problem of g.invalid) console.error(`  INVALID: ${problem}`);
+  }
+  if (r.latency) {
+    const l = r.latency;
+    console.log(`\njob end → first byte: GENERATOR_CONCURRENCY ${l.generatorConcurrency}, DISPATCHER_CONCURRENCY ${l.dispatcherConcurrency}, 256x256 images`);
+    for (const run of l.runs) {
+      console.log(`  ${run.ratePerSecond} jobs/s for ${fmt(run.seconds)} s: ${run.delivered}/${run.jobs} delivered; min ${fmt(run.minMs)}  p50 ${fmt(run.p50Ms)}  p99 ${fmt(run.p99Ms)}  max ${fmt(run.maxMs)} ms`);
+    }
+  }
+  if (r.memory) {
+    const m = r.memory;
+    console.log(`\nRedis memory per pending callback: ${m.jobs} jobs (after ${m.warmup} warm-up jobs), each callback after one failed attempt (500), attempt 2 delayed (WEBHOOK_RETRY_SCHEDULE ${m.retrySchedule})`);
+    console.log('  sum of MEMORY USAGE <key> SAMPLES 0 over every key under the prefix, after − before, / jobs (kinds under 0.5 B/callback left out here, kept in the JSON)');
+    printTable(
+      ['kind', 'group', 'type/encoding', 'keys before→after', 'B/callback'],
+      m.kinds
+        .filter((k) => Math.abs(k.bytesPerCallback) >= 0.5)
+        .map((k) => [k.kind, k.group, k.type, `${k.keysBefore}→${k.keysAfter}`, fmt(k.bytesPerCallback, 1)]),
+    );
+    console.log('  one key of each growing kind (byte length of each hash field, or of the string value):');
+    for (const k of m.kinds.filter((row) => row.bytesPerCallback > 0 && row.keysAfter > row.keysBefore)) {
+      const parts = k.sample.fieldBytes
+        ? Object.entries(k.sample.fieldBytes).map(([f, n]) => `${f} ${n}`).join(', ')
+        : k.sample.stringBytes !== undefined
+          ? `${k.sample.stringBytes} B value`
+          : '';
+      console.log(`    ${k.kind} (${k.sample.key}): ${parts}`);
+    }
+    const limits = Object.entries(m.encodingLimits).map(([name, value]) => `${name} ${value}`).join(', ');
+    if (limits) console.log(`  Redis compact-encoding limits: ${limits}`);
+    console.log(`  everything ${fmt(m.everythingBytes)} B; callback-only (everything − job record − job indexes) ${fmt(m.callbackOnlyBytes)} B; callback keys + its queues ${fmt(m.callbackMachineryBytes)} B`);
+  }
+  if (r.generation) {
+    const g = r.generation;
+    console.log(`\ngeneration: sync image 1024x1024 min ${fmt(g.image.minMs)} p50 ${fmt(g.image.p50Ms)} max ${fmt(g.image.maxMs)} ms (n=${g.image.n}); video 4 s 720p + audio min ${fmt(g.video.minMs)} p50 ${fmt(g.video.p50Ms)} max ${fmt(g.video.maxMs)} ms (n=${g.video.n})`);
+  }
+}
+
+function describeMachine(m: MachineInfo): string {
+  return `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; Node ${m.node}; Redis ${m.redis}; ${m.os}; ${m.date}; load average ${m.loadAverageAtStart.join(' ')}${
+    m.loadAverageAtEnd ? ` → ${m.loadAverageAtEnd.join(' ')}` : ''
+  }; code ${m.git}`;
+}
+
+function outputPath(): string {
+  const out = resolve(process.env.BENCH_OUT ?? join(ROOT, 'bench', 'results', 'latest.json'));
+  mkdirSync(dirname(out), { recursive: true });
+  // bench/results/ is never committed: it ignores itself.
+  const ignore = join(ROOT, 'bench', 'results', '.gitignore');
+  if (dirname(out) === dirname(ignore) && !existsSync(ignore)) writeFileSync(ignore, '*\n');
+  return out;
+}
+
+async function main(): Promise<number> {
+  const deadlineSeconds = envNumber('BENCH_DEADLINE_S', 300);
+  const startedAt = Date.now();
+  setDeadline(startedAt + deadlineSeconds * 1000);
+  const watchdog = setTimeout(() => {
+    console.error(`\nbench: the ${deadlineSeconds} s deadline passed; stopping and cleaning up`);
+    void cleanupAll().finally(() => process.exit(2));
+  }, deadlineSeconds * 1000);
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.error(`\nbench: ${signal}; cleaning up`);
+      void cleanupAll().finally(() => process.exit(130));
+    });
+  }
+
+  const only = (process.env.BENCH_ONLY ?? '').split(',').map((p) => p.trim()).filter(Boolean);
+  for (const p of only) if (!PHASES.includes(p as Phase)) throw new Error(`BENCH_ONLY: unknown phase ${p} (phases: ${PHASES.join(', ')})`);
+  const phases = PHASES.filter((p) => only.length === 0 || only.includes(p));
+
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  let pki: TestPki | undefined;
+  let receiver: ReceiverClient | undefined;
+  const results: Results = {};
+  const errors: Partial<Record<Phase, string>> = {};
+  try {
+    const machine = await machineInfo(redis);
+    console.log(`bench run ${RUN_ID}: ${describeMachine(machine)}`);
+    console.log(`phases: ${phases.join(', ')}; deadline ${deadlineSeconds} s\n`);
+    pki = makeTestPki([], { keyType: 'rsa2048' });
+    receiver = await ReceiverClient.start(pki);
+    const ctx: BenchContext = { redis, pki, receiver };
+    const run: Record<Phase, () => Promise<void>> = {
+      dispatcher: async () => void (results.dispatcher = await benchDispatcher(ctx)),
+      gateway: async () => void (results.gateway = await benchGateway(ctx)),
+      latency: async () => void (results.latency = await benchLatency(ctx)),
+      memory: async () => void (results.memory = await benchMemory(ctx)),
+      generation: async () => void (results.generation = await benchGeneration(ctx)),
+    };
+    for (const phase of phases) {
+      if (remainingMs() <= 0) {
+        errors[phase] = `not run: the ${deadlineSeconds} s deadline had passed`;
+        continue;
+      }
+      const t0 = Date.now();
+      console.log(`[${phase}] running (${Math.round(remainingMs() / 1000)} s left before the deadline)`);
+      try {
+        await run[phase]();
+        console.log(`[${phase}] done in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      } catch (err) {
+        const message = err instanceof Error ? (err.stack ?? err.message) : String(err);
+        errors[phase] = remainingMs() <= 0 ? `stopped at the ${deadlineSeconds} s deadline (${message.split('\n')[0]})` : message;
+        console.error(`[${phase}] FAILED after ${((Date.now() - t0) / 1000).toFixed(1)} s: ${errors[phase]}`);
+        // Whatever the phase left behind goes before the next one starts.
+        await cleanupAll([receiver.helper.child]);
+      }
+    }
+    machine.loadAverageAtEnd = currentLoad();
+
+    printDetails(results);
+    const rows = tableRows(results);
+    console.log(`\n=== bench results (run ${RUN_ID}, ${((Date.now() - startedAt) / 1000).toFixed(0)} s) ===`);
+    console.log(`machine: ${describeMachine(machine)}`);
+    printTable(['figure', 'ours', 'peer (same run)', 'ratio', 'goal', 'met?'], rows.map((r) => [r.figure, r.ours, r.peer, r.ratio, r.goal, r.met]));
+    for (const [phase, error] of Object.entries(errors)) console.error(`phase ${phase} FAILED: ${error.split('\n')[0]}`);
+
+    const out = outputPath();
+    writeFileSync(out, `${JSON.stringify({ run: RUN_ID, machine, phases, table: rows, results, errors }, null, 2)}\n`);
+    const shown = relative(process.cwd(), out);
+    console.log(`\nJSON: ${shown.startsWith('..') || shown === '' ? out : shown}`);
+    const invalid = (results.gateway?.invalid.length ?? 0) > 0;
+    if (remainingMs() <= 0) return 2;
+    return Object.keys(errors).length > 0 || invalid ? 1 : 0;
+  } finally {
+    clearTimeout(watchdog);
+    await receiver?.stop().catch(() => undefined);
+    await cleanupAll();
+    pki?.cleanup();
+    redis.disconnect();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  async (err) => {
+    console.error(err instanceof Error ? err.stack : err);
+    await cleanupAll().catch(() => undefined);
+    process.exit(1);
+  },
+);

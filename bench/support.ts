@@ -1,0 +1,422 @@
+/**
+ * Shared pieces of `npm run bench` (bench/run.ts): the run's deadline and clean-up, the services as
+ * child processes from `dist/`, the HTTPS receiver and bare-Express children, the machine
+ * description, and small statistics helpers.
+ */
+import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg, tmpdir, totalmem, type as osType, release, arch } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Redis } from 'ioredis';
+import { createAccounts } from '@media/accounts';
+import type { TestPki } from '../test/dispatcher/support/pki';
+import type { Arrival, ReceiverStats } from './ipc';
+import { deleteKeysUnder, freePort, REDIS_URL } from '../test/support/stack';
+
+export const ROOT = resolve(__dirname, '..');
+export { REDIS_URL };
+
+/** A number from the environment, or the default. */
+export function envNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got ${raw}`);
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Run-wide deadline and clean-up: every child process, key prefix and temporary directory the
+// bench makes is registered here, and removed on the way out whatever happens.
+
+const children = new Set<ChildProcess>();
+const prefixes = new Set<string>();
+const tempDirs = new Set<string>();
+let cleanupRedis: Redis | undefined;
+let deadlineAt = Number.POSITIVE_INFINITY;
+
+/** This run's id: every key prefix is `bench-<runId>-<phase>`. */
+export const RUN_ID = randomBytes(4).toString('hex');
+
+export function setDeadline(atMs: number): void {
+  deadlineAt = atMs;
+}
+
+/** Milliseconds left before the run's deadline. */
+export function remainingMs(): number {
+  return deadlineAt - Date.now();
+}
+
+/** A fresh key prefix, deleted at clean-up. */
+export function newPrefix(phase: string): string {
+  const prefix = `bench-${RUN_ID}-${phase}`;
+  prefixes.add(prefix);
+  return prefix;
+}
+
+export function tempDir(label: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `bench-${label}-`));
+  tempDirs.add(dir);
+  return dir;
+}
+
+export function registerChild(child: ChildProcess): void {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+}
+
+/** Ends one child: SIGTERM, then SIGKILL if it has not gone after `graceMs`. */
+export async function stopChild(child: ChildProcess, graceMs = 5_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Deletes one prefix's keys now (a phase ends), and forgets it. */
+export async function dropPrefix(redis: Redis, prefix: string): Promise<void> {
+  await deleteKeysUnder(redis, prefix);
+  prefixes.delete(prefix);
+}
+
+/** Stops every child but `keep`, deletes every key prefix and temporary directory of this run. Idempotent. */
+export async function cleanupAll(keep: ChildProcess[] = []): Promise<void> {
+  await Promise.all([...children].filter((c) => !keep.includes(c)).map((c) => stopChild(c, 3_000).catch(() => undefined)));
+  if (prefixes.size > 0) {
+    cleanupRedis ??= new Redis(REDIS_URL, { maxRetriesPerRequest: 3 });
+    for (const prefix of [...prefixes]) {
+      await deleteKeysUnder(cleanupRedis, prefix).catch((err) => console.error(`could not delete keys under ${prefix}: ${String(err)}`));
+      prefixes.delete(prefix);
+    }
+  }
+  cleanupRedis?.disconnect();
+  cleanupRedis = undefined;
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+  tempDirs.clear();
+}
+
+/** Last resort on a hard exit: no child outlives the bench. */
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+});
+
+/** Polls `check` every `everyMs` until it is true; fails after `timeoutMs` or at the run's deadline. */
+export async function waitUntil(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string, everyMs = 25): Promise<void> {
+  const until = Math.min(Date.now() + timeoutMs, deadlineAt);
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------------------------------------
+// Services from dist/, as separate processes.
+
+export type ServiceName = 'api-gateway' | 'generator' | 'webhook-dispatcher';
+
+const READY: Record<ServiceName, RegExp> = {
+  'api-gateway': /api-gateway listening/,
+  generator: /generator started/,
+  'webhook-dispatcher': /webhook-dispatcher started/,
+};
+
+/**
+ * One service process. Its log is read only until it is ready; after that stdout is drained with
+ * only a short tail kept, so the bench process spends no time parsing log lines.
+ */
+export class BenchService {
+  private tail: string[] = [];
+  private stderr = '';
+
+  private constructor(
+    readonly name: ServiceName,
+    readonly child: ChildProcess,
+  ) {}
+
+  static async start(name: ServiceName, env: NodeJS.ProcessEnv): Promise<BenchService> {
+    const child = spawn(process.execPath, [join(ROOT, 'services', name, 'dist', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    registerChild(child);
+    const service = new BenchService(name, child);
+    child.stderr!.on('data', (c: Buffer) => {
+      if (service.stderr.length < 20_000) service.stderr += c.toString();
+    });
+    await new Promise<void>((ready, fail) => {
+      let out = '';
+      const timer = setTimeout(() => fail(new Error(`${name} did not start within 30 s\n${out.slice(-2000)}\n${service.stderr}`)), 30_000);
+      const onExit = (code: number | null) => {
+        clearTimeout(timer);
+        fail(new Error(`${name} exited with ${code} while starting\n${out.slice(-2000)}\n${service.stderr}`));
+      };
+      const onData = (c: Buffer) => {
+        out += c.toString();
+        if (READY[name].test(out)) {
+          clearTimeout(timer);
+          child.off('exit', onExit);
+          child.stdout!.off('data', onData);
+          child.stdout!.on('data', (chunk: Buffer) => {
+            service.tail.push(chunk.toString());
+            if (service.tail.length > 20) service.tail.shift();
+          });
+          ready();
+        }
+      };
+      child.stdout!.on('data', onData);
+      child.once('exit', onExit);
+    });
+    return service;
+  }
+
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** The last lines it logged and its stderr, for an error message. */
+  diagnostics(): string {
+    return `${this.name} (pid ${this.child.pid}) last output:\n${this.tail.join('').slice(-3000)}\nstderr: ${this.stderr.slice(-2000)}`;
+  }
+
+  stop(): Promise<void> {
+    return stopChild(this.child);
+  }
+}
+
+/** Settings every service of the bench gets; `extra` wins. */
+export async function serviceEnv(prefix: string, pki: TestPki, extra: Record<string, string> = {}): Promise<NodeJS.ProcessEnv> {
+  const port = await freePort();
+  return {
+    PATH: process.env.PATH,
+    REDIS_URL,
+    KEY_PREFIX: prefix,
+    PORT: String(port),
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+    MEDIA_DIR: tempDir('media'),
+    // The production default: the gateway logs one line per request, the dispatcher one per attempt.
+    LOG_LEVEL: 'info',
+    // A loopback https receiver with our own CA, as the dispatcher tests do.
+    CALLBACK_ALLOWED_CIDRS: '127.0.0.0/8,::1/128',
+    CALLBACK_CA_FILE: pki.caFile,
+    DOCS_URL: 'https://docs.media.test',
+    ...extra,
+  };
+}
+
+/** A group of services on one key prefix, each with its own ops port. */
+export class BenchStack {
+  readonly services: BenchService[] = [];
+
+  private constructor(
+    readonly prefix: string,
+    readonly env: NodeJS.ProcessEnv,
+  ) {}
+
+  static async start(prefix: string, names: ServiceName[], env: NodeJS.ProcessEnv): Promise<BenchStack> {
+    const stack = new BenchStack(prefix, env);
+    try {
+      for (const name of names) stack.services.push(await BenchService.start(name, { ...env, OPS_PORT: String(await freePort()) }));
+    } catch (err) {
+      await stack.stop();
+      throw err;
+    }
+    return stack;
+  }
+
+  get baseUrl(): string {
+    return `http://127.0.0.1:${this.env.PORT}`;
+  }
+
+  /** Throws with their output if a service has died. */
+  assertAlive(): void {
+    const dead = this.services.filter((s) => !s.alive);
+    if (dead.length > 0) throw new Error(`service died:\n${dead.map((s) => s.diagnostics()).join('\n')}`);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.services.map((s) => s.stop()));
+  }
+}
+
+/** A workspace on `prefix`, made the way the tests and the admin CLI make one. */
+export async function createWorkspace(redis: Redis, prefix: string, name = 'bench'): Promise<{ workspaceId: string; apiKey: string }> {
+  const created = await createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 86_400 }, redis).createWorkspace(name, `owner@${name}.test`);
+  return { workspaceId: created.workspace.id, apiKey: created.apiKey };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child helpers written in TypeScript (bench/receiver.ts, bench/bare-express.ts), run by fork with
+// the parent's own tsx loader, and driven over IPC.
+
+type Pending = Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>;
+
+/** A forked helper answering `{ rid, cmd, ... }` messages with `{ rid, result }` or `{ rid, error }`. */
+export class HelperProcess {
+  private nextRid = 1;
+  private readonly pending: Pending = new Map();
+
+  private constructor(readonly child: ChildProcess) {
+    child.on('message', (msg: { rid?: number; result?: unknown; error?: string }) => {
+      if (msg.rid === undefined) return;
+      const waiter = this.pending.get(msg.rid);
+      if (!waiter) return;
+      this.pending.delete(msg.rid);
+      if (msg.error !== undefined) waiter.reject(new Error(msg.error));
+      else waiter.resolve(msg.result);
+    });
+    child.once('exit', (code) => {
+      for (const waiter of this.pending.values()) waiter.reject(new Error(`helper exited with ${code}`));
+      this.pending.clear();
+    });
+  }
+
+  static async start(file: string, env: NodeJS.ProcessEnv = {}): Promise<HelperProcess> {
+    const child = fork(join(ROOT, 'bench', file), [], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    registerChild(child);
+    const helper = new HelperProcess(child);
+    await helper.call('ping', {}, 30_000);
+    return helper;
+  }
+
+  call<T = unknown>(cmd: string, args: Record<string, unknown> = {}, timeoutMs = 30_000): Promise<T> {
+    const rid = this.nextRid++;
+    return new Promise<T>((resolvePromise, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(rid);
+        reject(new Error(`helper ${cmd} timed out`));
+      }, timeoutMs);
+      this.pending.set(rid, {
+        resolve: (v) => {
+          clearTimeout(timer);
+          resolvePromise(v as T);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+      this.child.send({ rid, cmd, ...args });
+    });
+  }
+
+  stop(): Promise<void> {
+    return stopChild(this.child);
+  }
+}
+
+/** The HTTPS receiver child (bench/receiver.ts): `/hook…` answers 204, `/fail…` answers 500. */
+export class ReceiverClient {
+  private constructor(
+    readonly helper: HelperProcess,
+    readonly port: number,
+  ) {}
+
+  static async start(pki: TestPki): Promise<ReceiverClient> {
+    const helper = await HelperProcess.start('receiver.ts');
+    const port = await helper.call<number>('listen', { cert: pki.cert, key: pki.key });
+    return new ReceiverClient(helper, port);
+  }
+
+  url(path: '/hook' | '/fail'): string {
+    return `https://127.0.0.1:${this.port}${path}`;
+  }
+
+  /** Forgets every arrival and zeroes the counters. */
+  reset(): Promise<void> {
+    return this.helper.call('reset');
+  }
+
+  stats(): Promise<ReceiverStats> {
+    return this.helper.call('stats');
+  }
+
+  /** How many distinct `webhook-id`s arrived. */
+  uniqueCount(): Promise<number> {
+    return this.helper.call('unique');
+  }
+
+  /** The first arrival of each `webhook-id`. */
+  arrivals(): Promise<Arrival[]> {
+    return this.helper.call('arrivals', {}, 60_000);
+  }
+
+  /** The body and headers of the latest request (what the dispatcher sends). */
+  sample(): Promise<{ body: string; headers: Record<string, string> } | null> {
+    return this.helper.call('sample');
+  }
+
+  stop(): Promise<void> {
+    return this.helper.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Numbers and the machine.
+
+/** The nearest-rank percentile of sorted samples. */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+export interface MachineInfo {
+  cpu: string;
+  cores: number;
+  memoryGiB: number;
+  node: string;
+  redis: string;
+  os: string;
+  date: string;
+  loadAverageAtStart: number[];
+  loadAverageAtEnd?: number[];
+  git: string;
+}
+
+export async function machineInfo(redis: Redis): Promise<MachineInfo> {
+  const info = await redis.info('server');
+  const cpuList = cpus();
+  let git = 'unknown';
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
+    git = `${head}${dirty ? ' + uncommitted changes' : ''}`;
+  } catch {
+    // not a git checkout
+  }
+  return {
+    cpu: cpuList[0]?.model.trim() ?? 'unknown',
+    cores: availableParallelism(),
+    memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+    node: process.version,
+    redis: /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown',
+    os: `${osType()} ${release()} ${arch()}`,
+    date: new Date().toISOString(),
+    loadAverageAtStart: loadavg().map((l) => Math.round(l * 100) / 100),
+    git,
+  };
+}
+
+export function currentLoad(): number[] {
+  return loadavg().map((l) => Math.round(l * 100) / 100);
+}
+
+/** Prints rows as an aligned text table. */
+export function printTable(headers: string[], rows: string[][]): void {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => (c ?? '').padEnd(widths[i])).join('  ').trimEnd();
+  console.log(line(headers));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const row of rows) console.log(line(row));
+}
+
+/** What every phase gets from bench/run.ts. */
+export interface BenchContext {
+  /** The bench's own Redis client (reads, seeding, MEMORY USAGE). */
+  redis: Redis;
+  /** The receiver's CA and 2048-bit RSA certificate. */
+  pki: TestPki;
+  receiver: ReceiverClient;
+}

@@ -20,7 +20,8 @@
  * BENCH_IN_FLIGHT=50, DISPATCHER_CONCURRENCY=50, BENCH_AC_CONNECTIONS=50, BENCH_AC_PIPELINING=1,
  * BENCH_AC_SECONDS=10, BENCH_AC_WARMUP_SECONDS=2, BENCH_LATENCY_RATES=20,10, BENCH_LATENCY_SECONDS=15,
  * GENERATOR_CONCURRENCY=2, BENCH_MEMORY_JOBS=1000, BENCH_MEMORY_WARMUP=20, BENCH_GENERATION_ROUNDS=5,
- * BENCH_OUT=bench/results/latest.json, REDIS_URL.
+ * BENCH_OUT=bench/results/latest.json, REDIS_URL, BENCH_CPU_PROF=<dir> (each service writes a V8 CPU
+ * profile there when it stops).
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';

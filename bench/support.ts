@@ -140,7 +140,10 @@ export class BenchService {
   ) {}
 
   static async start(name: ServiceName, env: NodeJS.ProcessEnv): Promise<BenchService> {
-    const child = spawn(process.execPath, [join(ROOT, 'services', name, 'dist', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // BENCH_CPU_PROF=<dir>: each service writes a V8 CPU profile there when it stops (open it in
+    // Chrome DevTools or speedscope), to see where a phase's time goes.
+    const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${resolve(process.env.BENCH_CPU_PROF)}`] : [];
+    const child = spawn(process.execPath, [...profile, join(ROOT, 'services', name, 'dist', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     registerChild(child);
     const service = new BenchService(name, child);
     child.stderr!.on('data', (c: Buffer) => {

@@ -1,5 +1,5 @@
 import { UnrecoverableError, Worker } from 'bullmq';
-import { bullPrefix } from '@media/common';
+import { bullPrefix, createLogger, JobQueue, SchedulePromoter } from '@media/common';
 import { PrivateRedis } from '../support/private-redis';
 import { eventually } from '../support/stack';
 import { DispatcherHarness } from './support/harness';
@@ -44,9 +44,14 @@ describe('when BullMQ gives up on an attempt', () => {
     await h.attempts(messageId, 2);
     await h.stack.service('webhook-dispatcher').kill('SIGKILL');
 
-    // While no dispatcher runs, a worker whose tries all fail takes attempt 3: BullMQ gives up on
-    // it at once (as after exhausted retries), for a reason that is not a typed permanent failure.
+    // While no dispatcher runs, a worker whose tries all fail takes attempt 3 once it is due and
+    // promoted from the schedule: BullMQ gives up on it at once (as after exhausted retries), for a
+    // reason that is not a typed permanent failure.
     const connection = h.stack.redis.duplicate({ maxRetriesPerRequest: null });
+    const logger = createLogger('test', 'error');
+    const producer = new JobQueue('callback-deliveries', connection, h.stack.prefix, logger);
+    const promoter = new SchedulePromoter('callback-deliveries', connection, h.stack.prefix, producer, logger);
+    promoter.start();
     const saboteur = new Worker('callback-deliveries', async () => {
       throw new UnrecoverableError('Connection is closed.');
     }, { connection, prefix: bullPrefix(h.stack.prefix) });
@@ -54,6 +59,8 @@ describe('when BullMQ gives up on an attempt', () => {
     try {
       await eventually(async () => ((await deliveries.getJobState(`${messageId}.3`)) === 'failed' ? true : undefined), 15_000, 'attempt 3 to fail in BullMQ');
     } finally {
+      await promoter.close();
+      await producer.close();
       await saboteur.close();
       connection.disconnect();
       await deliveries.close();

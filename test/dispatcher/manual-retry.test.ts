@@ -25,7 +25,8 @@ describe('manual retry mid-ladder', () => {
     const deliveries = h.queue('callback-deliveries');
     try {
       const secondId = jobIds.delivery(messageId, 2, 'scheduled');
-      await eventually(async () => ((await (await deliveries.getJob(secondId))?.isDelayed()) ? true : undefined), 20_000, 'attempt 2 scheduled');
+      const schedule = h.stack.keys.callbackSchedule();
+      await eventually(async () => ((await h.stack.redis.zscore(schedule, secondId)) !== null ? true : undefined), 20_000, 'attempt 2 scheduled');
       const pending = (await h.callbacks.get(messageId))!;
       expect(pending).toMatchObject({ state: 'pending', ladder_attempt: 1 });
       expect(pending.next_attempt_ms).toBeGreaterThan(Date.now() - 1_000);
@@ -36,6 +37,7 @@ describe('manual retry mid-ladder', () => {
 
       const { callback } = await h.settled(messageId, ['delivered']);
       expect(callback).toMatchObject({ state: 'delivered', attempt_count: 2, ladder_attempt: 1, next_attempt_ms: null });
+      expect(await h.stack.redis.zscore(schedule, secondId)).toBeNull();
       expect(await deliveries.getJob(secondId)).toBeUndefined();
       expect(h.receiver.requestsTo('/manual-cancels')).toHaveLength(2);
     } finally {

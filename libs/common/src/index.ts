@@ -9,5 +9,6 @@ export * from './errors';
 export * from './faults';
 export * from './shutdown';
 export * from './queue-depth';
+export * from './queue-schedule';
 export * from './metrics';
 export * from './ops-server';

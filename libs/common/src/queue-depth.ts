@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { bullPrefix } from './queue';
+import { scheduleKey } from './queue-schedule';
 import type { QueueName } from './queues';
 
 /** The states of `media_queue_jobs`; `delayed_due` is part of `delayed`, not beside it. */
@@ -37,6 +38,7 @@ export class QueueDepth {
   async read(queue: QueueName, nowMs = Date.now()): Promise<QueueDepthReading> {
     const key = (suffix: string) => `${bullPrefix(this.keyPrefix)}:${queue}:${suffix}`;
     const dueMax = (nowMs + 1) * DELAYED_SCORE_FACTOR - 1;
+    const schedule = scheduleKey(this.keyPrefix, queue);
     const replies = await this.redis
       // A pipeline, not MULTI: reads only, and they must pass a Redis paused for writes (CLIENT PAUSE WRITE).
       .pipeline()
@@ -51,6 +53,11 @@ export class QueueDepth {
       .zrange(key('delayed'), 0, 0, 'WITHSCORES')
       // BullMQ 6 keeps a paused queue's jobs in `wait` and marks the pause in its meta hash.
       .hexists(key('meta'), 'paused')
+      // The queue's schedule (QUEUE_SCHEDULES; empty for queues without one) holds future jobs
+      // as BullMQ's delayed set would: counted as delayed, and as delayed_due once their time came.
+      .zcard(schedule)
+      .zcount(schedule, '-inf', nowMs)
+      .zrange(schedule, 0, 0, 'WITHSCORES')
       .exec();
     if (!replies) throw new Error('queue depth pipeline returned nothing');
     const value = (i: number) => {
@@ -58,10 +65,13 @@ export class QueueDepth {
       if (err) throw err;
       return result;
     };
-    const [waiting, prioritized, delayed, delayedDue, active, failed] = [0, 1, 2, 3, 4, 5].map((i) => Number(value(i)));
+    const [waiting, prioritized, bullDelayed, bullDelayedDue, active, failed] = [0, 1, 2, 3, 4, 5].map((i) => Number(value(i)));
     const oldestWaitingId = value(6) as string | null;
     const firstDelayed = value(7) as string[];
     const paused = Number(value(8)) === 1;
+    const delayed = bullDelayed + Number(value(9));
+    const delayedDue = bullDelayedDue + Number(value(10));
+    const firstScheduled = value(11) as string[];
 
     let oldestMs = Infinity;
     if (oldestWaitingId) {
@@ -84,6 +94,7 @@ export class QueueDepth {
       const dueMs = Math.floor(Number(firstDelayed[1]) / DELAYED_SCORE_FACTOR);
       if (dueMs <= nowMs) oldestMs = Math.min(oldestMs, dueMs);
     }
+    if (firstScheduled.length === 2 && Number(firstScheduled[1]) <= nowMs) oldestMs = Math.min(oldestMs, Number(firstScheduled[1]));
     return {
       jobs: { waiting, prioritized, delayed, delayed_due: delayedDue, active, failed },
       backlog: waiting + prioritized + delayedDue,

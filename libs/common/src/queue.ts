@@ -3,7 +3,8 @@ import type { Redis } from 'ioredis';
 import { PermanentJobError } from './errors';
 import type { Logger } from './logger';
 import { QueueDepth, withTimeout } from './queue-depth';
-import { QUEUE_DEFAULTS, type JobNameOf, type PayloadOf, type QueueName } from './queues';
+import { SchedulePromoter } from './queue-schedule';
+import { hasSchedule, QUEUE_DEFAULTS, type JobNameOf, type PayloadOf, type QueueName, type ScheduledQueue } from './queues';
 import { logRedisErrors } from './redis';
 
 /** BullMQ keys live under the deployment's key prefix, beside the store's own keys. */
@@ -145,7 +146,9 @@ const HEALTH_READ_TIMEOUT_MS = 1_000;
  */
 export class QueueConsumer<Q extends QueueName> {
   private readonly worker: Worker;
+  /** Also the producer the schedule's due entries are added through. */
   private readonly failed: JobQueue<Q>;
+  private readonly promoter: SchedulePromoter<ScheduledQueue> | undefined;
   private readonly sweepIntervalMs: number;
   private sweepTimer: NodeJS.Timeout | undefined;
   /** Failed jobs older than this were seen by an earlier sweep. */
@@ -206,6 +209,12 @@ export class QueueConsumer<Q extends QueueName> {
     logRedisErrors(this.probe, logger, `health:${name}`);
     this.depth = new QueueDepth(this.probe, opts.keyPrefix);
     this.failed = new JobQueue(name, opts.connection, opts.keyPrefix, logger);
+    if (hasSchedule(name)) {
+      // Due entries wait in the backlog that health() reads, so a promoter that stops turning
+      // shows as work waiting while the worker sits idle: a wedge.
+      this.promoter = new SchedulePromoter(name, opts.connection, opts.keyPrefix, this.failed as JobQueue<typeof name>, logger);
+      this.promoter.start();
+    }
     // Stalls are detected at lock granularity, so sweeping much more often would find nothing new.
     this.sweepIntervalMs = Math.max(5_000, opts.lockDurationMs * 2);
     this.sweptSince = Date.now() - (opts.sweepLookbackMs ?? DEFAULT_SWEEP_LOOKBACK_MS);
@@ -329,6 +338,7 @@ export class QueueConsumer<Q extends QueueName> {
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweepTimer);
+      await this.promoter?.close();
       await this.worker.close();
       // Give-ups of the last jobs are still being written: the connection must outlive them.
       await Promise.all(this.recording);

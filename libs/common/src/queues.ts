@@ -38,18 +38,51 @@ export const QUEUE_DEFAULTS: { [Q in QueueName]: JobsOptions } = {
   'job-events': {
     attempts: 20,
     backoff: { type: 'exponential', delay: 1_000 },
-    // Kept a day so that a replayed event with the same job id is ignored by BullMQ.
-    removeOnComplete: { age: 86_400 },
+    // Only the latest few are kept, to look at in Bull Board: a handled event is not needed to
+    // ignore its replay (the callback's id is derived from the job, its record says how far the
+    // ladder got), and one kept per finished job cost about 1.2 KB of Redis each for a day.
+    removeOnComplete: { count: 100 },
     removeOnFail: { age: 7 * 86_400 },
   },
   'callback-deliveries': {
-    // An attempt whose worker died is retried by BullMQ; the ladder itself is our own delayed jobs.
+    // An attempt whose worker died is retried by BullMQ; the ladder's future attempts wait in the
+    // queue's schedule (QUEUE_SCHEDULES) until they are due.
     attempts: 10,
     backoff: { type: 'exponential', delay: 1_000 },
     removeOnComplete: true,
     removeOnFail: { age: 7 * 86_400 },
   },
 };
+
+/** A job a schedule entry stands for: the name and payload it is added with (its id is the entry). */
+export interface ScheduledJob<Q extends QueueName> {
+  name: JobNameOf<Q>;
+  payload: PayloadOf<Q, JobNameOf<Q>>;
+}
+
+/**
+ * Queues with a schedule: future jobs that wait as one sorted-set entry each (member = the job id
+ * they will get, score = when they are due) instead of as BullMQ delayed jobs, and are added to
+ * the queue when due by the queue's consumers (`SchedulePromoter`). A BullMQ delayed job is a
+ * hash of six fields, its options among them, about 0.9 KB in Redis; an entry is about 0.1 KB. The
+ * callback ladder keeps one future attempt per pending callback for up to ten hours, so at a
+ * million pending callbacks that difference is the bulk of Redis's memory. Each schedule maps an
+ * entry back to its job: the entry alone says what to add.
+ */
+export const QUEUE_SCHEDULES = {
+  /** Automatic attempts 2-6 of the ladder; the entry is `jobIds.delivery(messageId, attempt, 'scheduled')`. */
+  'callback-deliveries': (jobId: string): ScheduledJob<'callback-deliveries'> | undefined => {
+    const match = /^(msg_[A-Za-z0-9]+)\.([1-9][0-9]?)$/.exec(jobId);
+    if (!match) return undefined;
+    return { name: 'deliver', payload: { messageId: match[1]!, attempt: Number(match[2]), trigger: 'scheduled' } };
+  },
+} satisfies { [Q in QueueName]?: (jobId: string) => ScheduledJob<Q> | undefined };
+
+export type ScheduledQueue = keyof typeof QUEUE_SCHEDULES;
+
+export function hasSchedule(queue: QueueName): queue is ScheduledQueue {
+  return Object.hasOwn(QUEUE_SCHEDULES, queue);
+}
 
 /** Every queue of the catalogue (Bull Board, the gateway's queue gauges). */
 export const QUEUE_NAMES = Object.keys(QUEUE_DEFAULTS) as QueueName[];

@@ -135,21 +135,39 @@ local function move_state_index(before, cb)
 end
 `;
 
+// Keeps the callback's one future automatic attempt in the deliveries queue's schedule (see
+// QUEUE_SCHEDULES): entered with the failed attempt that makes it due, removed when the callback
+// ends, in the same step as the state, so no crash can leave a pending callback without its next
+// attempt or an ended one with an attempt still to come. The entry is the attempt's delivery job
+// id, `jobIds.delivery(id, n, 'scheduled')` (`<msg id>.<n>`), which the schedule turns back into the job.
+// KEYS[6]: the schedule; `next_ms` is a string, passed through as the score.
+const SCHEDULE_NEXT = `
+local function schedule_next(cb, next_ms)
+  local entry = cb.id .. '.' .. (cb.ladder_attempt + 1)
+  if cb.state == 'pending' then
+    if next_ms ~= '' then redis.call('ZADD', KEYS[6], next_ms, entry) end
+  else
+    redis.call('ZREM', KEYS[6], entry)
+  end
+end
+`;
+
 // Records one attempt and moves the callback's state, in one step, so that a re-run of the same
 // attempt (a worker killed after recording) neither counts twice nor moves the ladder again.
-// ARGV: 1 attempt field, 2 attempt JSON, 3 ladder attempt (0 = manual), 4 '1' if delivered,
-// 5 next automatic attempt ms ('' = none left), 6 now ms.
-const RECORD_ATTEMPT = new LuaScript(`${MOVE_STATE_INDEX}
+// KEYS: 1 record, 2 attempt log, 3-5 state indexes, 6 schedule.
+// ARGV: 1 attempt field, 2 attempt (stored form, without its number), 3 ladder attempt
+// (0 = manual), 4 '1' if delivered, 5 next automatic attempt ms ('' = none left), 6 now ms,
+// 7 when the attempt was sent (ms).
+const RECORD_ATTEMPT = new LuaScript(`${MOVE_STATE_INDEX}${SCHEDULE_NEXT}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {-1, ''} end
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return {0, raw} end
 local cb = cjson.decode(raw)
 local before = cb.state
-local attempt = cjson.decode(ARGV[2])
 cb.attempt_count = cb.attempt_count + 1
-attempt.number = cb.attempt_count
-redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(attempt))
-cb.last_attempt_ms = attempt.sent_ms
+-- The stored form is a JSON array whose first element is the attempt's number (see encodeAttempt).
+redis.call('HSET', KEYS[2], ARGV[1], '[' .. cb.attempt_count .. ',' .. string.sub(ARGV[2], 2))
+cb.last_attempt_ms = tonumber(ARGV[7])
 local ladder = tonumber(ARGV[3])
 if ladder > cb.ladder_attempt then cb.ladder_attempt = ladder end
 if ARGV[4] == '1' then
@@ -167,6 +185,8 @@ end
 local out = cjson.encode(cb)
 redis.call('SET', KEYS[1], out)
 move_state_index(before, cb)
+-- A manual attempt that failed leaves the ladder, and its schedule, as they were.
+if ladder > 0 or cb.state ~= 'pending' then schedule_next(cb, ARGV[5]) end
 return {1, out}
 `);
 
@@ -185,7 +205,8 @@ return 0
 `);
 
 // A callback whose delivery job BullMQ gave up on must still end; a delivered one stays delivered.
-const GIVE_UP = new LuaScript(`${MOVE_STATE_INDEX}
+// KEYS as RECORD_ATTEMPT's (the attempt log is not touched).
+const GIVE_UP = new LuaScript(`${MOVE_STATE_INDEX}${SCHEDULE_NEXT}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return '' end
 local cb = cjson.decode(raw)
@@ -195,8 +216,69 @@ cb.next_attempt_ms = cjson.null
 local out = cjson.encode(cb)
 redis.call('SET', KEYS[1], out)
 move_state_index('pending', cb)
+schedule_next(cb, '')
 return out
 `);
+
+/**
+ * An attempt as stored: a JSON array in this order, its number first (written by RECORD_ATTEMPT),
+ * and the timing as `[dns, connect, tls, first_byte]` or null. Names would be half of every entry,
+ * and the attempt log is much of what each pending callback keeps in Redis; the order is fixed
+ * here, the one place that writes and reads it. Entries written as objects (before this form)
+ * are still read.
+ */
+type StoredAttempt = [
+  number: number,
+  ladder: number | null,
+  trigger: 's' | 'm',
+  sentMs: number,
+  durationMs: number,
+  status: number | null,
+  error: AttemptErrorClass | null,
+  errorDetail: string | null,
+  address: string | null,
+  excerpt: string,
+  timing: [number | null, number | null, number | null, number | null] | null,
+];
+
+/** The stored form without its number: `[` plus everything after the number's place. */
+function encodeAttempt(a: NewCallbackAttempt): string {
+  const t = a.timing;
+  const stored: StoredAttempt = [
+    0,
+    a.ladder_attempt,
+    a.trigger === 'manual' ? 'm' : 's',
+    a.sent_ms,
+    a.duration_ms,
+    a.status,
+    a.error,
+    a.error_detail,
+    a.address,
+    a.excerpt,
+    t ? [t.dns_ms, t.connect_ms, t.tls_ms, t.first_byte_ms] : null,
+  ];
+  return `[${encodeRecord(stored).slice('[0,'.length)}`;
+}
+
+function decodeAttempt(raw: string): CallbackAttempt {
+  const parsed = JSON.parse(raw) as StoredAttempt | CallbackAttempt;
+  if (!Array.isArray(parsed)) return parsed;
+  const [number, ladder, trigger, sentMs, durationMs, status, error, errorDetail, address, excerpt, timing] = parsed;
+  const attempt: CallbackAttempt = {
+    number,
+    ladder_attempt: ladder,
+    trigger: trigger === 'm' ? 'manual' : 'scheduled',
+    sent_ms: sentMs,
+    duration_ms: durationMs,
+    status,
+    error,
+    error_detail: errorDetail,
+    address,
+    excerpt,
+  };
+  if (timing) attempt.timing = { dns_ms: timing[0], connect_ms: timing[1], tls_ms: timing[2], first_byte_ms: timing[3] };
+  return attempt;
+}
 
 /** Callbacks, their attempt logs and the per-workspace index the dashboard lists from. */
 export class CallbackRepository {
@@ -240,13 +322,13 @@ export class CallbackRepository {
   /** The attempt log, oldest first. */
   async attempts(messageId: string): Promise<CallbackAttempt[]> {
     const raw = await this.redis.hvals(this.keys.callbackAttempts(messageId));
-    return raw.map((r) => JSON.parse(r) as CallbackAttempt).sort((a, b) => a.number - b.number);
+    return raw.map(decodeAttempt).sort((a, b) => a.number - b.number);
   }
 
   /** One attempt by the key it was recorded under, once it has been. */
   async attempt(messageId: string, attemptKey: string): Promise<CallbackAttempt | undefined> {
     const raw = await this.redis.hget(this.keys.callbackAttempts(messageId), attemptKey);
-    return raw ? (JSON.parse(raw) as CallbackAttempt) : undefined;
+    return raw ? decodeAttempt(raw) : undefined;
   }
 
   /**
@@ -268,38 +350,39 @@ export class CallbackRepository {
     nextAttemptMs: number | null,
     now = Date.now(),
   ): Promise<RecordedAttempt> {
-    const [code, raw] = (await RECORD_ATTEMPT.run(
-      this.redis,
-      [this.keys.callback(callback.id), this.keys.callbackAttempts(callback.id), ...this.stateIndexes(callback.workspace_id)],
-      [
-        attemptKey,
-        encodeRecord({ ...attempt, number: 0 }),
-        attempt.ladder_attempt ?? 0,
-        attempt.error === null ? '1' : '0',
-        nextAttemptMs === null ? '' : nextAttemptMs,
-        now,
-      ],
-    )) as [number, string];
+    const [code, raw] = (await RECORD_ATTEMPT.run(this.redis, this.scriptKeys(callback), [
+      attemptKey,
+      encodeAttempt(attempt),
+      attempt.ladder_attempt ?? 0,
+      attempt.error === null ? '1' : '0',
+      nextAttemptMs === null ? '' : nextAttemptMs,
+      now,
+      attempt.sent_ms,
+    ])) as [number, string];
     if (code === -1) throw new Error(`callback ${callback.id} does not exist`);
     return { recorded: code === 1, callback: JSON.parse(raw) as CallbackRecord };
   }
 
   /** Ends a still-pending callback as `failed`; returns the record as it now stands. */
   async giveUp(callback: Pick<CallbackRecord, 'id' | 'workspace_id'>): Promise<CallbackRecord | undefined> {
-    const raw = (await GIVE_UP.run(this.redis, [this.keys.callback(callback.id), ...this.stateIndexes(callback.workspace_id)], [])) as string;
+    const raw = (await GIVE_UP.run(this.redis, this.scriptKeys(callback), [])) as string;
     return raw ? (JSON.parse(raw) as CallbackRecord) : undefined;
   }
 
   /**
-   * The state indexes of the callback's workspace, for the scripts to move it between. Callers pass
-   * the callback they already read (a script must name its keys up front, and a callback never
-   * changes workspace), so recording an attempt stays one round trip.
+   * The keys of the scripts that move a callback: its record and attempt log, its workspace's state
+   * indexes and the ladder's schedule. Callers pass the callback they already read (a script must
+   * name its keys up front, and a callback never changes workspace), so recording an attempt stays
+   * one round trip.
    */
-  private stateIndexes(workspaceId: string): [string, string, string] {
+  private scriptKeys({ id, workspace_id: workspaceId }: Pick<CallbackRecord, 'id' | 'workspace_id'>): string[] {
     return [
+      this.keys.callback(id),
+      this.keys.callbackAttempts(id),
       this.keys.workspaceCallbacksInState(workspaceId, 'pending'),
       this.keys.workspaceCallbacksInState(workspaceId, 'delivered'),
       this.keys.workspaceCallbacksInState(workspaceId, 'failed'),
+      this.keys.callbackSchedule(),
     ];
   }
 

@@ -1,3 +1,5 @@
+import { scheduleKey } from '@media/common';
+
 /** Every Redis key of the store, in one place, under the deployment's prefix. */
 export class StoreKeys {
   constructor(readonly prefix: string) {}
@@ -40,6 +42,8 @@ export class StoreKeys {
   idempotency = (workspaceId: string, keyHash: string) => `${this.prefix}:idem:${workspaceId}:${keyHash}`;
   callback = (messageId: string) => `${this.prefix}:cb:${messageId}`;
   callbackAttempts = (messageId: string) => `${this.prefix}:cb:${messageId}:attempts`;
+  /** The ladder's future automatic attempts, due time per delivery job id (the deliveries queue's schedule). */
+  callbackSchedule = () => scheduleKey(this.prefix, 'callback-deliveries');
   linkKey = () => `${this.prefix}:system:link-signing-key`;
   /** Pub/sub channel on which finished job ids are announced (synchronous image calls wait on it). */
   jobFinishedChannel = () => `${this.prefix}:job-finished`;

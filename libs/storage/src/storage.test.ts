@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { jobIds } from '@media/common';
 import type { VideoJob } from '@media/domain';
 import { FileBlobStore } from './blob-store';
 import { IdempotencyRepository } from './idempotency';
@@ -200,6 +201,67 @@ describe('LimitRepository', () => {
     expect(await limits.onJobAccepted(ws, 'never_stored')).toMatchObject({ accepted: true, waiting: 2 });
     expect(await limits.onJobAccepted(ws, 'next')).toEqual({ accepted: true, waiting: 2, max: 2 });
     expect(new Set(await redis.smembers(keys.workspaceUnfinished(ws)))).toEqual(new Set(['kept_1', 'next']));
+  });
+});
+
+describe('CallbackRepository ladder', () => {
+  const callbacks = new CallbackRepository(redis, keys);
+  const ws = `ws_${randomBytes(6).toString('hex')}`;
+  const schedule = keys.callbackSchedule();
+  const newCallback = async (id: string) =>
+    (
+      await callbacks.create({
+        id, workspace_id: ws, job_id: `req_${id}`, type: 'image.completed', url: 'https://h.test/x', event_ms: 1, created_ms: Date.now(),
+        state: 'pending', attempt_count: 0, ladder_attempt: 0, next_attempt_ms: null, delivered_ms: null, last_attempt_ms: null,
+      })
+    ).callback;
+  const failed = (ladder: number | null, sent_ms: number) => ({
+    ladder_attempt: ladder, trigger: ladder === null ? ('manual' as const) : ('scheduled' as const), sent_ms, duration_ms: 12, status: 503,
+    error: 'http_error' as const, error_detail: null, address: '203.0.113.7', excerpt: 'busy "<b>"', timing: { dns_ms: 0, connect_ms: 1, tls_ms: null, first_byte_ms: 9 },
+  });
+  const inState = async (state: 'pending' | 'delivered' | 'failed', id: string) => (await redis.zscore(keys.workspaceCallbacksInState(ws, state), id)) !== null;
+
+  it('puts the next automatic attempt on the schedule with the failed one, and takes it off when the callback ends', async () => {
+    const cb = await newCallback('msg_ladder1');
+    await callbacks.recordAttempt(cb, 'auto.1', failed(1, 1_000), 61_000, 1_100);
+    // The entry is the delivery job id of attempt 2 (jobIds.delivery), due when the record says.
+    expect(await redis.zscore(schedule, jobIds.delivery(cb.id, 2, 'scheduled'))).toBe('61000');
+    // A failed manual attempt leaves the ladder alone.
+    await callbacks.recordAttempt(cb, 'manual.x', failed(null, 2_000), null, 2_100);
+    expect(await redis.zscore(schedule, jobIds.delivery(cb.id, 2, 'scheduled'))).toBe('61000');
+    await callbacks.recordAttempt(cb, 'auto.2', failed(2, 61_000), 361_000, 61_100);
+    expect(await redis.zscore(schedule, jobIds.delivery(cb.id, 2, 'scheduled'))).toBe('61000'); // the promoter's to remove
+    expect(await redis.zscore(schedule, jobIds.delivery(cb.id, 3, 'scheduled'))).toBe('361000');
+    // Delivered by hand: attempt 3 is no longer wanted.
+    const { callback } = await callbacks.recordAttempt(cb, 'manual.y', { ...failed(null, 70_000), status: 200, error: null }, null, 70_100);
+    expect(callback).toMatchObject({ state: 'delivered', attempt_count: 4, ladder_attempt: 2, next_attempt_ms: null, last_attempt_ms: 70_000 });
+    expect(await redis.zscore(schedule, jobIds.delivery(cb.id, 3, 'scheduled'))).toBeNull();
+    await redis.zrem(schedule, jobIds.delivery(cb.id, 2, 'scheduled'));
+  });
+
+  it('ends a given-up callback as failed in the failed index, with nothing left on the schedule', async () => {
+    const cb = await newCallback('msg_ladder2');
+    await callbacks.recordAttempt(cb, 'auto.1', failed(1, 1_000), 61_000, 1_100);
+    expect(await inState('pending', cb.id)).toBe(true);
+    expect((await callbacks.giveUp(cb))?.state).toBe('failed');
+    expect(await inState('pending', cb.id)).toBe(false);
+    expect(await inState('failed', cb.id)).toBe(true);
+    expect(await redis.zscore(schedule, jobIds.delivery(cb.id, 2, 'scheduled'))).toBeNull();
+  });
+
+  it('stores attempts compactly and reads them back whole, as well as entries written as objects', async () => {
+    const cb = await newCallback('msg_ladder3');
+    await callbacks.recordAttempt(cb, 'auto.1', failed(1, 1_000), 61_000, 1_100);
+    const untimed = { ...failed(null, 2_000), address: null, excerpt: '' };
+    delete (untimed as { timing?: unknown }).timing;
+    await callbacks.recordAttempt(cb, 'manual.z', untimed, null, 2_100);
+    const legacy = { number: 3, ...failed(2, 61_000) };
+    await redis.hset(keys.callbackAttempts(cb.id), 'auto.2', JSON.stringify(legacy));
+    expect(await callbacks.attempts(cb.id)).toEqual([{ number: 1, ...failed(1, 1_000) }, { number: 2, ...untimed }, legacy]);
+    expect(await callbacks.attempt(cb.id, 'manual.z')).toEqual({ number: 2, ...untimed });
+    const stored = (await redis.hget(keys.callbackAttempts(cb.id), 'auto.1'))!;
+    expect(stored.length).toBeLessThan(JSON.stringify(legacy).length / 2);
+    await redis.zrem(schedule, jobIds.delivery(cb.id, 2, 'scheduled'));
   });
 });
 

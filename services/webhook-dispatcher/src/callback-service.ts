@@ -14,7 +14,7 @@ import {
 import { classifyRejection, classifyStatus } from './classify';
 import { buildBody, buildHeaders } from './envelope';
 import { UndeliverableCallbackError } from './errors';
-import { delayUntil, maxAttempts, nextAttemptAt } from './ladder';
+import { maxAttempts, nextAttemptAt } from './ladder';
 import type { Exchange } from './webhook-sender';
 
 /** The `deliver` payload of the `callback-deliveries` queue: ids only. */
@@ -55,7 +55,8 @@ export const MAX_REQUEUES = 5;
 
 /**
  * Callback delivery: turns finished jobs into callbacks, makes each attempt (fresh check, fresh
- * links, fresh signature), records it, and walks the retry ladder as BullMQ delayed jobs.
+ * links, fresh signature), records it, and walks the retry ladder: each failed automatic attempt
+ * puts the next one on the deliveries queue's schedule, in the same Redis step that records it.
  *
  * Every method may run again after a crash at any line. A callback is created once (SET NX on a
  * derived id), an automatic attempt is recorded once (keyed by its number), and each follow-up has
@@ -118,13 +119,13 @@ export class CallbackService {
     });
     this.faults.at('callback.created');
     if (created) this.deps.logger.info('callback created', { message_id: callback.id, job_id: job.id, type });
-    // Also for an existing record: a crash between create and the attempt (or its follow-up) is
-    // repaired by the event's retry. Delivered or failed already: nothing is left to do.
-    if (callback.state !== 'pending') return callback;
+    // Also for an existing record: a crash between create and attempt 1 is repaired by the event's
+    // retry. Once attempt 1 is recorded its follow-up is in the schedule (written with the record),
+    // so a replayed event has nothing left to do.
+    if (callback.state !== 'pending' || callback.ladder_attempt > 0) return callback;
     const first: DeliveryRequest = { messageId: callback.id, attempt: 1, trigger: 'scheduled' };
     if (firstAttempt === 'queued') {
-      if (callback.ladder_attempt === 0) await this.deps.deliveries.add('deliver', first, { jobId: jobIds.delivery(callback.id, 1, 'scheduled') });
-      else await this.scheduleNext(callback);
+      await this.deps.deliveries.add('deliver', first, { jobId: jobIds.delivery(callback.id, 1, 'scheduled') });
       return callback;
     }
     try {
@@ -168,11 +169,8 @@ export class CallbackService {
     if (request.trigger === 'scheduled') {
       // Delivered by a manual retry meanwhile, or already ended: the ladder stops here.
       if (callback.state !== 'pending') return undefined;
-      // This attempt was recorded before a crash: only make sure its follow-up is queued.
-      if (callback.ladder_attempt >= request.attempt) {
-        await this.scheduleNext(callback);
-        return undefined;
-      }
+      // Recorded before a crash (or a repeated promotion): its follow-up was scheduled with it.
+      if (callback.ladder_attempt >= request.attempt) return undefined;
     }
 
     const exchange = await this.attempt(callback, job);
@@ -211,11 +209,11 @@ export class CallbackService {
         deliveredSeconds: error === null && callback.state !== 'delivered' && after.state === 'delivered' ? sinceJobEnd(endedMs) : undefined,
       });
     }
-    if (request.trigger === 'scheduled') {
-      await this.scheduleNext(after);
-    } else if (error === null && after.ladder_attempt < maxAttempts(this.deps.retryScheduleMs)) {
-      // Delivered by hand: the automatic attempt still waiting is no longer wanted. If it is
-      // running right now it cannot be removed, and finds the callback delivered when it records.
+    // A failed automatic attempt's successor was scheduled by recordAttempt, in the same step.
+    if (request.trigger === 'manual' && error === null && after.ladder_attempt < maxAttempts(this.deps.retryScheduleMs)) {
+      // Delivered by hand: the record took the next automatic attempt off the schedule; one that
+      // was already promoted into the queue is removed here. If it is running right now it cannot
+      // be removed, and finds the callback delivered when it records.
       await this.deps.deliveries.remove(jobIds.delivery(callback.id, after.ladder_attempt + 1, 'scheduled'));
     }
 
@@ -290,7 +288,6 @@ export class CallbackService {
       now,
     );
     this.deps.logger.error('delivery attempt recorded as failed after repeated give-ups', { ...log, state: after.state });
-    await this.scheduleNext(after);
   }
 
   /**
@@ -315,17 +312,6 @@ export class CallbackService {
       'job-finished',
       { jobId: payload.jobId, requeue },
       { jobId: jobIds.jobFinished(payload.jobId, requeue), delay: this.deps.retryScheduleMs[0] ?? 0 },
-    );
-  }
-
-  /** Queues the next automatic attempt if the ladder says one is due; a no-op when it is queued already. */
-  private async scheduleNext(callback: CallbackRecord): Promise<void> {
-    if (callback.state !== 'pending' || callback.next_attempt_ms === null) return;
-    const attempt = callback.ladder_attempt + 1;
-    await this.deps.deliveries.add(
-      'deliver',
-      { messageId: callback.id, attempt, trigger: 'scheduled' },
-      { jobId: jobIds.delivery(callback.id, attempt, 'scheduled'), delay: delayUntil(callback.next_attempt_ms, this.now()) },
     );
   }
 

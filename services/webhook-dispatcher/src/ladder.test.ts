@@ -1,5 +1,5 @@
 import { jobIds } from '@media/common';
-import { attemptKey, delayUntil, maxAttempts, nextAttemptAt } from './ladder';
+import { attemptKey, maxAttempts, nextAttemptAt } from './ladder';
 
 const DEFAULT = [60_000, 300_000, 1_800_000, 7_200_000, 28_800_000];
 
@@ -31,13 +31,6 @@ describe('retry ladder', () => {
 
   it.each([0, -1, 1.5, Number.NaN])('refuses attempt number %p', (attempt) => {
     expect(() => nextAttemptAt(DEFAULT, attempt, 0)).toThrow(RangeError);
-  });
-
-  it('never asks BullMQ for a negative delay', () => {
-    expect(delayUntil(1_000, 400)).toBe(600);
-    expect(delayUntil(1_000, 1_000)).toBe(0);
-    expect(delayUntil(1_000, 5_000)).toBe(0);
-    expect(delayUntil(1_000.2, 1_000)).toBe(1);
   });
 });
 

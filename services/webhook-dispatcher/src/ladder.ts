@@ -17,8 +17,5 @@ export function nextAttemptAt(scheduleMs: readonly number[], attempt: number, en
   return endedMs + scheduleMs[attempt - 1];
 }
 
-/** BullMQ delay for a job due at `dueMs`; never negative, so an overdue attempt runs at once. */
-export const delayUntil = (dueMs: number, now: number): number => Math.max(0, Math.ceil(dueMs - now));
-
 // The attempt log's keys belong to the store, which the callback administration library also reads.
 export { attemptKey } from '@media/storage';

@@ -1,0 +1,76 @@
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { createLogger } from './logger';
+import { bullPrefix, JobQueue } from './queue';
+import { QueueDepth } from './queue-depth';
+import { scheduleKey, SchedulePromoter } from './queue-schedule';
+import { jobIds } from './queues';
+
+const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
+const prefix = `test-${randomBytes(6).toString('hex')}`;
+const logger = createLogger('test', 'error');
+const producer = new JobQueue('callback-deliveries', redis, prefix, logger);
+const inspect = new Queue('callback-deliveries', { connection: redis, prefix: bullPrefix(prefix) });
+const key = scheduleKey(prefix, 'callback-deliveries');
+const promoter = new SchedulePromoter('callback-deliveries', redis, prefix, producer, logger);
+
+afterAll(async () => {
+  await promoter.close();
+  await producer.close();
+  await inspect.obliterate({ force: true });
+  await inspect.close();
+  await redis.del(key);
+  redis.disconnect();
+});
+
+describe('SchedulePromoter', () => {
+  it('adds due entries as jobs under their own ids, leaves future ones, and counts both as delayed', async () => {
+    const now = Date.now();
+    const due = jobIds.delivery('msg_due1', 2, 'scheduled');
+    const later = jobIds.delivery('msg_later', 3, 'scheduled');
+    await redis.zadd(key, now - 5_000, due, now + 60_000, later);
+
+    const depth = new QueueDepth(redis, prefix);
+    const before = await depth.read('callback-deliveries', now);
+    expect(before.jobs).toMatchObject({ delayed: 2, delayed_due: 1, waiting: 0 });
+    expect(before.backlog).toBe(1);
+    expect(before.oldestWaitingSeconds).toBeCloseTo(5, 0);
+
+    expect(await promoter.promoteDue(now)).toBe(1);
+    const job = await inspect.getJob(due);
+    expect(job?.name).toBe('deliver');
+    expect(job?.data).toEqual({ messageId: 'msg_due1', attempt: 2, trigger: 'scheduled' });
+    expect(await job?.isWaiting()).toBe(true);
+    expect(await redis.zrange(key, 0, -1)).toEqual([later]);
+    expect((await depth.read('callback-deliveries', now)).jobs).toMatchObject({ delayed: 1, delayed_due: 0, waiting: 1 });
+  });
+
+  it('adds nothing twice when an entry is promoted again (a crash between the add and the removal)', async () => {
+    const entry = jobIds.delivery('msg_twice', 4, 'scheduled');
+    await redis.zadd(key, Date.now() - 1, entry);
+    expect(await promoter.promoteDue()).toBe(1);
+    await redis.zadd(key, Date.now() - 1, entry);
+    await promoter.promoteDue();
+    expect((await inspect.getJobs(['waiting'])).filter((j) => j.id === entry)).toHaveLength(1);
+    expect(await redis.zscore(key, entry)).toBeNull();
+  });
+
+  it('drops an entry that names no job rather than stopping the schedule', async () => {
+    await redis.zadd(key, Date.now() - 1, 'not-a-delivery', Date.now() - 1, jobIds.delivery('msg_after', 2, 'scheduled'));
+    await promoter.promoteDue();
+    expect(await redis.zscore(key, 'not-a-delivery')).toBeNull();
+    expect(await inspect.getJob(jobIds.delivery('msg_after', 2, 'scheduled'))).toBeDefined();
+  });
+
+  it('promotes on its own once started, when the entry falls due', async () => {
+    const entry = jobIds.delivery('msg_loop', 5, 'scheduled');
+    promoter.start();
+    await redis.zadd(key, Date.now() + 300, entry);
+    const deadline = Date.now() + 10_000;
+    while (!(await inspect.getJob(entry)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(await inspect.getJob(entry)).toBeDefined();
+    await promoter.close();
+    await promoter.close();
+  });
+});

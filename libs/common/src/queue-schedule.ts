@@ -1,0 +1,110 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from './logger';
+import type { JobQueue } from './queue';
+import { QUEUE_SCHEDULES, type QueueName, type ScheduledJob, type ScheduledQueue } from './queues';
+
+/**
+ * Where a queue's scheduled jobs wait: one sorted-set entry each, member = the BullMQ job id the
+ * job will get, score = when it is due (Unix ms). Outside BullMQ's own key space, so no BullMQ
+ * job id or internal key can ever collide with it.
+ */
+export const scheduleKey = (keyPrefix: string, queue: QueueName): string => `${keyPrefix}:schedule:${queue}`;
+
+/** Entries moved into the queue per round trip. */
+const BATCH = 500;
+/**
+ * The longest a due entry waits for a promoter that is idle: a schedule written by another
+ * process (or another replica) is seen within this. Every ladder gap is far longer.
+ */
+const MAX_SLEEP_MS = 200;
+const ERROR_SLEEP_MS = 1_000;
+
+/**
+ * Moves due entries of a queue's schedule (see {@link QUEUE_SCHEDULES}) into the queue as ordinary
+ * jobs. It runs in every consumer of such a queue, so it lives and dies with the workers.
+ *
+ * Each step reads the due entries, adds their jobs under the entry's job id, then removes the
+ * entries. A crash or a Redis error between the add and the removal leaves entries that are
+ * promoted again: BullMQ ignores an add whose job id exists, and a job that has already run finds
+ * its attempt recorded and does nothing. So several promoters (one per replica) may race freely;
+ * none can lose an entry, because an entry is removed only after its job was added.
+ */
+export class SchedulePromoter<Q extends ScheduledQueue> {
+  private readonly key: string;
+  private running: Promise<void> | undefined;
+  private closed = false;
+  private wakeUp: (() => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  /** When a step last completed; the consumer's liveness reads it. */
+  lastStepMs = Date.now();
+
+  constructor(
+    private readonly queue: Q,
+    private readonly redis: Redis,
+    keyPrefix: string,
+    private readonly target: Pick<JobQueue<Q>, 'addBulk'>,
+    private readonly logger: Logger,
+  ) {
+    this.key = scheduleKey(keyPrefix, queue);
+  }
+
+  start(): void {
+    this.running ??= this.loop();
+  }
+
+  /** Stops after the step under way (whose jobs are then added); safe to call twice. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.wakeUp?.();
+    await this.running;
+  }
+
+  /**
+   * Promotes every entry due at `nowMs`; returns how many. The loop calls it; tests and tools may
+   * call it directly.
+   */
+  async promoteDue(nowMs = Date.now()): Promise<number> {
+    const toJob = QUEUE_SCHEDULES[this.queue] as (jobId: string) => ScheduledJob<Q> | undefined;
+    let promoted = 0;
+    for (;;) {
+      const due = await this.redis.zrangebyscore(this.key, '-inf', nowMs, 'LIMIT', 0, BATCH);
+      if (due.length === 0) return promoted;
+      const jobs = due.flatMap((jobId) => {
+        const job = toJob(jobId);
+        if (!job) this.logger.error('schedule entry names no job; dropped', { queue: this.queue, job_id: jobId });
+        return job ? [{ name: job.name, payload: job.payload, opts: { jobId } }] : [];
+      });
+      await this.target.addBulk(jobs);
+      await this.redis.zrem(this.key, ...due);
+      promoted += jobs.length;
+      if (due.length < BATCH) return promoted;
+    }
+  }
+
+  private async loop(): Promise<void> {
+    let failing = false;
+    while (!this.closed) {
+      let sleepMs = MAX_SLEEP_MS;
+      try {
+        await this.promoteDue();
+        this.lastStepMs = Date.now();
+        if (failing) this.logger.info('schedule promotion resumed', { queue: this.queue });
+        failing = false;
+        const next = await this.redis.zrange(this.key, 0, 0, 'WITHSCORES');
+        if (next.length === 2) sleepMs = Math.max(0, Math.min(MAX_SLEEP_MS, Number(next[1]) - Date.now()));
+      } catch (err) {
+        // Logged once per outage, not once a second: the connection logs its own errors anyway.
+        if (!failing) this.logger.warn('schedule promotion failed; retrying every second', { queue: this.queue, error: String(err) });
+        failing = true;
+        sleepMs = ERROR_SLEEP_MS;
+      }
+      if (this.closed) return;
+      await new Promise<void>((resolve) => {
+        this.wakeUp = resolve;
+        this.timer = setTimeout(resolve, sleepMs);
+      });
+      this.wakeUp = undefined;
+    }
+  }
+}

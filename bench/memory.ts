@@ -1,8 +1,8 @@
 /**
  * Redis memory per pending callback, through the whole stack: image jobs with a callback_url to a
  * receiver path that answers 500, a retry schedule of hours (so after attempt 1 nothing else
- * happens), until every callback has had attempt 1 and has attempt 2 waiting as a delayed BullMQ
- * job. Memory is the sum of `MEMORY USAGE <key> SAMPLES 0` over every key under the phase's prefix
+ * happens), until every callback has had attempt 1 and has attempt 2 waiting on the deliveries
+ * queue's schedule (or, before the schedule existed, as a delayed BullMQ job). Memory is the sum of `MEMORY USAGE <key> SAMPLES 0` over every key under the phase's prefix
  * (SCAN MATCH prefix:*), taken after a warm-up batch (so one-off keys such as queue metadata and the
  * workspace's index heads are in the baseline) and again after N more jobs; the difference over N is
  * the marginal cost of one more pending callback, broken down by key kind.
@@ -25,7 +25,7 @@ import {
  * callback), the callback (its record, attempt log, indexes, and its two queues job-events and
  * callback-deliveries), the generation queue, billing, or anything else.
  */
-export type KeyGroup = 'job' | 'callback' | 'generation queue' | 'billing' | 'other';
+export type KeyGroup = 'job' | 'callback' | 'generation queue' | 'billing' | 'bounded' | 'other';
 
 export interface KindRow {
   kind: string;
@@ -50,7 +50,11 @@ export interface MemoryResult {
   everythingBytes: number;
   /** Everything minus job records and job indexes. */
   callbackOnlyBytes: number;
-  /** Only the callback's own keys and its two queues (job-events, callback-deliveries). */
+  /**
+   * The headline: only the callback's own keys (record, attempt log, indexes) and what it keeps in
+   * its two queues (job-events, callback-deliveries, the deliveries schedule), without their capped
+   * event streams.
+   */
   callbackMachineryBytes: number;
   kinds: KindRow[];
   /** The Redis settings that decide compact (listpack) versus full encodings. */
@@ -70,10 +74,14 @@ export function classify(prefix: string, key: string): { kind: string; group: Ke
     const queue = parts[1] ?? '?';
     const tail = parts.slice(2);
     const group: KeyGroup = queue === 'generation' ? 'generation queue' : 'callback';
+    // BullMQ caps each queue's event stream (maxLenEvents, 10,000 entries): a fixed cost, whatever
+    // the number of callbacks, that a run of a few thousand would otherwise spread over each one.
+    if (tail[0] === 'events') return { kind: `BullMQ ${queue}: events (capped stream)`, group: 'bounded' };
     if (tail.length >= 1 && BULL_STRUCTURES.has(tail[0])) return { kind: `BullMQ ${queue}: ${tail[0]}`, group };
     if (tail.length >= 2) return { kind: `BullMQ ${queue}: job ${tail.slice(1).join(':')}`, group };
     return { kind: `BullMQ ${queue}: job hashes`, group };
   }
+  if (parts[0] === 'schedule') return { kind: `schedule ${parts[1] ?? '?'}`, group: 'callback' };
   if (parts[0] === 'job') return { kind: 'job record', group: 'job' };
   if (parts[0] === 'intake') return { kind: 'job index: intake', group: 'job' };
   if (parts[0] === 'charged') return { kind: 'billing: charged set', group: 'billing' };
@@ -168,6 +176,7 @@ export async function benchMemory(ctx: BenchContext): Promise<MemoryResult> {
     const replies = (await redis
       .pipeline()
       .zcard(bull('callback-deliveries', 'delayed'))
+      .zcard(`${prefix}:schedule:callback-deliveries`)
       .llen(bull('generation', 'wait'))
       .llen(bull('generation', 'active'))
       .zcard(bull('generation', 'prioritized'))
@@ -176,7 +185,7 @@ export async function benchMemory(ctx: BenchContext): Promise<MemoryResult> {
       .llen(bull('callback-deliveries', 'wait'))
       .llen(bull('callback-deliveries', 'active'))
       .exec())!.map(([, v]) => Number(v));
-    return replies[0] >= total && replies.slice(1).every((v) => v === 0);
+    return replies[0] + replies[1] >= total && replies.slice(2).every((v) => v === 0);
   };
 
   try {

@@ -76,13 +76,13 @@ export class CallbackService {
 
   /**
    * Handles a `job-finished` event: creates the job's callback (if it asked for one) and makes
-   * attempt 1, then queues the ladder's next step if that attempt failed. Returns the callback as
-   * created, or undefined when the job has no `callback_url`.
+   * attempt 1 (whose record schedules attempt 2 if it failed). Returns the callback as created, or
+   * undefined when the job has no `callback_url`.
    *
    * With `firstAttempt: 'now'` (the dispatcher's normal path) attempt 1 is made right here, so a
    * callback crosses one queue between the job's end and its first POST, not two. A crash at any
    * line leaves the event to BullMQ's retry or stall recovery, which runs this again: the record
-   * says whether attempt 1 was recorded, and either makes it or queues its follow-up. With
+   * says whether attempt 1 was recorded, and it is made only if not. With
    * `'queued'` attempt 1 goes through the `callback-deliveries` queue instead: for an event BullMQ
    * has given up on before, so an attempt that keeps failing the dispatcher ends up recorded as
    * failed by that queue's give-up path rather than holding the callback at attempt 0.

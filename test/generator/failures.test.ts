@@ -1,22 +1,23 @@
 import sharp from 'sharp';
 import { MODEL_CATALOG, type ImageModel } from '@media/domain';
-import { eventually } from '../support/stack';
+import { BLOB_STORES, eventually } from '../support/stack';
 import { chargesFor, finishedEvent, watchVideo, startGeneratorStack, type GeneratorStack } from './helpers';
 
 // Real failure causes: each ends the job `failed` with its error code, is never charged, and is still
-// announced on job-events (a `*.failed` callback follows from it).
-describe('generator: failed jobs', () => {
+// announced on job-events (a `*.failed` callback follows from it). Undecodable uploads go through the
+// blob store, so the file runs on both.
+describe.each(BLOB_STORES)('generator: failed jobs (%s blob store)', (blobStore) => {
   let t: GeneratorStack;
   // A loopback callback URL is accepted here only so that the asynchronous (202) path can be exercised;
   // no dispatcher runs, so nothing is ever sent to it.
   const CALLBACK = 'http://127.0.0.1:9/hook';
 
   beforeAll(async () => {
-    t = await startGeneratorStack('failures', {
-      MODERATION_BLOCKLIST: 'forbidden',
-      CALLBACK_ALLOW_HTTP: '1',
-      CALLBACK_ALLOWED_CIDRS: '127.0.0.1/32',
-    });
+    t = await startGeneratorStack(
+      'failures',
+      { MODERATION_BLOCKLIST: 'forbidden', CALLBACK_ALLOW_HTTP: '1', CALLBACK_ALLOWED_CIDRS: '127.0.0.1/32' },
+      { blobStore },
+    );
   });
 
   afterAll(async () => {

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { Queue, type Job, type JobType } from 'bullmq';
 import { jobIds } from '@media/common';
 import { MODEL_CATALOG, type VideoJob, type VideoModel } from '@media/domain';
-import { api, eventually, TestStack, type TestWorkspace } from '../support/stack';
+import { api, eventually, TestStack, type BlobStoreKind, type TestWorkspace } from '../support/stack';
 
 export type Call = ReturnType<typeof api>;
 
@@ -152,8 +152,8 @@ export interface GeneratorStack {
   close(): Promise<void>;
 }
 
-export async function startGeneratorStack(name: string, env: Record<string, string> = {}): Promise<GeneratorStack> {
-  const stack = await TestStack.start(['api-gateway', 'generator'], env);
+export async function startGeneratorStack(name: string, env: Record<string, string> = {}, options: { blobStore?: BlobStoreKind } = {}): Promise<GeneratorStack> {
+  const stack = await TestStack.start(['api-gateway', 'generator'], env, options);
   const ws = await stack.createWorkspace(name);
   const events = bullQueue(stack, 'job-events');
   const generation = bullQueue(stack, 'generation');

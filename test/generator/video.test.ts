@@ -1,4 +1,4 @@
-import { api, type TestWorkspace } from '../support/stack';
+import { api, BLOB_STORES, type TestWorkspace } from '../support/stack';
 import {
   chargesFor,
   decodesCleanly,
@@ -14,12 +14,12 @@ import {
 } from './helpers';
 
 // Video generation end to end through the real gateway and generator: the created object, progress as a
-// client polls it, the playable content, the charge and the durable job-finished event.
-describe('generator: videos', () => {
+// client polls it, the playable content, the charge and the durable job-finished event; on either blob store.
+describe.each(BLOB_STORES)('generator: videos (%s blob store)', (blobStore) => {
   let t: GeneratorStack;
 
   beforeAll(async () => {
-    t = await startGeneratorStack('videos');
+    t = await startGeneratorStack('videos', {}, { blobStore });
   });
 
   afterAll(async () => {

@@ -6,9 +6,17 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { createAccounts, type WorkspaceAccounts } from '@media/accounts';
+import { FileBlobStore, type BlobStore } from '@media/blob-store';
 import { StoreKeys, WorkspaceRepository, JobRepository } from '@media/storage';
+import { S3TestServer } from '../../libs/blob-store/src/test-support/s3-server';
 
 export type ServiceName = 'api-gateway' | 'generator' | 'webhook-dispatcher';
+
+/** Both blob stores, for `describe.each` in the tests that write or read media. */
+export const BLOB_STORES = ['fs', 's3'] as const;
+export type BlobStoreKind = (typeof BLOB_STORES)[number];
+/** The store of stacks that do not name one; `TEST_BLOB_STORE=s3` runs every stack on S3. */
+const DEFAULT_BLOB_STORE: BlobStoreKind = process.env.TEST_BLOB_STORE === 's3' ? 's3' : 'fs';
 
 const ROOT = resolve(__dirname, '../..');
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -146,8 +154,9 @@ const READY: Record<ServiceName, RegExp> = {
 };
 
 /**
- * A whole deployment for one test file: its own key prefix and media directory on the real Redis,
- * real service processes, and a cleanup that removes only its own keys.
+ * A whole deployment for one test file: its own key prefix on the real Redis, its own blob store (a
+ * media directory, or a bucket on its own S3 server on loopback), real service processes, and a
+ * cleanup that removes only its own keys.
  */
 export class TestStack {
   readonly prefix = `test-${randomBytes(6).toString('hex')}`;
@@ -161,6 +170,11 @@ export class TestStack {
   baseUrl = '';
   mediaDir = '';
   env: NodeJS.ProcessEnv = {};
+  blobStore: BlobStoreKind = 'fs';
+  /** The S3 server of an `s3` stack (stop and start it to play an outage). */
+  s3: S3TestServer | undefined;
+  /** The stack's blob store, as the services see it. */
+  blobs!: BlobStore;
 
   private constructor(readonly redisUrl: string) {
     this.redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
@@ -172,10 +186,17 @@ export class TestStack {
   }
 
   /** Starts `services` against the shared test Redis, or the one named by `env.REDIS_URL`. */
-  static async start(services: ServiceName[], env: Record<string, string> = {}): Promise<TestStack> {
+  static async start(services: ServiceName[], env: Record<string, string> = {}, options: { blobStore?: BlobStoreKind } = {}): Promise<TestStack> {
     const stack = new TestStack(env.REDIS_URL ?? REDIS_URL);
     const port = await freePort();
     stack.mediaDir = await mkdtemp(join(tmpdir(), 'media-test-'));
+    stack.blobStore = options.blobStore ?? DEFAULT_BLOB_STORE;
+    if (stack.blobStore === 's3') {
+      stack.s3 = await S3TestServer.start();
+      stack.blobs = stack.s3.store();
+    } else {
+      stack.blobs = new FileBlobStore(stack.mediaDir);
+    }
     stack.baseUrl = `http://127.0.0.1:${port}`;
     stack.env = {
       PATH: process.env.PATH,
@@ -187,6 +208,7 @@ export class TestStack {
       LOG_LEVEL: 'info',
       JOB_LOCK_MS: '3000',
       SHUTDOWN_TIMEOUT_MS: '10000',
+      ...stack.s3?.env,
       ...env,
     };
     for (const name of services) await stack.startService(name);
@@ -217,6 +239,8 @@ export class TestStack {
     await Promise.all([...this.services.values()].map((s) => s.kill('SIGKILL')));
     await deleteKeysUnder(this.redis, this.prefix);
     this.redis.disconnect();
+    await this.blobs?.close();
+    await this.s3?.destroy();
     await rm(this.mediaDir, { recursive: true, force: true });
   }
 }

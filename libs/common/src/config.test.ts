@@ -54,6 +54,25 @@ describe('loadConfig', () => {
     );
   });
 
+  it('chooses the blob store: files by default, an S3 bucket with BLOB_STORE=s3, whose bucket is required', () => {
+    expect(loadConfig({ MEDIA_DIR: '/data/media' }).blobStore).toEqual({ kind: 'fs', dir: '/data/media' });
+    expect(loadConfig({ BLOB_STORE: 's3', S3_BUCKET: 'media-prod' }).blobStore).toEqual({
+      kind: 's3',
+      bucket: 'media-prod',
+      region: undefined,
+      endpoint: undefined,
+      forcePathStyle: false,
+    });
+    expect(
+      loadConfig({ BLOB_STORE: 's3', S3_BUCKET: 'media', S3_REGION: 'eu-west-1', S3_ENDPOINT: 'http://minio:9000', S3_FORCE_PATH_STYLE: 'true' }).blobStore,
+    ).toEqual({ kind: 's3', bucket: 'media', region: 'eu-west-1', endpoint: 'http://minio:9000', forcePathStyle: true });
+    expect(() => loadConfig({ BLOB_STORE: 's3', S3_ENDPOINT: 'minio:9000', S3_FORCE_PATH_STYLE: 'sometimes' })).toThrow(
+      /S3_BUCKET[\s\S]*S3_ENDPOINT[\s\S]*S3_FORCE_PATH_STYLE/,
+    );
+    expect(() => loadConfig({ BLOB_STORE: 'gcs' })).toThrow(/BLOB_STORE/);
+    expect(() => loadConfig({ BLOB_STORE: 's3', S3_BUCKET: 'Not_A_Bucket' })).toThrow(/S3_BUCKET/);
+  });
+
   it('names the contract settings of the design', () => {
     for (const key of ['REDIS_URL', 'PORT', 'PUBLIC_BASE_URL', 'DOCS_URL', 'LINK_TTL_SECONDS', 'WEBHOOK_TIMEOUT_MS', 'WEBHOOK_RETRY_SCHEDULE',
       'SECRET_ROTATION_OVERLAP_SECONDS', 'CALLBACK_ALLOW_HTTP', 'CALLBACK_ALLOWED_CIDRS', 'CALLBACK_CA_FILE']) {

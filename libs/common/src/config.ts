@@ -16,6 +16,8 @@ export interface AppConfig {
   /** Optional fixed key for download-link HMACs; when unset one is created once in Redis and shared. */
   linkSigningSecret: string | undefined;
   mediaDir: string;
+  /** Where media bytes live: files under `mediaDir`, or an S3-compatible bucket. */
+  blobStore: BlobStoreSettings;
   mediaRetentionSeconds: number;
   webhookTimeoutMs: number;
   /** Gaps before attempts 2..6, in milliseconds. */
@@ -62,6 +64,14 @@ export interface AppConfig {
   trustProxy: boolean | number | string[];
 }
 
+/**
+ * The blob store's settings. S3 credentials are not among them: the AWS SDK's default chain finds
+ * them (`AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, a profile, or a workload role).
+ */
+export type BlobStoreSettings =
+  | { kind: 'fs'; dir: string }
+  | { kind: 's3'; bucket: string; region: string | undefined; endpoint: string | undefined; forcePathStyle: boolean };
+
 const DURATION = /^\d+(ms|s|m|h)$/;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
 
@@ -92,6 +102,13 @@ const schema = Joi.object({
   LINK_TTL_SECONDS: Joi.number().integer().min(60).default(86_400),
   LINK_SIGNING_SECRET: Joi.string().min(32),
   MEDIA_DIR: Joi.string().default('var/media'),
+  BLOB_STORE: Joi.string().valid('fs', 's3').default('fs'),
+  S3_BUCKET: Joi.string()
+    .pattern(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/)
+    .when('BLOB_STORE', { is: 's3', then: Joi.required() }),
+  S3_REGION: Joi.string().pattern(/^[a-z0-9-]+$/),
+  S3_ENDPOINT: Joi.string().uri({ scheme: ['http', 'https'] }),
+  S3_FORCE_PATH_STYLE: Joi.boolean().truthy('1').falsy('0').default(false),
   MEDIA_RETENTION_SECONDS: Joi.number().integer().min(86_400).default(7 * 86_400),
   WEBHOOK_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(15_000),
   WEBHOOK_RETRY_SCHEDULE: Joi.string()
@@ -166,6 +183,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     linkTtlSeconds: value.LINK_TTL_SECONDS,
     linkSigningSecret: value.LINK_SIGNING_SECRET,
     mediaDir: value.MEDIA_DIR,
+    blobStore:
+      value.BLOB_STORE === 's3'
+        ? { kind: 's3', bucket: value.S3_BUCKET, region: value.S3_REGION, endpoint: value.S3_ENDPOINT, forcePathStyle: value.S3_FORCE_PATH_STYLE }
+        : { kind: 'fs', dir: value.MEDIA_DIR },
     mediaRetentionSeconds: value.MEDIA_RETENTION_SECONDS,
     webhookTimeoutMs: value.WEBHOOK_TIMEOUT_MS,
     webhookRetryScheduleMs: parseDurationList(value.WEBHOOK_RETRY_SCHEDULE),

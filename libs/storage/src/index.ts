@@ -1,4 +1,3 @@
-export * from './blob-store';
 export * from './callbacks';
 export * from './idempotency';
 export * from './index-page';

@@ -1,11 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { jobIds } from '@media/common';
 import type { VideoJob } from '@media/domain';
-import { FileBlobStore } from './blob-store';
 import { IdempotencyRepository } from './idempotency';
 import { CallbackRepository } from './callbacks';
 import { CorruptRecordError, JobRepository } from './jobs';
@@ -127,25 +123,6 @@ describe('IdempotencyRepository', () => {
     expect(await repo.claim('ws_i', 'key-1', 'fp-a', 'job_2')).toEqual({ outcome: 'replay', jobId: 'job_1' });
     expect(await repo.claim('ws_i', 'key-1', 'fp-b', 'job_3')).toEqual({ outcome: 'mismatch' });
     expect(await repo.claim('ws_other', 'key-1', 'fp-b', 'job_4')).toEqual({ outcome: 'new' });
-  });
-});
-
-describe('FileBlobStore', () => {
-  it('stores, sizes and removes blobs, and refuses keys that escape its directory', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'blobs-'));
-    try {
-      const blobs = new FileBlobStore(dir);
-      await blobs.put('ws_1/job_1/0.png', Buffer.from('abc'));
-      expect(await blobs.size('ws_1/job_1/0.png')).toBe(3);
-      expect((await blobs.get('ws_1/job_1/0.png')).toString()).toBe('abc');
-      await blobs.remove('ws_1/job_1/0.png');
-      expect(await blobs.size('ws_1/job_1/0.png')).toBeUndefined();
-      for (const bad of ['../x', 'ws/../../etc/passwd', '/etc/passwd', 'a//b', '']) {
-        await expect(blobs.put(bad, Buffer.from('x'))).rejects.toThrow(/invalid blob key/);
-      }
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
   });
 });
 

@@ -2,14 +2,15 @@ import { createHash, randomInt } from 'node:crypto';
 import { FaultInjector, jobIds, newId, type JobQueue } from '@media/common';
 import { CallbackUrlGuard, CallbackUrlRejectedError } from '@media/callback-guard';
 import { generationJobName, isFinished, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
-import type { BlobStore, IdempotencyEntry, IdempotencyRepository, JobRepository, LimitRepository } from '@media/storage';
+import type { BlobStore, ImageExtension } from '@media/blob-store';
+import type { IdempotencyEntry, IdempotencyRepository, JobRepository, LimitRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
 import { IntakeMarks } from './intake-marks';
 import type { ImageParams, VideoParams } from './validation';
 
 export interface Upload {
   bytes: Buffer;
-  ext: 'png' | 'jpg' | 'webp';
+  ext: ImageExtension;
 }
 
 export interface EditInputs {

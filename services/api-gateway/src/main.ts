@@ -20,7 +20,8 @@ import {
   warnIfCallbackChecksRelaxed,
 } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
-import { configuredLimits, FileBlobStore, IdempotencyRepository, JobRepository, LimitRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { createBlobStore } from '@media/blob-store';
+import { configuredLimits, IdempotencyRepository, JobRepository, LimitRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
 import { createApp, createStartingApp } from './app';
 import { clientErrorHandler } from './http/client-error';
 import { isDependencyOutage } from './http/outage';
@@ -44,7 +45,7 @@ async function main(): Promise<void> {
   const redis = createRedis(config.redisUrl, 'request', logger);
   const keys = new StoreKeys(config.keyPrefix);
   const jobs = new JobRepository(redis, keys);
-  const blobs = new FileBlobStore(config.mediaDir);
+  const blobs = createBlobStore(config.blobStore);
   const waiter = new JobWaiter(createRedis(config.redisUrl, 'worker', logger), keys, jobs);
   const faults = FaultInjector.killing(config.faultCrashPoints, logger);
   let generation: JobQueue<'generation'> | undefined;
@@ -154,6 +155,7 @@ async function main(): Promise<void> {
         await generation?.close();
         await callbackAdmin?.close();
         await closeBoard?.();
+        await blobs.close();
         await ops.close();
         await redis.quit();
       })();

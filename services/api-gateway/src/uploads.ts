@@ -1,22 +1,16 @@
 import type { Request, RequestHandler } from 'express';
 import multer from 'multer';
+import { extensionOf, sniffImageFormat } from '@media/blob-store';
 import { ApiError } from './http/api-error';
 import type { EditInputs, Upload } from './job-intake';
 
-/** The three image types we decode, recognised by their bytes rather than a client's label. */
-export function sniffImage(bytes: Buffer): Upload['ext'] | null {
-  if (bytes.length >= 8 && bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'png';
-  if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'jpg';
-  if (bytes.length >= 12 && bytes.toString('latin1', 0, 4) === 'RIFF' && bytes.toString('latin1', 8, 12) === 'WEBP') return 'webp';
-  return null;
-}
-
 const MAX_IMAGES = 16;
 
+/** An uploaded image, its type recognised by its bytes rather than a client's label. */
 function toUpload(bytes: Buffer, param: string): Upload {
-  const ext = sniffImage(bytes);
-  if (!ext) throw ApiError.invalid(`'${param}' must be a PNG, JPEG or WebP image.`, param, 'invalid_image_format');
-  return { bytes, ext };
+  const format = sniffImageFormat(bytes);
+  if (!format) throw ApiError.invalid(`'${param}' must be a PNG, JPEG or WebP image.`, param, 'invalid_image_format');
+  return { bytes, ext: extensionOf(format) };
 }
 
 /** RFC 2046: a boundary is 1 to 70 characters, quoted or not. */

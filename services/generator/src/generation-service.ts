@@ -14,7 +14,8 @@ import {
   type LedgerEntry,
   type VideoJob,
 } from '@media/domain';
-import { CorruptRecordError, type BlobStore, type JobRepository } from '@media/storage';
+import { extensionOf, type BlobStore } from '@media/blob-store';
+import { CorruptRecordError, type JobRepository } from '@media/storage';
 import { GenerationTimeoutError, jobErrorFor, PermanentGenerationError } from './errors';
 import { InvalidImageError, type ImageRenderer, type VideoEncoder } from './media';
 import type { ModerationPolicy } from './moderation';
@@ -125,7 +126,7 @@ export class GenerationService {
         job.operation === 'edit'
           ? await this.deps.images.edit({ ...base, images: inputs, mask })
           : await this.deps.images.render(base);
-      const key = `${job.workspace_id}/${job.id}/${index}.${job.output_format === 'jpeg' ? 'jpg' : job.output_format}`;
+      const key = `${job.workspace_id}/${job.id}/${index}.${extensionOf(job.output_format)}`;
       await this.deps.blobs.put(key, bytes);
       outputs.push(key);
     }
@@ -149,7 +150,7 @@ export class GenerationService {
         },
         signal,
       );
-      const key = `${job.workspace_id}/${job.id}/video.mp4`;
+      const key = `${job.workspace_id}/${job.id}/video.${extensionOf('mp4')}`;
       await this.deps.blobs.putFile(key, outputPath);
       return { ...job, output: key, progress: 100 };
     } finally {

@@ -14,7 +14,8 @@ import {
   registerQueueGauges,
   startOpsServer,
 } from '@media/common';
-import { FileBlobStore, JobRepository, StoreKeys } from '@media/storage';
+import { createBlobStore } from '@media/blob-store';
+import { JobRepository, StoreKeys } from '@media/storage';
 import { GenerationService } from './generation-service';
 import { IntakeRepair } from './intake-repair';
 import { defaultFfmpegPath, ImageRenderer, VideoEncoder } from './media';
@@ -33,9 +34,10 @@ async function main(): Promise<void> {
   const generation = new JobQueue('generation', redis, config.keyPrefix, logger, { attempts: config.generationAttempts });
   const faults = FaultInjector.killing(config.faultCrashPoints, logger);
   const registry = createMetricsRegistry('generator');
+  const blobs = createBlobStore(config.blobStore);
   const service = new GenerationService({
     jobs,
-    blobs: new FileBlobStore(config.mediaDir),
+    blobs,
     events,
     images: new ImageRenderer(),
     videos: new VideoEncoder({ ffmpegPath: config.ffmpegPath ?? defaultFfmpegPath(), timeoutMs: config.generationTimeoutMs }),
@@ -86,7 +88,7 @@ async function main(): Promise<void> {
         redis.disconnect();
         process.exit(0);
       }
-      await Promise.all([events.close(), generation.close(), ops.close()]);
+      await Promise.all([events.close(), generation.close(), ops.close(), blobs.close()]);
       await redis.quit();
       logger.info('stopped');
       process.exit(0);

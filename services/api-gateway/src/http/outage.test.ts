@@ -1,5 +1,6 @@
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
+import { BlobNotFoundError, BlobStoreUnavailableError } from '@media/blob-store';
 import { isDependencyOutage } from './outage';
 
 /** The errors ioredis really raises, from real connections: a port nobody listens on, a closed client, a wrong command. */
@@ -44,6 +45,11 @@ describe('isDependencyOutage', () => {
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
     expect(isDependencyOutage(new Error('queue add failed', { cause: refused }))).toBe(true);
     expect(isDependencyOutage(new AggregateError([refused], 'all failed'))).toBe(true);
+  });
+
+  it('recognises a blob store that cannot be reached, but not a missing blob', () => {
+    expect(isDependencyOutage(new BlobStoreUnavailableError('S3 store unavailable: TimeoutError'))).toBe(true);
+    expect(isDependencyOutage(new BlobNotFoundError('ws/job/0.png'))).toBe(false);
   });
 
   it('leaves every other error alone', async () => {

@@ -1,7 +1,9 @@
+import { BlobStoreUnavailableError } from '@media/blob-store';
+
 /**
  * Whether an error means that Redis or the blob store could not be reached, rather than that a
- * command was wrong. The one place that knows how ioredis, BullMQ and a shared volume report a
- * connection failure: the error handler turns these into `503 service_unavailable` (design
+ * command was wrong. The one place that knows how ioredis, BullMQ, a shared volume and the S3 store
+ * report a connection failure: the error handler turns these into `503 service_unavailable` (design
  * section 2, "Dependency outage"), and start-up keeps retrying on them.
  */
 export function isDependencyOutage(err: unknown, depth = 0): boolean {
@@ -9,6 +11,7 @@ export function isDependencyOutage(err: unknown, depth = 0): boolean {
   const { name, message } = err;
   const code = (err as NodeJS.ErrnoException).code;
   if (name === 'MaxRetriesPerRequestError' || name === 'ConnectionClosedError') return true;
+  if (err instanceof BlobStoreUnavailableError) return true;
   if (code !== undefined && NETWORK_CODES.has(code)) return true;
   if (OUTAGE_MESSAGES.some((pattern) => pattern.test(message))) return true;
   // BullMQ and Node wrap the connection error they met.

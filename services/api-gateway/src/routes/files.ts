@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import type { LinkSigner } from '@media/domain';
-import { isValidBlobKey, type BlobStore } from '@media/storage';
+import { isValidBlobKey, type BlobStore } from '@media/blob-store';
 import { ApiError } from '../http/api-error';
 import { sendBlob } from '../http/send-blob';
 

@@ -1,6 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import type { ImageJob, JobPresenter } from '@media/domain';
-import type { BlobStore, JobRepository } from '@media/storage';
+import type { BlobStore } from '@media/blob-store';
+import type { JobRepository } from '@media/storage';
 import { ApiError } from '../http/api-error';
 import { requireBodyType } from '../http/middleware';
 import type { RateLimits } from '../http/rate-limit';

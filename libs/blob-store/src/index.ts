@@ -1,0 +1,6 @@
+export * from './blob-store';
+export * from './create';
+export * from './errors';
+export * from './file-blob-store';
+export * from './media-types';
+export * from './s3-blob-store';

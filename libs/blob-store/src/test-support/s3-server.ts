@@ -1,0 +1,103 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { S3BlobStore } from '../s3-blob-store';
+
+/** The part of @20minutes/s3rver (a maintained fork of s3rver; it ships no types) that tests use. */
+interface S3rverInstance {
+  run(): Promise<AddressInfo>;
+  close(): Promise<void>;
+  httpServer?: Server;
+}
+type S3rverClass = new (options: Record<string, unknown>) => S3rverInstance;
+const S3rver = require('@20minutes/s3rver') as S3rverClass;
+
+/** s3rver checks SigV4 signatures against this one fixed key pair. */
+export const S3_TEST_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
+export const S3_TEST_REGION = 'us-east-1';
+
+// The pinned SDK warns once per process that its later releases need Node 22; tests know.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+/**
+ * A real S3 API over HTTP on loopback, in the test's own process, with one bucket; its objects live
+ * in a temporary directory. `stop()` and `start()` again on the same port and data play an outage.
+ */
+export class S3TestServer {
+  private server: S3rverInstance | undefined;
+  private port = 0;
+
+  private constructor(
+    readonly bucket: string,
+    private readonly directory: string,
+  ) {}
+
+  static async start(bucket = 'media-test'): Promise<S3TestServer> {
+    const server = new S3TestServer(bucket, await mkdtemp(join(tmpdir(), 's3rver-')));
+    await server.start();
+    return server;
+  }
+
+  get endpoint(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** The settings a service needs to use this server (credentials through the SDK's default chain). */
+  get env(): Record<string, string> {
+    return {
+      BLOB_STORE: 's3',
+      S3_BUCKET: this.bucket,
+      S3_REGION: S3_TEST_REGION,
+      S3_ENDPOINT: this.endpoint,
+      S3_FORCE_PATH_STYLE: 'true',
+      AWS_ACCESS_KEY_ID: S3_TEST_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: S3_TEST_CREDENTIALS.secretAccessKey,
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    };
+  }
+
+  /** A client store on this server's bucket; close it when done. */
+  store(options: { partSize?: number; connectTimeoutMs?: number } = {}): S3BlobStore {
+    return new S3BlobStore({
+      bucket: this.bucket,
+      region: S3_TEST_REGION,
+      endpoint: this.endpoint,
+      forcePathStyle: true,
+      credentials: { ...S3_TEST_CREDENTIALS },
+      ...options,
+    });
+  }
+
+  async start(): Promise<void> {
+    if (this.server) return;
+    const server = new S3rver({
+      address: '127.0.0.1',
+      port: this.port,
+      silent: true,
+      directory: this.directory,
+      configureBuckets: [{ name: this.bucket }],
+      // Kept between stop and start, so that an outage loses nothing.
+      resetOnClose: false,
+    });
+    const address = await server.run();
+    this.port = address.port;
+    this.server = server;
+  }
+
+  /** Closes the port at once, dropping open connections (keep-alive sockets of the services included). */
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    if (!server) return;
+    const closed = server.close();
+    server.httpServer?.closeAllConnections();
+    await closed;
+  }
+
+  async destroy(): Promise<void> {
+    await this.stop();
+    await rm(this.directory, { recursive: true, force: true });
+  }
+}

@@ -1,4 +1,5 @@
 import sharp from 'sharp';
+import { promptSceneSvg } from './image';
 import { ImageRenderer, InvalidImageError, type ImageFormat, type RenderImageRequest } from './index';
 
 const renderer = new ImageRenderer();
@@ -201,5 +202,194 @@ describe('ImageRenderer.edit', () => {
     const err = await edit({ mask: opaque }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InvalidImageError);
     expect((err as Error).message).toMatch(/alpha/);
+  });
+});
+
+/** Pixel statistics over a region of a decoded image (rows y0..y1, columns x0..x1, as fractions). */
+function regionStats(img: { data: Buffer; width: number; height: number }, x0: number, y0: number, x1: number, y1: number) {
+  let r = 0;
+  let g = 0;
+  let b = 0;
+  let count = 0;
+  for (let y = Math.floor(y0 * img.height); y < Math.floor(y1 * img.height); y += 1) {
+    for (let x = Math.floor(x0 * img.width); x < Math.floor(x1 * img.width); x += 1) {
+      const o = (y * img.width + x) * 4;
+      r += img.data[o] as number;
+      g += img.data[o + 1] as number;
+      b += img.data[o + 2] as number;
+      count += 1;
+    }
+  }
+  return { r: r / count, g: g / count, b: b / count, luma: (0.2126 * r + 0.7152 * g + 0.0722 * b) / count };
+}
+
+const picture = async (prompt: string, seed = 5, size = 256) =>
+  rgba(await renderer.render({ prompt, seed, index: 0, width: size, height: size, format: 'png' }));
+
+describe('ImageRenderer.render follows the prompt', () => {
+  it('draws a lighthouse as a tall, narrow structure over the sea', async () => {
+    // Scenery streams do not depend on the subject, so with the same seed the two pictures differ only
+    // where the lighthouse (with its rocks, reflection and beam) is.
+    const [lighthouse, seaOnly] = await Promise.all([picture('a lighthouse at dusk'), picture('the sea at dusk')]);
+    const { width, height } = lighthouse;
+    const tallColumns: number[] = [];
+    for (let x = 0; x < width; x += 1) {
+      let changed = 0;
+      for (let y = 0; y < height; y += 1) {
+        const o = (y * width + x) * 4;
+        const d = Math.abs((lighthouse.data[o] as number) - (seaOnly.data[o] as number))
+          + Math.abs((lighthouse.data[o + 1] as number) - (seaOnly.data[o + 1] as number))
+          + Math.abs((lighthouse.data[o + 2] as number) - (seaOnly.data[o + 2] as number));
+        if (d > 60) changed += 1;
+      }
+      if (changed > height * 0.35) tallColumns.push(x);
+    }
+    expect(tallColumns.length).toBeGreaterThan(width * 0.03);
+    expect(tallColumns.length).toBeLessThan(width * 0.2);
+    // One structure: the tall columns are (nearly) contiguous.
+    expect((tallColumns.at(-1) as number) - (tallColumns[0] as number)).toBeLessThan(width * 0.2);
+  });
+
+  it('paints a dusk sky warm and a noon sky blue', async () => {
+    const [dusk, noon] = await Promise.all([picture('the sea at dusk'), picture('the sea at noon')]);
+    const duskSky = regionStats(dusk, 0, 0, 1, 0.4);
+    const noonSky = regionStats(noon, 0, 0, 1, 0.4);
+    expect(duskSky.r).toBeGreaterThan(duskSky.b);
+    expect(noonSky.b).toBeGreaterThan(noonSky.r + 40);
+  });
+
+  it('puts blue water in the lower half of sea pictures', async () => {
+    for (const prompt of ['a boat on the sea at noon', 'a lighthouse at dusk', 'a whale in the ocean']) {
+      const sea = regionStats(await picture(prompt), 0, 0.75, 1, 1);
+      expect(sea.b).toBeGreaterThan(sea.r);
+    }
+  });
+
+  it('makes night dark, snow bright and deserts sandy', async () => {
+    const [night, noon, snow, desert] = await Promise.all([
+      picture('a house in a meadow at night'), picture('a house in a meadow at noon'),
+      picture('a snowman in winter at noon'), picture('the desert at noon'),
+    ]);
+    expect(regionStats(night, 0, 0, 1, 1).luma).toBeLessThan(regionStats(noon, 0, 0, 1, 1).luma * 0.5);
+    expect(regionStats(snow, 0, 0.8, 1, 1).luma).toBeGreaterThan(200);
+    const sand = regionStats(desert, 0, 0.8, 1, 1);
+    expect(sand.r).toBeGreaterThan(sand.b + 50);
+  });
+
+  it('applies palette words: monochrome is grey, neon is saturated', async () => {
+    const mono = await picture('a castle on a hill, black and white');
+    let maxSpread = 0;
+    for (let o = 0; o < mono.data.length; o += 4) {
+      const c = [mono.data[o], mono.data[o + 1], mono.data[o + 2]] as number[];
+      maxSpread = Math.max(maxSpread, Math.max(...c) - Math.min(...c));
+    }
+    expect(maxSpread).toBeLessThanOrEqual(2);
+    const saturatedShare = (img: { data: Buffer }): number => {
+      let n = 0;
+      for (let o = 0; o < img.data.length; o += 4) {
+        const c = [img.data[o], img.data[o + 1], img.data[o + 2]] as number[];
+        if (Math.max(...c) - Math.min(...c) > 120) n += 1;
+      }
+      return n / (img.data.length / 4);
+    };
+    const [neon, plain] = await Promise.all([picture('a city skyline at night, neon'), picture('a city skyline at night')]);
+    expect(saturatedShare(neon)).toBeGreaterThan(saturatedShare(plain) * 2);
+  });
+
+  it('changes the layout, not the subject, with the seed', async () => {
+    const [a, b] = await Promise.all([picture('a lighthouse at dusk', 1), picture('a lighthouse at dusk', 2)]);
+    expect(a.data.equals(b.data)).toBe(false);
+    expect(regionStats(b, 0, 0, 1, 0.4).r).toBeGreaterThan(regionStats(b, 0, 0, 1, 0.4).b);
+  });
+
+  it('never copies prompt text into the SVG', () => {
+    const svg = promptSceneSvg('<script>alert("x")</script> a boat ]]> &amp; \' onload=', 1, 0, 64, 64);
+    for (const fragment of ['script', 'alert', 'onload', ']]>', '&amp;']) expect(svg).not.toContain(fragment);
+  });
+});
+
+describe('ImageRenderer.edit follows the instruction', () => {
+  let photo: Buffer;
+  beforeAll(async () => {
+    photo = await renderer.render({ prompt: 'a cottage in a meadow at noon', seed: 3, index: 0, width: 256, height: 256, format: 'png' });
+  });
+
+  const apply = (prompt: string, extra: Partial<Parameters<ImageRenderer['edit']>[0]> = {}) =>
+    renderer.edit({ prompt, seed: 1, index: 0, images: [photo], width: 256, height: 256, format: 'png', ...extra }).then(rgba);
+
+  it('grades: night is darker and bluer, sunset warmer, black and white grey', async () => {
+    const [source, night, sunset, bw, warmer, cooler] = await Promise.all([
+      rgba(photo), apply('make it night'), apply('make it sunset'), apply('make it black and white'), apply('warmer'), apply('cooler'),
+    ]);
+    const s = regionStats(source, 0, 0, 1, 1);
+    const n = regionStats(night, 0, 0, 1, 1);
+    expect(n.luma).toBeLessThan(s.luma * 0.5);
+    expect(n.b / n.r).toBeGreaterThan(s.b / s.r);
+    const sky = (img: typeof source) => regionStats(img, 0, 0, 1, 0.3);
+    expect(sky(sunset).r - sky(sunset).b).toBeGreaterThan(sky(source).r - sky(source).b + 40);
+    for (let o = 0; o < bw.data.length; o += 4) {
+      expect(Math.abs((bw.data[o] as number) - (bw.data[o + 2] as number))).toBeLessThanOrEqual(1);
+    }
+    const w = regionStats(warmer, 0, 0, 1, 1);
+    const c = regionStats(cooler, 0, 0, 1, 1);
+    expect(w.r - w.b).toBeGreaterThan(s.r - s.b);
+    expect(c.r - c.b).toBeLessThan(s.r - s.b);
+  });
+
+  it('adds a subject inside the mask and leaves the rest pixel-identical', async () => {
+    const mask = await leftHalfMask(256, 256);
+    const [edited, source] = await Promise.all([apply('add a cat', { mask }), rgba(photo)]);
+    let inside = 0;
+    for (let y = 0; y < 256; y += 1) {
+      for (let x = 0; x < 256; x += 1) {
+        const o = (y * 256 + x) * 4;
+        const same = edited.data.subarray(o, o + 4).equals(source.data.subarray(o, o + 4));
+        if (x >= 128) expect(same).toBe(true);
+        else if (!same) inside += 1;
+      }
+    }
+    // A cat, not a wash over the whole masked half.
+    expect(inside).toBeGreaterThan(128 * 256 * 0.04);
+    expect(inside).toBeLessThan(128 * 256 * 0.8);
+  });
+
+  it('paints a moon in the sky when there is no mask', async () => {
+    const [edited, source] = await Promise.all([apply('add a moon'), rgba(photo)]);
+    let top = 0;
+    let bottom = 0;
+    for (let o = 0; o < edited.data.length; o += 4) {
+      if (edited.data.subarray(o, o + 3).equals(source.data.subarray(o, o + 3))) continue;
+      if (o / 4 / 256 < 128) top += 1;
+      else bottom += 1;
+    }
+    expect(top).toBeGreaterThan(500);
+    expect(bottom).toBeLessThan(top * 0.1);
+  });
+
+  it('blurs the background but keeps the centre sharp', async () => {
+    const [edited, source] = await Promise.all([apply('blur the background'), rgba(photo)]);
+    const detail = (img: typeof source, x0: number, x1: number, y0: number, y1: number): number => {
+      let sum = 0;
+      for (let y = y0; y < y1; y += 1) {
+        for (let x = x0 + 1; x < x1; x += 1) {
+          const o = (y * 256 + x) * 4;
+          sum += Math.abs((img.data[o + 1] as number) - (img.data[o - 3] as number));
+        }
+      }
+      return sum;
+    };
+    expect(detail(edited, 0, 40, 180, 256)).toBeLessThan(detail(source, 0, 40, 180, 256) * 0.7);
+    expect(detail(edited, 118, 138, 130, 150)).toBe(detail(source, 118, 138, 130, 150));
+  });
+
+  it('lets snow fall and still changes something for instructions it does not know', async () => {
+    const [snow, unknown, source] = await Promise.all([apply('make it snow'), apply('zorblax the quux'), rgba(photo)]);
+    const bright = (img: typeof source): number => {
+      let count = 0;
+      for (let o = 0; o < img.data.length; o += 4) if ((img.data[o + 2] as number) > 240 && (img.data[o] as number) > 240) count += 1;
+      return count;
+    };
+    expect(bright(snow)).toBeGreaterThan(bright(source) + 300);
+    expect(unknown.data.equals(source.data)).toBe(false);
   });
 });

@@ -1,6 +1,14 @@
 import sharp from 'sharp';
+import { applyGrades, blurBackground, composite, gradesFor, paintSubjects, weatherOverlay, type EditCanvas } from './edit';
+import { planScene } from './plan';
 import { SeededRandom } from './random';
 import { buildSceneSvg } from './scene';
+import { interpretEdit, interpretPrompt } from './vocabulary';
+
+/** The still scene a prompt describes, as SVG of exactly width x height. */
+export function promptSceneSvg(prompt: string, seed: number, index: number, width: number, height: number): string {
+  return buildSceneSvg(planScene(interpretPrompt(prompt), seed, index, width, height));
+}
 
 /** Output encodings the renderer can produce. */
 export type ImageFormat = 'png' | 'jpeg' | 'webp';
@@ -19,7 +27,7 @@ export class InvalidImageError extends Error {
 
 /** Parameters of a text-to-image render. */
 export interface RenderImageRequest {
-  /** Text the picture is derived from; only its hash is used. */
+  /** Scene description; matched against a fixed vocabulary (see vocabulary.ts), never rendered as text. */
   prompt: string;
   /** Caller-chosen variation seed; different seeds give different pictures for one prompt. */
   seed: number;
@@ -35,7 +43,7 @@ export interface RenderImageRequest {
 
 /** Parameters of an image edit. */
 export interface EditImageRequest {
-  /** Text the edit is derived from; only its hash is used. */
+  /** Edit instruction ("make it sunset", "add a cat"); matched against the vocabulary like a render prompt. */
   prompt: string;
   /** Caller-chosen variation seed. */
   seed: number;
@@ -55,9 +63,6 @@ export interface EditImageRequest {
 
 /** Largest edge accepted; far above any supported size, it only guards against absurd allocations. */
 const MAX_DIMENSION = 8192;
-
-/** Weight of the generated scene in edited pixels: enough to be clearly visible, low enough to keep the upload recognisable. */
-const SCENE_WEIGHT = 0.35;
 
 function assertSize(width: number, height: number): void {
   for (const [name, value] of [['width', width], ['height', height]] as const) {
@@ -176,22 +181,37 @@ function isOpaque(rgba: Buffer): boolean {
 /**
  * Produces deterministic "generated" pictures and edits.
  *
- * There is no model behind it: pictures are procedural SVG scenes seeded from a
- * hash of the request, which is enough to exercise the whole pipeline with real,
- * decodable files while keeping results reproducible for tests.
+ * There is no model behind it: the prompt is matched against a small
+ * vocabulary (subjects, settings, time of day, weather, palette, composition)
+ * and the scene it describes is drawn as layered vector art, rasterised by
+ * sharp. Needs no network and no GPU; the same request gives the same bytes.
  */
 export class ImageRenderer {
-  /** Procedural picture derived from a hash of (prompt, seed, index): background gradient + several shapes, drawn as SVG and rasterised by sharp at exactly width x height. Same inputs -> identical bytes; different prompt -> different picture. No text rendering (fonts may be missing). */
+  /**
+   * The scene the prompt describes (e.g. "a lighthouse at dusk": a striped lighthouse on rocks, a sunset sky,
+   * the sea), drawn as SVG and rasterised by sharp at exactly width x height. The seed and index vary layout
+   * details; words outside the vocabulary only seed free choices. Same inputs -> identical bytes. No text is
+   * drawn (fonts vary between hosts).
+   */
   async render(req: RenderImageRequest): Promise<Buffer> {
     assertSize(req.width, req.height);
     assertFormat(req.format);
-    const svg = buildSceneSvg(new SeededRandom('render', req.prompt, req.seed, req.index), req.width, req.height);
+    const svg = promptSceneSvg(req.prompt, req.seed, req.index, req.width, req.height);
     // density 72 maps one SVG user unit to one pixel, so the raster is exactly width x height.
     const pipeline = sharp(Buffer.from(svg), { density: 72 }).resize(req.width, req.height, { fit: 'fill' }).removeAlpha();
     return encode(pipeline, req.format);
   }
 
-  /** Really transforms the uploads: decode (sharp; failure -> InvalidImageError, including zero-byte or non-image data), resize/cover to width x height, blend additional images into the first, apply a prompt-derived tint/modulate; with a mask (resized to the same size; undecodable mask -> InvalidImageError) the edit applies only where mask alpha is 0 and the original shows elsewhere. Output in `format` at exactly width x height. */
+  /**
+   * Applies the instruction to the uploads: decode (sharp; failure -> InvalidImageError, including zero-byte or
+   * non-image data), resize/cover to width x height, blend additional images into the first, then do what the
+   * prompt asks: colour grades (sunset, night, dawn, black and white, sepia, warmer, cooler, brighter, darker,
+   * neon, pastel, vivid, fog, storm), "blur the background", snow or rain, and painting in named subjects
+   * ("add a cat"); an instruction with none of these gets a seeded grade. Transparent upload pixels are filled
+   * with the scene the prompt describes. With a mask (resized to the same size; undecodable mask ->
+   * InvalidImageError) the edit applies only where mask alpha is 0, subjects are painted inside that area, and
+   * every other pixel is the first upload's, unchanged. Output in `format` at exactly width x height.
+   */
   async edit(req: EditImageRequest): Promise<Buffer> {
     assertSize(req.width, req.height);
     assertFormat(req.format);
@@ -207,31 +227,42 @@ export class ImageRenderer {
     const original = layers[0] as Buffer;
     const blended = averageLayers(layers);
 
+    const meaning = interpretEdit(req.prompt);
     const rng = new SeededRandom('edit', req.prompt, req.seed, req.index);
-    // Hue shift kept away from 0/360, where a rotation would be nearly invisible on colourful uploads.
-    const hue = rng.int(40, 320);
-    const saturation = rng.range(0.9, 1.4);
-    const brightness = rng.range(0.9, 1.1);
     const rawOptions = { raw: { width, height, channels: 4 as const } };
-    const [tinted, scene] = await Promise.all([
-      toRgba(sharp(blended, rawOptions).modulate({ hue, saturation, brightness })),
-      toRgba(sharp(Buffer.from(buildSceneSvg(rng, width, height)), { density: 72 }).resize(width, height, { fit: 'fill' })),
-    ]);
+    const work = blended;
+    if (!isOpaque(work)) {
+      // Transparent upload pixels are painted in with the scene the prompt describes, as an inpainting model would fill holes.
+      const svg = buildSceneSvg(planScene(meaning.scene, req.seed, req.index, width, height));
+      const scene = await toRgba(sharp(Buffer.from(svg), { density: 72 }).resize(width, height, { fit: 'fill' }));
+      for (let o = 0; o < work.length; o += 4) {
+        const a = (work[o + 3] as number) / 255;
+        for (let c = 0; c < 3; c += 1) {
+          const sc = scene[o + c] as number;
+          work[o + c] = Math.round(sc + ((work[o + c] as number) - sc) * a);
+        }
+        work[o + 3] = 255;
+      }
+    }
 
-    const out = Buffer.alloc(width * height * 4);
-    for (let p = 0; p < width * height; p += 1) {
-      const o = p * 4;
-      if (editable !== undefined && editable[p] === 0) {
+    const canvas: EditCanvas = { width, height, rgba: work, ...(editable ? { editable } : {}) };
+    const grades = gradesFor(meaning, rng);
+    if (meaning.rain && !grades.includes('storm') && !grades.includes('night')) grades.push('cooler');
+    applyGrades(canvas, grades);
+    if (meaning.blurBackground) await blurBackground(canvas);
+    const subjects = await paintSubjects(canvas, meaning, rng);
+    if (subjects) composite(canvas, subjects);
+    if (meaning.snow) composite(canvas, await weatherOverlay(width, height, 'snow', rng));
+    if (meaning.rain) composite(canvas, await weatherOverlay(width, height, 'rain', rng));
+
+    // Outside the mask the first upload shows through untouched, byte for byte.
+    const out = work;
+    if (editable !== undefined) {
+      for (let p = 0; p < editable.length; p += 1) {
+        if (editable[p] === 1) continue;
+        const o = p * 4;
         for (let c = 0; c < 4; c += 1) out[o + c] = original[o + c] as number;
-        continue;
       }
-      // Transparent upload pixels are "painted in" with the scene, as an inpainting model would fill holes.
-      const coverage = ((tinted[o + 3] as number) / 255) * (1 - SCENE_WEIGHT);
-      for (let c = 0; c < 3; c += 1) {
-        const s = scene[o + c] as number;
-        out[o + c] = Math.round(s + ((tinted[o + c] as number) - s) * coverage);
-      }
-      out[o + 3] = 255;
     }
 
     let pipeline = sharp(out, rawOptions);

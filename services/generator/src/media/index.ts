@@ -1,6 +1,10 @@
 /**
- * Media-making for the generator service: deterministic procedural images
- * (sharp) and videos (ffmpeg) that stand in for a real generative model.
+ * Media-making for the generator service: a deterministic procedural renderer
+ * that stands in for a generative model. Prompts are read against a fixed
+ * vocabulary (vocabulary.ts), planned into a scene (plan.ts), drawn as layered
+ * SVG (scene.ts, subjects.ts) and rasterised by sharp; edits grade and paint
+ * into uploads (edit.ts); videos animate the scene's layers with ffmpeg
+ * (motion.ts, video.ts).
  */
 export { ImageRenderer, InvalidImageError } from './image';
 export type { EditImageRequest, ImageFormat, RenderImageRequest } from './image';

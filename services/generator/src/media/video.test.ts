@@ -1,10 +1,11 @@
 import childProcess = require('node:child_process');
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { VideoEncoder, defaultFfmpegPath, defaultFfprobePath, type VideoRequest } from './index';
+import { composeVideo } from './motion';
 
 const execFile = promisify(childProcess.execFile);
 
@@ -107,6 +108,11 @@ describe('VideoEncoder.encode', () => {
     expect(info.streams.find((s) => s.codec_type === 'video')).toMatchObject({ codec_name: 'h264', width: 1280, height: 720 });
     expect(info.streams.find((s) => s.codec_type === 'audio')?.codec_name).toBe('aac');
     expect(Math.abs(Number(info.format.duration) - 4)).toBeLessThanOrEqual(0.15);
+    // What a real encoder gives for 4 s of animated 720p at CRF 23: hundreds of kilobytes, not megabytes of noise.
+    const { size } = await stat(outputPath);
+    console.log(`4 s 1280x720 with audio: ${size} bytes`);
+    expect(size).toBeGreaterThan(60_000);
+    expect(size).toBeLessThan(2_500_000);
   });
 
   it('is deterministic per prompt and seed', async () => {
@@ -139,9 +145,10 @@ describe('VideoEncoder.encode', () => {
 
   it('kills ffmpeg and rejects on timeout, leaving no file behind', async () => {
     const spawn = jest.spyOn(childProcess, 'spawn');
-    const impatient = new VideoEncoder({ ffmpegPath: defaultFfmpegPath(), timeoutMs: 300 });
+    // The limit covers layer rendering too; 3 s leaves room for that and is far too short for 60 s of 720p.
+    const impatient = new VideoEncoder({ ffmpegPath: defaultFfmpegPath(), timeoutMs: 3000 });
     const outputPath = join(dir, 'timeout', 'slow.mp4');
-    await expect(impatient.encode(request({ outputPath, seconds: 60, width: 1280, height: 720 }))).rejects.toThrow(/timed out after 300 ms/);
+    await expect(impatient.encode(request({ outputPath, seconds: 60, width: 1280, height: 720 }))).rejects.toThrow(/timed out after 3000 ms/);
     const child = spawn.mock.results[0]?.value as childProcess.ChildProcess;
     expect(child.signalCode).toBe('SIGKILL');
     expect(existsSync(outputPath)).toBe(false);
@@ -157,8 +164,8 @@ describe('VideoEncoder.encode', () => {
       progress.push(p);
       controller.abort();
     }, controller.signal);
-    // Also abort on a timer in case ffmpeg has not reported progress yet.
-    const timer = setTimeout(() => controller.abort(), 400);
+    // Also abort on a timer in case ffmpeg has not reported progress yet (it reports every half second).
+    const timer = setTimeout(() => controller.abort(), 3000);
     await expect(encoding).rejects.toThrow(/aborted/);
     clearTimeout(timer);
     const child = spawn.mock.results[0]?.value as childProcess.ChildProcess;
@@ -166,6 +173,15 @@ describe('VideoEncoder.encode', () => {
     expect(progress).not.toContain(100);
     expect(existsSync(outputPath)).toBe(false);
     expect(await readdir(join(dir, 'abort'))).toEqual([]);
+  });
+
+  it('counts layer rendering against the time limit, leaving no file behind', async () => {
+    const spawn = jest.spyOn(childProcess, 'spawn');
+    const hasty = new VideoEncoder({ ffmpegPath: defaultFfmpegPath(), timeoutMs: 1 });
+    const outputPath = join(dir, 'hasty', 'never.mp4');
+    await expect(hasty.encode(request({ outputPath }))).rejects.toThrow(/timed out after 1 ms/);
+    expect(spawn).not.toHaveBeenCalled();
+    expect(await readdir(join(dir, 'hasty'))).toEqual([]);
   });
 
   it('rejects an already-aborted signal without starting ffmpeg', async () => {
@@ -195,6 +211,68 @@ describe('VideoEncoder.encode', () => {
       throw new Error('progress sink down');
     });
     expect(existsSync(outputPath)).toBe(true);
+  });
+});
+
+/** One decoded frame as packed RGB. */
+async function frameAt(file: string, seconds: number): Promise<Buffer> {
+  const { stdout } = await execFile(
+    defaultFfmpegPath(),
+    ['-v', 'error', '-ss', String(seconds), '-i', file, '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'],
+    { encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 },
+  );
+  return stdout;
+}
+
+/** Mean R, G, B over rows [y0, y1) of a packed RGB frame. */
+function meanRgb(rgb: Buffer, width: number, y0: number, y1: number): [number, number, number] {
+  const sum = [0, 0, 0];
+  for (let o = y0 * width * 3; o < y1 * width * 3; o += 3) {
+    for (let c = 0; c < 3; c += 1) sum[c] = (sum[c] as number) + (rgb[o + c] as number);
+  }
+  const count = (y1 - y0) * width;
+  return sum.map((v) => v / count) as [number, number, number];
+}
+
+describe('VideoEncoder scenes', () => {
+  it('animates the scene: frames half a second and three seconds in differ', async () => {
+    const outputPath = join(dir, 'motion.mp4');
+    await encoder.encode(request({ outputPath, prompt: 'a sailboat on a calm lake at dawn', seconds: 4, width: 320, height: 180 }));
+    const [early, late] = await Promise.all([frameAt(outputPath, 0.5), frameAt(outputPath, 3)]);
+    expect(early.length).toBe(320 * 180 * 3);
+    let changed = 0;
+    let total = 0;
+    for (let i = 0; i < early.length; i += 1) {
+      const d = Math.abs((early[i] as number) - (late[i] as number));
+      total += d;
+      if (d > 12) changed += 1;
+    }
+    expect(changed / early.length).toBeGreaterThan(0.05);
+    expect(total / early.length).toBeGreaterThan(2);
+  });
+
+  it('shows the prompt: a lighthouse at dusk has a warm sky over a blue sea', async () => {
+    const outputPath = join(dir, 'lighthouse.mp4');
+    await encoder.encode(request({ outputPath, prompt: 'a lighthouse at dusk', seconds: 1, width: 320, height: 180 }));
+    const frame = await frameAt(outputPath, 0.5);
+    const [skyR, , skyB] = meanRgb(frame, 320, 0, 72);
+    const [seaR, , seaB] = meanRgb(frame, 320, 140, 180);
+    expect(skyR).toBeGreaterThan(skyB);
+    expect(seaB).toBeGreaterThan(seaR);
+  });
+});
+
+describe('composeVideo', () => {
+  it('never passes prompt text to ffmpeg', async () => {
+    const layerDir = await mkdtemp(join(tmpdir(), 'media-compose-test-'));
+    try {
+      const prompt = "a boat'; drawtext=text=pwned:fontfile=/etc/passwd [x] ; movie=/etc/shadow";
+      const composition = await composeVideo({ prompt, seed: 1, seconds: 1, width: 64, height: 48, withAudio: true }, layerDir);
+      const everything = [...composition.inputArgs, composition.filterGraph].join(' ');
+      for (const word of ['pwned', 'drawtext', 'passwd', 'shadow', 'movie']) expect(everything).not.toContain(word);
+    } finally {
+      await rm(layerDir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,12 +1,13 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { hslToRgb, rgbHex, SeededRandom } from './random';
+import { composeVideo, FPS, type Composition } from './motion';
 
 /** Parameters of a text-to-video encode. */
 export interface VideoRequest {
-  /** Text the clip is derived from; only its hash reaches ffmpeg, never the text itself. */
+  /** Scene description; it is only matched against the vocabulary, so the text itself never reaches ffmpeg. */
   prompt: string;
   /** Caller-chosen variation seed. */
   seed: number;
@@ -30,70 +31,14 @@ export interface VideoEncoderOptions {
   timeoutMs: number;
 }
 
-const FPS = 24;
 const MAX_DIMENSION = 8192;
 /** Enough of stderr to show ffmpeg's actual complaint without flooding logs or error payloads. */
 const STDERR_TAIL_CHARS = 4000;
-
-/** Game-of-life rules that stay lively for many seconds instead of dying out or saturating. */
-const LIFE_RULES = ['B3/S23', 'B36/S23', 'B3678/S34678', 'B35678/S5678', 'B368/S245'] as const;
-
-interface VideoPlan {
-  gridWidth: number;
-  gridHeight: number;
-  lifeSeed: number;
-  fillRatio: number;
-  rule: string;
-  mold: number;
-  lifeColour: string;
-  deathColour: string;
-  moldColour: string;
-  boxColour: string;
-  boxWidth: number;
-  boxHeight: number;
-  speedX: number;
-  speedY: number;
-  phaseX: number;
-  phaseY: number;
-  toneHz: number;
-  beepFactor: number;
-}
-
-function even(value: number): number {
-  return Math.max(2, 2 * Math.round(value / 2));
-}
-
-function hex(hue: number, saturation: number, lightness: number): string {
-  return `0x${rgbHex(hslToRgb(hue, saturation, lightness))}`;
-}
-
-/** Derives every creative parameter from the (prompt, seed) hash so the clip is reproducible. */
-function planVideo(req: VideoRequest): VideoPlan {
-  const rng = new SeededRandom('video', req.prompt, req.seed);
-  const hue = rng.range(0, 360);
-  // Coarse cells read as "pixel art" after upscaling and keep the simulation cheap at HD sizes.
-  const cell = rng.pick([4, 5, 6, 8]);
-  return {
-    gridWidth: Math.max(2, Math.round(req.width / cell)),
-    gridHeight: Math.max(2, Math.round(req.height / cell)),
-    lifeSeed: rng.nextUint32(),
-    fillRatio: Number(rng.range(0.2, 0.55).toFixed(3)),
-    rule: rng.pick(LIFE_RULES),
-    mold: rng.int(4, 24),
-    lifeColour: hex(hue, 0.9, 0.6),
-    deathColour: hex(hue + 200, 0.5, 0.12),
-    moldColour: hex(hue + 30, 0.6, 0.3),
-    boxColour: hex(hue + rng.pick([120, 150, 180, 210, 240]), 0.75, 0.55),
-    boxWidth: even(req.width * rng.range(0.1, 0.22)),
-    boxHeight: even(req.height * rng.range(0.1, 0.22)),
-    speedX: Number(rng.range(0.6, 2.2).toFixed(3)),
-    speedY: Number(rng.range(0.6, 2.2).toFixed(3)),
-    phaseX: Number(rng.range(0, 2 * Math.PI).toFixed(3)),
-    phaseY: Number(rng.range(0, 2 * Math.PI).toFixed(3)),
-    toneHz: rng.int(220, 880),
-    beepFactor: rng.int(0, 4),
-  };
-}
+/**
+ * x264 settings: CRF 23 is x264's own default quality and veryfast keeps a 4 s 720p clip to about a second of
+ * encoding on two cores; the scene's flat areas compress well, so sizes land where a real encoder's would.
+ */
+const X264 = ['-c:v', 'libx264', '-preset', 'veryfast', '-crf', '23', '-pix_fmt', 'yuv420p'];
 
 function validate(req: VideoRequest): void {
   if (!Number.isFinite(req.seconds) || req.seconds <= 0) {
@@ -109,33 +54,19 @@ function validate(req: VideoRequest): void {
   }
 }
 
-function buildArgs(req: VideoRequest, plan: VideoPlan, target: string, timeLimitSeconds: number): string[] {
-  const life =
-    `life=s=${plan.gridWidth}x${plan.gridHeight}:r=${FPS}:seed=${plan.lifeSeed}:ratio=${plan.fillRatio}` +
-    `:rule=${plan.rule}:mold=${plan.mold}:life_color=${plan.lifeColour}:death_color=${plan.deathColour}` +
-    `:mold_color=${plan.moldColour}`;
-  const box = `color=c=${plan.boxColour}:s=${plan.boxWidth}x${plan.boxHeight}:r=${FPS}`;
-  // overlay (unlike drawbox in ffmpeg 4.1) re-evaluates x/y per frame, which is what makes the box move.
-  const graph =
-    `[0:v]scale=${req.width}:${req.height}:flags=neighbor,setsar=1[bg];` +
-    `[bg][1:v]overlay=x='(W-w)*(0.5+0.5*sin(t*${plan.speedX}+${plan.phaseX}))'` +
-    `:y='(H-h)*(0.5+0.5*cos(t*${plan.speedY}+${plan.phaseY}))':shortest=1,format=yuv420p[v]`;
-  const seconds = String(req.seconds);
+function buildArgs(req: VideoRequest, composition: Composition, target: string, timeLimitSeconds: number): string[] {
   const args = [
     '-hide_banner', '-nostdin', '-nostats', '-loglevel', 'error', '-y',
     // A generator killed with SIGKILL cannot take ffmpeg down with it; this caps the orphan's life.
     '-timelimit', String(timeLimitSeconds),
-    '-f', 'lavfi', '-i', life,
-    '-f', 'lavfi', '-i', box,
+    ...composition.inputArgs,
+    '-filter_complex', composition.filterGraph,
+    '-map', '[v]',
   ];
-  if (req.withAudio) {
-    args.push('-f', 'lavfi', '-i', `sine=frequency=${plan.toneHz}:beep_factor=${plan.beepFactor}:sample_rate=48000`);
-  }
-  args.push('-filter_complex', graph, '-map', '[v]');
-  if (req.withAudio) args.push('-map', '2:a', '-c:a', 'aac', '-b:a', '128k', '-ac', '2');
+  if (composition.hasAudio) args.push('-map', '[a]', '-c:a', 'aac', '-b:a', '96k', '-ac', '2');
   args.push(
-    '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-r', String(FPS),
-    '-t', seconds,
+    ...X264, '-r', String(FPS),
+    '-t', String(req.seconds),
     '-map_metadata', '-1',
     '-movflags', '+faststart',
     '-progress', 'pipe:1',
@@ -151,9 +82,9 @@ function abortReason(signal: AbortSignal): Error {
 }
 
 /**
- * Produces real H.264 MP4 clips from ffmpeg's synthetic lavfi sources: a
- * seeded Game of Life upscaled to the frame, with a prompt-coloured box moving
- * over it and, optionally, a prompt-pitched tone.
+ * Produces real H.264 MP4 clips of the prompt's scene in motion (see motion.ts):
+ * layers rendered once with sharp, animated and encoded by ffmpeg, with an
+ * optional ambient sound track.
  */
 export class VideoEncoder {
   private readonly ffmpegPath: string;
@@ -172,7 +103,10 @@ export class VideoEncoder {
   }
 
   /**
-   * Encodes an H.264 (yuv420p, +faststart) MP4 of exactly `seconds` duration at width x height, 24 fps, using ffmpeg lavfi sources whose parameters derive from a prompt/seed hash; with withAudio an AAC track from a `sine` source at a prompt-derived frequency, else no audio stream.
+   * Encodes an H.264 (CRF 23, yuv420p, +faststart) MP4 of exactly `seconds` duration at width x height, 24 fps,
+   * showing the scene the prompt describes with moving parts and a slow camera pan; the same (prompt, seed)
+   * gives the same bytes. With withAudio an AAC track of ambient sound suited to the setting, else no audio stream.
+   * The time limit covers the whole encode, layer rendering included.
    *
    * @param req - what to encode and where to put it.
    * @param onProgress - receives integer percentages 0..100, strictly increasing, ending with 100 once
@@ -185,7 +119,7 @@ export class VideoEncoder {
     validate(req);
     if (signal?.aborted) throw abortReason(signal);
 
-    const plan = planVideo(req);
+    const deadline = performance.now() + this.timeoutMs;
     const dir = dirname(req.outputPath);
     await mkdir(dir, { recursive: true });
     // Same directory as the target so the final rename is atomic (no cross-device copy); dot-prefixed
@@ -203,17 +137,36 @@ export class VideoEncoder {
       }
     };
 
+    // Layer images go to a private temp directory, so only the finished MP4 ever appears beside the output.
+    const layerDir = await mkdtemp(join(tmpdir(), 'media-video-'));
+    let layersRemoved: Promise<void> | undefined;
+    const removeLayers = (): Promise<void> => (layersRemoved ??= rm(layerDir, { recursive: true, force: true }).catch(() => undefined));
     try {
-      await this.run(buildArgs(req, plan, tempPath, Math.ceil(this.timeoutMs / 1000)), req.seconds, report, signal);
+      const composition = await composeVideo(req, layerDir);
+      if (signal?.aborted) throw abortReason(signal);
+      const remaining = Math.floor(deadline - performance.now());
+      if (remaining <= 0) throw new Error(`video encoding timed out after ${this.timeoutMs} ms`);
+      // -timelimit counts CPU time, which runs up to one second per core per wall second; scaled so that our own
+      // wall-clock timer always fires first and -timelimit only catches an orphaned ffmpeg.
+      const cpuLimit = Math.ceil((remaining / 1000) * (availableParallelism() + 1));
+      // Once ffmpeg reports progress it has decoded every layer (the loop filter keeps them in memory), so the
+      // files can go: a generator killed mid-encode then leaves nothing behind in the temp directory.
+      const onProgressLine = (percent: number): void => {
+        void removeLayers();
+        report(percent);
+      };
+      await this.run(buildArgs(req, composition, tempPath, cpuLimit), req.seconds, onProgressLine, remaining, signal);
       await rename(tempPath, req.outputPath);
     } catch (err) {
       await rm(tempPath, { force: true });
       throw err;
+    } finally {
+      await removeLayers();
     }
     report(100);
   }
 
-  private run(args: string[], seconds: number, report: (percent: number) => void, signal?: AbortSignal): Promise<void> {
+  private run(args: string[], seconds: number, report: (percent: number) => void, limitMs: number, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const child = spawn(this.ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });
       const totalUs = seconds * 1_000_000;
@@ -228,7 +181,7 @@ export class VideoEncoder {
         // SIGKILL: a stalled encoder may ignore SIGTERM, and the partial output is discarded anyway.
         child.kill('SIGKILL');
       };
-      const timer = setTimeout(() => stop(new Error(`ffmpeg timed out after ${this.timeoutMs} ms`)), this.timeoutMs);
+      const timer = setTimeout(() => stop(new Error(`ffmpeg timed out after ${this.timeoutMs} ms`)), limitMs);
       const onAbort = (): void => stop(abortReason(signal as AbortSignal));
       signal?.addEventListener('abort', onAbort, { once: true });
 

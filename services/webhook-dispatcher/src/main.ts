@@ -1,4 +1,5 @@
 import {
+  coalesceWrites,
   createLogger,
   createMetricsRegistry,
   createRedis,
@@ -21,6 +22,11 @@ async function main(): Promise<void> {
   const logger = createLogger('webhook-dispatcher', config.logLevel);
   warnIfCallbackChecksRelaxed(config, logger);
   const redis = createRedis(config.redisUrl, 'worker', logger);
+  // Each callback makes five commands on this connection (job read, callback record, secrets,
+  // attempt record, BullMQ's moveToFinished), and one write(2) each, waking Redis every time, cost
+  // more than rendering and signing the callback. With 50 attempts in flight, the commands of one
+  // event-loop turn share a write. (BullMQ's blocking reads use a connection of their own.)
+  coalesceWrites(redis);
   const faults = FaultInjector.killing(config.faultCrashPoints, logger);
   const registry = createMetricsRegistry('webhook-dispatcher');
   // The ops port opens first: started while Redis is away, the dispatcher must still answer its

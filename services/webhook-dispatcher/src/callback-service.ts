@@ -102,6 +102,9 @@ export class CallbackService {
     }
     const type = eventTypeFor(job);
     const now = this.now();
+    // Read beside the create (one round trip for both): attempt 1 signs with them right after.
+    const secrets = this.deps.workspaces.activeSecrets(job.workspace_id, now);
+    secrets.catch(() => undefined); // awaited (and its error thrown) only if attempt 1 is made here
     const { created, callback } = await this.deps.callbacks.create({
       id: callbackIdFor(job.id, type),
       workspace_id: job.workspace_id,
@@ -118,7 +121,8 @@ export class CallbackService {
       last_attempt_ms: null,
     });
     this.faults.at('callback.created');
-    if (created) this.deps.logger.info('callback created', { message_id: callback.id, job_id: job.id, type });
+    // Debug only: the attempt's own line follows at once and names the job and the event too.
+    if (created) this.deps.logger.debug('callback created', { message_id: callback.id, job_id: job.id, type });
     // Also for an existing record: a crash between create and attempt 1 is repaired by the event's
     // retry. Once attempt 1 is recorded its follow-up is in the schedule (written with the record),
     // so a replayed event has nothing left to do.
@@ -130,7 +134,7 @@ export class CallbackService {
     }
     try {
       // The job was read a moment ago; the attempt renders it afresh anyway (fresh links).
-      await this.deliverCallback(callback, first, jobIds.delivery(callback.id, 1, 'scheduled'), job);
+      await this.deliverCallback(callback, first, jobIds.delivery(callback.id, 1, 'scheduled'), { job, secrets });
     } catch (err) {
       if (!(err instanceof UndeliverableCallbackError)) throw err;
       // What the deliveries queue's give-up path does for a permanent failure: the callback ends.
@@ -159,12 +163,12 @@ export class CallbackService {
     return this.deliverCallback(callback, request, queueJobId);
   }
 
-  /** {@link deliver} for a callback record in hand (and, when the caller has just read it, its job). */
+  /** {@link deliver} for a callback record in hand (and, when the caller has just read them, its job and secrets). */
   private async deliverCallback(
     callback: CallbackRecord,
     request: DeliveryRequest,
     queueJobId: string,
-    job?: JobRecord,
+    known?: KnownInputs,
   ): Promise<CallbackAttempt | undefined> {
     if (request.trigger === 'scheduled') {
       // Delivered by a manual retry meanwhile, or already ended: the ladder stops here.
@@ -173,7 +177,7 @@ export class CallbackService {
       if (callback.ladder_attempt >= request.attempt) return undefined;
     }
 
-    const exchange = await this.attempt(callback, job);
+    const exchange = await this.attempt(callback, known);
     this.faults.at('delivery.sent');
     // No status and no transport error would be a stream that ended without an answer: not delivered.
     const error = exchange.transportError ?? (exchange.status === null ? 'reset' : classifyStatus(exchange.status));
@@ -219,6 +223,8 @@ export class CallbackService {
 
     this.deps.logger.info('callback attempt', {
       message_id: callback.id,
+      job_id: callback.job_id,
+      type: callback.type,
       // The host only: callback URLs often carry a token in their path or query.
       host: safeHost(callback.url),
       attempt: ladder,
@@ -325,8 +331,14 @@ export class CallbackService {
   }
 
   /** One POST: check the URL afresh, render with fresh links, sign with every active secret, send. */
-  private async attempt(callback: CallbackRecord, knownJob?: JobRecord): Promise<Exchange> {
+  private async attempt(callback: CallbackRecord, known?: KnownInputs): Promise<Exchange> {
     const checkedAt = this.now();
+    // The job, the secrets and the address check need nothing from each other: one wait for all.
+    const inputs = Promise.all([
+      known?.job ?? this.readJob(callback.job_id, () => new UndeliverableCallbackError(callback.id, `job ${callback.job_id} cannot be read`)),
+      known?.secrets ?? this.deps.workspaces.activeSecrets(callback.workspace_id, checkedAt),
+    ]);
+    inputs.catch(() => undefined); // awaited below unless the address is refused first
     let target: CheckedTarget;
     try {
       // Checked again on every attempt: DNS may now point somewhere it did not at acceptance.
@@ -348,16 +360,22 @@ export class CallbackService {
         excerpt: '',
       };
     }
-    const job = knownJob ?? (await this.readJob(callback.job_id, () => new UndeliverableCallbackError(callback.id, `job ${callback.job_id} cannot be read`)));
+    const [job, secrets] = await inputs;
     if (!job) throw new UndeliverableCallbackError(callback.id, `job ${callback.job_id} no longer exists`);
     const sentMs = this.now();
-    const secrets = await this.deps.workspaces.activeSecrets(callback.workspace_id, sentMs);
     if (secrets.length === 0) throw new UndeliverableCallbackError(callback.id, `workspace ${callback.workspace_id} has no signing secret`);
     const timestampSeconds = Math.floor(sentMs / 1000);
     const body = buildBody(callback.type, callback.event_ms, this.deps.presenter.render(job, timestampSeconds));
     const headers = buildHeaders({ messageId: callback.id, timestampSeconds, body, secrets, docsUrl: this.deps.docsUrl });
     return this.deps.sender.send(target, body, headers);
   }
+}
+
+/** What a caller of an attempt may have read already; each is read by the attempt otherwise. */
+interface KnownInputs {
+  job?: JobRecord;
+  /** The workspace's active signing secrets, read at most a few ms before the attempt. */
+  secrets?: Promise<string[]>;
 }
 
 function isDelivery(payload: object): payload is DeliveryRequest {

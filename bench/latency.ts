@@ -15,6 +15,7 @@ import {
   percentile,
   serviceEnv,
   sleep,
+  submitImage,
   waitUntil,
   type BenchContext,
 } from './support';
@@ -57,16 +58,7 @@ export async function benchLatency(ctx: BenchContext): Promise<LatencyResult> {
     }),
   );
   const body = JSON.stringify({ model: 'pixel-1', prompt: 'a lighthouse at dusk', size: '256x256', callback_url: receiver.url('/hook') });
-  const submit = async (): Promise<string> => {
-    const res = await fetch(`${stack.baseUrl}/v1/images/generations`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
-      body,
-    });
-    const text = await res.text();
-    if (res.status !== 202) throw new Error(`the gateway answered ${res.status}: ${text}`);
-    return (JSON.parse(text) as { id: string }).id;
-  };
+  const submit = (): Promise<string> => submitImage(stack.baseUrl, apiKey, body);
 
   /** Jobs at `rate` per second for `count` jobs; resolves once every one's callback has arrived. */
   const paced = async (rate: number, count: number): Promise<string[]> => {

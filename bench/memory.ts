@@ -16,6 +16,7 @@ import {
   newPrefix,
   serviceEnv,
   sleep,
+  submitImage,
   waitUntil,
   type BenchContext,
 } from './support';
@@ -158,13 +159,7 @@ export async function benchMemory(ctx: BenchContext): Promise<MemoryResult> {
     const worker = async () => {
       while (issued < count) {
         issued++;
-        const res = await fetch(`${stack.baseUrl}/v1/images/generations`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
-          body,
-        });
-        const text = await res.text();
-        if (res.status !== 202) throw new Error(`the gateway answered ${res.status}: ${text}`);
+        await submitImage(stack.baseUrl, apiKey, body);
       }
     };
     await Promise.all(Array.from({ length: Math.min(10, count) }, worker));

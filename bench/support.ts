@@ -257,6 +257,18 @@ export async function createWorkspace(redis: Redis, prefix: string, name = 'benc
 type Pending = Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>;
 
 /** A forked helper answering `{ rid, cmd, ... }` messages with `{ rid, result }` or `{ rid, error }`. */
+/** POSTs one image request to a gateway and returns the job id; anything but 202 is an error. */
+export async function submitImage(baseUrl: string, apiKey: string, body: string): Promise<string> {
+  const res = await fetch(`${baseUrl}/v1/images/generations`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+    body,
+  });
+  const text = await res.text();
+  if (res.status !== 202) throw new Error(`the gateway answered ${res.status}: ${text}`);
+  return (JSON.parse(text) as { id: string }).id;
+}
+
 export class HelperProcess {
   private nextRid = 1;
   private readonly pending: Pending = new Map();

@@ -4,6 +4,7 @@ import { n, svgDocument } from './paint';
 import { planScene, type ScenePlan } from './plan';
 import { SeededRandom } from './random';
 import { buildSceneLayers, type Fragment, type Motion, type SceneLayers } from './scene';
+import type { VideoRequest } from './video';
 import { interpretPrompt } from './vocabulary';
 
 /**
@@ -19,14 +20,8 @@ import { interpretPrompt } from './vocabulary';
 
 export const FPS = 24;
 
-export interface MotionRequest {
-  prompt: string;
-  seed: number;
-  seconds: number;
-  width: number;
-  height: number;
-  withAudio: boolean;
-}
+/** What a composition needs of a video request: everything but where the file goes. */
+export type MotionRequest = Omit<VideoRequest, 'outputPath'>;
 
 /** ffmpeg arguments that produce `[v]` (and `[a]` when audio is asked for). */
 export interface Composition {

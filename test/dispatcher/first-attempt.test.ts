@@ -85,6 +85,21 @@ it('schedules attempt 2 with a failed attempt 1, and a replayed event neither re
   expect(await deliveries.getJobCounts('waiting', 'delayed')).toEqual({ waiting: 0, delayed: 0 });
 });
 
+it('makes a scheduled attempt once, however often its entry is promoted (two replicas, or a crash before the entry was removed)', async () => {
+  receiver.script('/promoted', () => ({ status: 500 }));
+  const callback = (await handle.service.onJobFinished(await finishedJob('/promoted'), 'now'))!;
+  const second = jobIds.delivery(callback.id, 2, 'scheduled');
+  expect(await redis.zscore(keys.callbackSchedule(), second)).not.toBeNull();
+  // The first promotion's job ran to the end (and BullMQ removed it); the second finds it recorded.
+  const request = { messageId: callback.id, attempt: 2, trigger: 'scheduled' as const };
+  expect(await handle.service.deliver(request, second)).toMatchObject({ ladder_attempt: 2, status: 500 });
+  expect(await handle.service.deliver(request, second)).toBeUndefined();
+  expect(receiver.requestsTo('/promoted')).toHaveLength(2);
+  expect(await store.get(callback.id)).toMatchObject({ attempt_count: 2, ladder_attempt: 2 });
+  // Attempt 3 is on the schedule, once.
+  expect(await redis.zscore(keys.callbackSchedule(), jobIds.delivery(callback.id, 3, 'scheduled'))).not.toBeNull();
+});
+
 it('ends the callback as failed when attempt 1 can never be made, without failing the event', async () => {
   const jobId = await finishedJob('/no-secret');
   await redis.del(keys.workspaceSecrets(workspaceId));

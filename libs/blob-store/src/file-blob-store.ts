@@ -34,8 +34,10 @@ export class FileBlobStore implements BlobStore {
       await rename(localPath, path);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
-      await copyFile(localPath, `${path}.part`);
-      await rename(`${path}.part`, path);
+      // A name of its own, as in put(): two runs of one job must not write the same temp file.
+      const tmp = `${path}.${process.pid}.${Date.now()}.part`;
+      await copyFile(localPath, tmp);
+      await rename(tmp, path);
       await rm(localPath, { force: true });
     }
   }

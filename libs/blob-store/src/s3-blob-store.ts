@@ -85,14 +85,20 @@ export class S3BlobStore implements BlobStore {
     checkBlobKey(key);
     // A file smaller than one part goes up in one PutObject, a larger one as a multipart upload;
     // either way it is read as a stream, one part in memory per slot of the queue.
+    const body = createReadStream(localPath);
     const upload = new Upload({
       client: this.client,
-      params: { Bucket: this.bucket, Key: key, Body: createReadStream(localPath), ContentType: contentTypeOfKey(key) },
+      params: { Bucket: this.bucket, Key: key, Body: body, ContentType: contentTypeOfKey(key) },
       partSize: this.partSize,
       queueSize: UPLOAD_QUEUE_SIZE,
       leavePartsOnError: false,
     });
-    await this.call(key, () => upload.done());
+    try {
+      await this.call(key, () => upload.done());
+    } finally {
+      // A failed upload may leave the file half read: its handle must not outlive the attempt.
+      body.destroy();
+    }
     await rm(localPath, { force: true });
   }
 
@@ -120,7 +126,9 @@ export class S3BlobStore implements BlobStore {
     return {
       body: object.Body as Readable,
       size: object.ContentLength ?? 0,
-      contentType: object.ContentType ?? contentTypeOfKey(key),
+      // From our own table, never the object's metadata: whatever else wrote to a shared bucket
+      // must not choose how the gateway's origin (the dashboard's too) serves it, e.g. as text/html.
+      contentType: contentTypeOfKey(key),
     };
   }
 

@@ -35,8 +35,6 @@ export class SchedulePromoter<Q extends ScheduledQueue> {
   private closed = false;
   private wakeUp: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
-  /** When a step last completed; the consumer's liveness reads it. */
-  lastStepMs = Date.now();
 
   constructor(
     private readonly queue: Q,
@@ -88,7 +86,6 @@ export class SchedulePromoter<Q extends ScheduledQueue> {
       let sleepMs = MAX_SLEEP_MS;
       try {
         await this.promoteDue();
-        this.lastStepMs = Date.now();
         if (failing) this.logger.info('schedule promotion resumed', { queue: this.queue });
         failing = false;
         const next = await this.redis.zrange(this.key, 0, 0, 'WITHSCORES');

@@ -50,12 +50,6 @@ export class JobQueue<Q extends QueueName> {
     }
   }
 
-  async getDelay(jobId: string): Promise<number | undefined> {
-    const job = await this.queue.getJob(jobId);
-    if (!job || !(await job.isDelayed())) return undefined;
-    return job.timestamp + (job.delay ?? 0);
-  }
-
   /** How many jobs failed at or after `sinceMs` (BullMQ scores its failed set by `finishedOn`). */
   async failedSince(sinceMs: number): Promise<number> {
     return this.connection.zcount(`${bullPrefix(this.keyPrefix)}:${this.name}:failed`, sinceMs, '+inf');

@@ -65,7 +65,7 @@ export async function benchDispatcher(ctx: BenchContext): Promise<DispatcherResu
   const prefix = newPrefix('dispatch');
   const { workspaceId } = await createWorkspace(redis, prefix);
   const jobs = new JobRepository(redis, new StoreKeys(prefix));
-  const events = new Queue('job-events', { connection: redis, prefix: bullPrefix(prefix) });
+  const events = new Queue('job-events', { connection: redis, prefix: bullPrefix(prefix, 'job-events') });
   const stack = await BenchStack.start(prefix, ['webhook-dispatcher'], await serviceEnv(prefix, pki, { DISPATCHER_CONCURRENCY: String(CONCURRENCY) }));
   const url = receiver.url('/hook');
   let seq = 0;

@@ -8,6 +8,8 @@
  * the marginal cost of one more pending callback, broken down by key kind.
  */
 import type { Redis } from 'ioredis';
+import { bullKey, scheduleKey, type QueueName } from '@media/common';
+import { StoreKeys } from '@media/storage';
 import {
   BenchStack,
   createWorkspace,
@@ -70,7 +72,8 @@ const BULL_STRUCTURES = new Set([
 
 /** The kind of one key, from its name under the prefix. */
 export function classify(prefix: string, key: string): { kind: string; group: KeyGroup } {
-  const parts = key.slice(prefix.length + 1).split(':');
+  // The hash tags of the layout (`{store}`, `{<queue>}`: keyspace.ts) say nothing about the kind.
+  const parts = key.slice(prefix.length + 1).split(':').filter((part) => !/^\{.*\}$/.test(part));
   if (parts[0] === 'bull') {
     const queue = parts[1] ?? '?';
     const tail = parts.slice(2);
@@ -164,14 +167,14 @@ export async function benchMemory(ctx: BenchContext): Promise<MemoryResult> {
     };
     await Promise.all(Array.from({ length: Math.min(10, count) }, worker));
   };
-  const bull = (queue: string, what: string) => `${prefix}:bull:${queue}:${what}`;
+  const bull = (queue: QueueName, what: string) => bullKey(prefix, queue, what);
   /** Every callback has had attempt 1 and waits for attempt 2: all queues idle, `total` deliveries delayed. */
   const settled = async (total: number) => {
     stack.assertAlive();
     const replies = (await redis
       .pipeline()
       .zcard(bull('callback-deliveries', 'delayed'))
-      .zcard(`${prefix}:schedule:callback-deliveries`)
+      .zcard(scheduleKey(prefix, 'callback-deliveries'))
       .llen(bull('generation', 'wait'))
       .llen(bull('generation', 'active'))
       .zcard(bull('generation', 'prioritized'))
@@ -247,10 +250,11 @@ export async function benchMemory(ctx: BenchContext): Promise<MemoryResult> {
 
 /** Every callback is pending after exactly one failed automatic attempt, with the next one scheduled. */
 async function checkCallbacks(redis: Redis, prefix: string, workspaceId: string, expected: number): Promise<void> {
-  const ids = await redis.zrange(`${prefix}:ws:${workspaceId}:callbacks`, 0, -1);
+  const keys = new StoreKeys(prefix);
+  const ids = await redis.zrange(keys.workspaceCallbacks(workspaceId), 0, -1);
   if (ids.length !== expected) throw new Error(`expected ${expected} callbacks, found ${ids.length}`);
   for (let i = 0; i < ids.length; i += 500) {
-    const raws = await redis.mget(ids.slice(i, i + 500).map((id) => `${prefix}:cb:${id}`));
+    const raws = await redis.mget(ids.slice(i, i + 500).map((id) => keys.callback(id)));
     for (const raw of raws) {
       const cb = JSON.parse(raw ?? 'null') as { state: string; attempt_count: number; ladder_attempt: number; next_attempt_ms: number | null } | null;
       if (!cb || cb.state !== 'pending' || cb.attempt_count !== 1 || cb.ladder_attempt !== 1 || cb.next_attempt_ms === null) {

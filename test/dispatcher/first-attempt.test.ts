@@ -20,7 +20,7 @@ const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
 const keys = new StoreKeys(prefix);
 const jobs = new JobRepository(redis, keys);
 const store = new CallbackRepository(redis, keys);
-const deliveries = new Queue('callback-deliveries', { connection: redis, prefix: bullPrefix(prefix) });
+const deliveries = new Queue('callback-deliveries', { connection: redis, prefix: bullPrefix(prefix, 'callback-deliveries') });
 let pki: TestPki;
 let receiver: TestReceiver;
 let handle: CallbackServiceHandle;

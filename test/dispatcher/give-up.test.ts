@@ -54,7 +54,7 @@ describe('when BullMQ gives up on an attempt', () => {
     promoter.start();
     const saboteur = new Worker('callback-deliveries', async () => {
       throw new UnrecoverableError('Connection is closed.');
-    }, { connection, prefix: bullPrefix(h.stack.prefix) });
+    }, { connection, prefix: bullPrefix(h.stack.prefix, 'callback-deliveries') });
     const deliveries = h.queue('callback-deliveries');
     try {
       await eventually(async () => ((await deliveries.getJobState(`${messageId}.3`)) === 'failed' ? true : undefined), 15_000, 'attempt 3 to fail in BullMQ');

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Queue, type Job, type JobType } from 'bullmq';
-import { jobIds } from '@media/common';
+import { bullPrefix, jobIds } from '@media/common';
 import { MODEL_CATALOG, type VideoJob, type VideoModel } from '@media/domain';
 import { api, eventually, TestStack, type BlobStoreKind, type TestWorkspace } from '../support/stack';
 
@@ -84,7 +84,7 @@ export function isNonDecreasing(values: number[]): boolean {
 
 /** A BullMQ queue handle on the stack's own queues (same prefix as the services). */
 export function bullQueue(stack: TestStack, name: 'generation' | 'job-events'): Queue {
-  return new Queue(name, { connection: stack.redis, prefix: `${stack.prefix}:bull` });
+  return new Queue(name, { connection: stack.redis, prefix: bullPrefix(stack.prefix, name) });
 }
 
 const ALL_STATES: JobType[] = ['wait', 'active', 'completed', 'failed', 'delayed', 'prioritized', 'waiting-children'];

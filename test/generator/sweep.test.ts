@@ -24,7 +24,7 @@ it('ends a job left in the failed set as generation_failed when a generator star
   const connection = stack.redis.duplicate({ maxRetriesPerRequest: null });
   const saboteur = new Worker('generation', async () => {
     throw new Error('worker vanished');
-  }, { connection, prefix: bullPrefix(stack.prefix) });
+  }, { connection, prefix: bullPrefix(stack.prefix, 'generation') });
   const generation = bullQueue(stack, 'generation');
   const events = bullQueue(stack, 'job-events');
   try {
@@ -67,7 +67,7 @@ it('sweeps past a job whose record the store cannot decode: one poisoned job nev
   const connection = stack.redis.duplicate({ maxRetriesPerRequest: null });
   const saboteur = new Worker('generation', async () => {
     throw new Error('worker vanished');
-  }, { connection, prefix: bullPrefix(stack.prefix) });
+  }, { connection, prefix: bullPrefix(stack.prefix, 'generation') });
   const generation = bullQueue(stack, 'generation');
   try {
     for (const id of [good, poisoned]) {

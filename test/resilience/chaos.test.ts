@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
+import { bullPrefix } from '@media/common';
 import { callbackIdFor, isFinished, type JobRecord, type LedgerEntry } from '@media/domain';
 import type { CallbackRecord } from '@media/storage';
 import { TestReceiver } from '../dispatcher/support/receiver';
@@ -431,8 +432,8 @@ it('keeps every accepted job to one end, one callback identity and at most one c
 
   // --- diagnostics ------------------------------------------------------------------------------
   const offenders = [...new Set(Object.values(violations).flat().map((v) => v.job_id))].filter((id) => /^(req|video)_/.test(id));
-  const generation = new Queue('generation', { connection: h.stack.redis, prefix: `${h.stack.prefix}:bull` });
-  const events = new Queue('job-events', { connection: h.stack.redis, prefix: `${h.stack.prefix}:bull` });
+  const generation = new Queue('generation', { connection: h.stack.redis, prefix: bullPrefix(h.stack.prefix, 'generation') });
+  const events = new Queue('job-events', { connection: h.stack.redis, prefix: bullPrefix(h.stack.prefix, 'job-events') });
   const diagnosis: Record<string, unknown> = {};
   try {
     for (const id of offenders.slice(0, 40)) {

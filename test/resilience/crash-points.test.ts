@@ -1,4 +1,4 @@
-import type { CrashPoint } from '@media/common';
+import { bullKey, type CrashPoint } from '@media/common';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { api, type ServiceName } from '../support/stack';
 
@@ -92,7 +92,7 @@ describe('acceptance when queueing fails after the job was stored', () => {
     const path = '/queue-refused';
     // A queue meta key of the wrong type makes BullMQ's add script fail before it writes the job
     // (it reads the meta first), as a dropped connection would: the job record is already stored.
-    const metaKey = `${h.stack.prefix}:bull:generation:meta`;
+    const metaKey = bullKey(h.stack.prefix, 'generation', 'meta');
     const savedKey = `${metaKey}.saved`;
     await h.stack.service('generator').kill('SIGKILL');
     const hadMeta = (await h.stack.redis.exists(metaKey)) === 1;

@@ -4,11 +4,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Redis } from 'ioredis';
+import { Redis, type Cluster } from 'ioredis';
 import { createAccounts, type WorkspaceAccounts } from '@media/accounts';
 import { FileBlobStore, type BlobStore } from '@media/blob-store';
+import { isCluster } from '@media/common';
 import { StoreKeys, WorkspaceRepository, JobRepository } from '@media/storage';
 import { S3TestServer } from '../../libs/blob-store/src/test-support/s3-server';
+import type { TestRedisCluster } from './redis-cluster';
 
 export type ServiceName = 'api-gateway' | 'generator' | 'webhook-dispatcher';
 
@@ -34,11 +36,18 @@ export async function freePort(): Promise<number> {
 
 /** Deletes every key under `prefix:` (and nothing else: the Redis may be shared). */
 export async function deleteKeysUnder(redis: Redis, prefix: string): Promise<void> {
+  // A cluster spreads the keys over its primaries; SCAN walks one node's keys.
+  if (isCluster(redis)) {
+    const primaries = (redis as unknown as Cluster).nodes('master') as unknown as Redis[];
+    await Promise.all(primaries.map((node) => deleteKeysUnder(node, prefix)));
+    return;
+  }
   let cursor = '0';
   do {
     const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
     cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
+    // One DEL per key: a multi-key DEL must not cross cluster slots.
+    if (keys.length > 0) await Promise.all(keys.map((key) => redis.del(key)));
   } while (cursor !== '0');
 }
 
@@ -176,8 +185,12 @@ export class TestStack {
   /** The stack's blob store, as the services see it. */
   blobs!: BlobStore;
 
-  private constructor(readonly redisUrl: string) {
-    this.redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  /** The stack's Redis: a URL, or the cluster it runs on (`redisUrl` is then unused). */
+  private constructor(
+    readonly redisUrl: string,
+    readonly cluster?: TestRedisCluster,
+  ) {
+    this.redis = cluster ? cluster.client() : new Redis(redisUrl, { maxRetriesPerRequest: null });
     // Tests that stop Redis on purpose expect this client to lose its connection; it reconnects.
     this.redis.on('error', () => undefined);
     this.workspaces = new WorkspaceRepository(this.redis, this.keys);
@@ -186,8 +199,12 @@ export class TestStack {
   }
 
   /** Starts `services` against the shared test Redis, or the one named by `env.REDIS_URL`. */
-  static async start(services: ServiceName[], env: Record<string, string> = {}, options: { blobStore?: BlobStoreKind } = {}): Promise<TestStack> {
-    const stack = new TestStack(env.REDIS_URL ?? REDIS_URL);
+  static async start(
+    services: ServiceName[],
+    env: Record<string, string> = {},
+    options: { blobStore?: BlobStoreKind; redisCluster?: TestRedisCluster } = {},
+  ): Promise<TestStack> {
+    const stack = new TestStack(env.REDIS_URL ?? REDIS_URL, options.redisCluster);
     const port = await freePort();
     stack.mediaDir = await mkdtemp(join(tmpdir(), 'media-test-'));
     stack.blobStore = options.blobStore ?? DEFAULT_BLOB_STORE;
@@ -200,7 +217,7 @@ export class TestStack {
     stack.baseUrl = `http://127.0.0.1:${port}`;
     stack.env = {
       PATH: process.env.PATH,
-      REDIS_URL: stack.redisUrl,
+      ...(stack.cluster ? { REDIS_CLUSTER_NODES: stack.cluster.nodes } : { REDIS_URL: stack.redisUrl }),
       KEY_PREFIX: stack.prefix,
       PORT: String(port),
       PUBLIC_BASE_URL: stack.baseUrl,

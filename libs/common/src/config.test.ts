@@ -4,7 +4,8 @@ describe('loadConfig', () => {
   it('applies the documented defaults', () => {
     const config = loadConfig({});
     expect(config).toMatchObject({
-      redisUrl: 'redis://127.0.0.1:6379',
+      redis: { kind: 'single', url: 'redis://127.0.0.1:6379' },
+      keyPrefix: 'media',
       port: 8080,
       publicBaseUrl: 'http://localhost:8080',
       linkTtlSeconds: 86_400,
@@ -27,6 +28,33 @@ describe('loadConfig', () => {
     expect(error).toBeInstanceOf(ConfigError);
     const problems = (error as ConfigError).problems.join('\n');
     for (const key of ['PORT', 'WEBHOOK_RETRY_SCHEDULE', 'CALLBACK_ALLOW_HTTP', 'REDIS_URL']) expect(problems).toContain(key);
+  });
+
+  it('takes Redis Cluster seeds instead of REDIS_URL, and a hash-tagged prefix', () => {
+    const config = loadConfig({ REDIS_CLUSTER_NODES: '10.0.0.5:7000, redis-1.svc:7001,[::1]:7002', KEY_PREFIX: 'prod-{media}' });
+    expect(config.redis).toEqual({
+      kind: 'cluster',
+      nodes: [
+        { host: '10.0.0.5', port: 7000 },
+        { host: 'redis-1.svc', port: 7001 },
+        { host: '::1', port: 7002 },
+      ],
+    });
+    expect(config.keyPrefix).toBe('prod-{media}');
+  });
+
+  it('refuses bad cluster seeds and prefixes with more than one hash tag or stray braces', () => {
+    for (const env of [
+      { REDIS_CLUSTER_NODES: 'redis-1' },
+      { REDIS_CLUSTER_NODES: 'a:1,b:99999' },
+      { REDIS_CLUSTER_NODES: ' , ' },
+      { KEY_PREFIX: '{a}{b}' },
+      { KEY_PREFIX: 'media}' },
+      { KEY_PREFIX: '{}' },
+      { KEY_PREFIX: 'me dia' },
+    ]) {
+      expect(() => loadConfig(env)).toThrow(ConfigError);
+    }
   });
 
   it('parses lists and flags', () => {

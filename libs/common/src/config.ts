@@ -6,8 +6,12 @@ import { CRASH_POINTS, type CrashPoint } from './faults';
  * environment; services receive the typed {@link AppConfig} through their constructors.
  */
 export interface AppConfig {
-  redisUrl: string;
-  /** Namespace for every Redis key and BullMQ queue, so several deployments (or tests) share one Redis. */
+  /** One Redis (`REDIS_URL`), or a Redis Cluster (`REDIS_CLUSTER_NODES`, and then `REDIS_URL` is not used). */
+  redis: RedisTarget;
+  /**
+   * Namespace for every Redis key and BullMQ queue, so several deployments (or tests) share one
+   * Redis. It may carry a `{…}` hash tag, which then puts every key in one cluster slot (see keyspace.ts).
+   */
   keyPrefix: string;
   port: number;
   publicBaseUrl: string;
@@ -72,6 +76,11 @@ export type BlobStoreSettings =
   | { kind: 'fs'; dir: string }
   | { kind: 's3'; bucket: string; region: string | undefined; endpoint: string | undefined; forcePathStyle: boolean };
 
+export type RedisTarget =
+  | { kind: 'single'; url: string }
+  /** Seed nodes; the client learns the rest of the cluster from them. */
+  | { kind: 'cluster'; nodes: { host: string; port: number }[] };
+
 const DURATION = /^\d+(ms|s|m|h)$/;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
 
@@ -93,9 +102,28 @@ const list = (text: string): string[] =>
 
 const csv = Joi.string().allow('').default('');
 
+/** `host:port`, `[v6]:port`; undefined when it is neither. */
+function parseNode(text: string): { host: string; port: number } | undefined {
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(text);
+  if (!match) return undefined;
+  const port = Number(match[3]);
+  if (port < 1 || port > 65_535) return undefined;
+  return { host: match[1] ?? match[2]!, port };
+}
+
 const schema = Joi.object({
   REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
-  KEY_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_.-]+$/).default('media'),
+  REDIS_CLUSTER_NODES: Joi.string()
+    .custom((value: string, helpers) => {
+      const bad = list(value).filter((node) => parseNode(node) === undefined);
+      if (list(value).length === 0) return helpers.message({ custom: '{{#label}} must list host:port seeds, comma-separated' });
+      return bad.length === 0 ? value : helpers.message({ custom: `{{#label}} has entries that are not host:port: ${bad.join(', ')}` });
+    }),
+  // Letters, digits, _ . - and at most one `{…}` hash tag (Redis Cluster: every key then shares its slot).
+  KEY_PREFIX: Joi.string()
+    .pattern(/^[A-Za-z0-9_.-]*(\{[A-Za-z0-9_.-]+\}[A-Za-z0-9_.-]*)?$/)
+    .message('{{#label}} may hold letters, digits, _ . - and one hash tag (a name in curly braces)')
+    .default('media'),
   PORT: Joi.number().port().default(8080),
   PUBLIC_BASE_URL: Joi.string().uri({ scheme: ['http', 'https'] }).default('http://localhost:8080'),
   DOCS_URL: Joi.string().uri({ scheme: ['http', 'https'] }).default('https://docs.example.com'),
@@ -175,7 +203,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const { value, error } = schema.validate(known, { abortEarly: false, convert: true });
   if (error) throw new ConfigError(error.details.map((d) => d.message));
   return {
-    redisUrl: value.REDIS_URL,
+    redis: value.REDIS_CLUSTER_NODES
+      ? { kind: 'cluster', nodes: list(value.REDIS_CLUSTER_NODES).map((node) => parseNode(node)!) }
+      : { kind: 'single', url: value.REDIS_URL },
     keyPrefix: value.KEY_PREFIX,
     port: value.PORT,
     publicBaseUrl: value.PUBLIC_BASE_URL.replace(/\/+$/, ''),

@@ -12,3 +12,4 @@ export * from './queue-depth';
 export * from './queue-schedule';
 export * from './metrics';
 export * from './ops-server';
+export * from './keyspace';

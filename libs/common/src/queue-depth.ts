@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { bullPrefix } from './queue';
+import { bullKey } from './keyspace';
 import { scheduleKey } from './queue-schedule';
 import type { QueueName } from './queues';
 
@@ -36,30 +36,33 @@ export class QueueDepth {
   ) {}
 
   async read(queue: QueueName, nowMs = Date.now()): Promise<QueueDepthReading> {
-    const key = (suffix: string) => `${bullPrefix(this.keyPrefix)}:${queue}:${suffix}`;
+    const key = (suffix: string) => bullKey(this.keyPrefix, queue, suffix);
     const dueMax = (nowMs + 1) * DELAYED_SCORE_FACTOR - 1;
     const schedule = scheduleKey(this.keyPrefix, queue);
-    const replies = await this.redis
-      // A pipeline, not MULTI: reads only, and they must pass a Redis paused for writes (CLIENT PAUSE WRITE).
-      .pipeline()
-      .llen(key('wait'))
-      .zcard(key('prioritized'))
-      .zcard(key('delayed'))
-      .zcount(key('delayed'), 0, dueMax)
-      .llen(key('active'))
-      .zcard(key('failed'))
-      // Jobs are pushed on the left and taken from the right, so the oldest waiting one is last.
-      .lindex(key('wait'), -1)
-      .zrange(key('delayed'), 0, 0, 'WITHSCORES')
-      // BullMQ 6 keeps a paused queue's jobs in `wait` and marks the pause in its meta hash.
-      .hexists(key('meta'), 'paused')
+    // Pipelines, not MULTI: reads only, and they must pass a Redis paused for writes (CLIENT PAUSE
+    // WRITE). Two of them, sent together: the queue's keys and its schedule live in different
+    // cluster slots (keyspace.ts), and a cluster client sends a pipeline to one node only.
+    const [queueReplies, scheduleReplies] = await Promise.all([
+      this.redis
+        .pipeline()
+        .llen(key('wait'))
+        .zcard(key('prioritized'))
+        .zcard(key('delayed'))
+        .zcount(key('delayed'), 0, dueMax)
+        .llen(key('active'))
+        .zcard(key('failed'))
+        // Jobs are pushed on the left and taken from the right, so the oldest waiting one is last.
+        .lindex(key('wait'), -1)
+        .zrange(key('delayed'), 0, 0, 'WITHSCORES')
+        // BullMQ 6 keeps a paused queue's jobs in `wait` and marks the pause in its meta hash.
+        .hexists(key('meta'), 'paused')
+        .exec(),
       // The queue's schedule (QUEUE_SCHEDULES; empty for queues without one) holds future jobs
       // as BullMQ's delayed set would: counted as delayed, and as delayed_due once their time came.
-      .zcard(schedule)
-      .zcount(schedule, '-inf', nowMs)
-      .zrange(schedule, 0, 0, 'WITHSCORES')
-      .exec();
-    if (!replies) throw new Error('queue depth pipeline returned nothing');
+      this.redis.pipeline().zcard(schedule).zcount(schedule, '-inf', nowMs).zrange(schedule, 0, 0, 'WITHSCORES').exec(),
+    ]);
+    if (!queueReplies || !scheduleReplies) throw new Error('queue depth pipeline returned nothing');
+    const replies = [...queueReplies, ...scheduleReplies];
     const value = (i: number) => {
       const [err, result] = replies[i];
       if (err) throw err;

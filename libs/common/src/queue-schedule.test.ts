@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createLogger } from './logger';
-import { bullPrefix, JobQueue } from './queue';
+import { bullPrefix } from './keyspace';
+import { JobQueue } from './queue';
 import { QueueDepth } from './queue-depth';
 import { scheduleKey, SchedulePromoter } from './queue-schedule';
 import { jobIds } from './queues';
@@ -11,7 +12,7 @@ const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { max
 const prefix = `test-${randomBytes(6).toString('hex')}`;
 const logger = createLogger('test', 'error');
 const producer = new JobQueue('callback-deliveries', redis, prefix, logger);
-const inspect = new Queue('callback-deliveries', { connection: redis, prefix: bullPrefix(prefix) });
+const inspect = new Queue('callback-deliveries', { connection: redis, prefix: bullPrefix(prefix, 'callback-deliveries') });
 const key = scheduleKey(prefix, 'callback-deliveries');
 const promoter = new SchedulePromoter('callback-deliveries', redis, prefix, producer, logger);
 

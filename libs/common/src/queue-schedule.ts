@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { storePrefix } from './keyspace';
 import type { Logger } from './logger';
 import type { JobQueue } from './queue';
 import { QUEUE_SCHEDULES, type QueueName, type ScheduledJob, type ScheduledQueue } from './queues';
@@ -8,7 +9,7 @@ import { QUEUE_SCHEDULES, type QueueName, type ScheduledJob, type ScheduledQueue
  * job will get, score = when it is due (Unix ms). Outside BullMQ's own key space, so no BullMQ
  * job id or internal key can ever collide with it.
  */
-export const scheduleKey = (keyPrefix: string, queue: QueueName): string => `${keyPrefix}:schedule:${queue}`;
+export const scheduleKey = (keyPrefix: string, queue: QueueName): string => `${storePrefix(keyPrefix)}:schedule:${queue}`;
 
 /** Entries moved into the queue per round trip. */
 const BATCH = 500;

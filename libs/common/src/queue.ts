@@ -5,10 +5,8 @@ import type { Logger } from './logger';
 import { QueueDepth, withTimeout } from './queue-depth';
 import { SchedulePromoter } from './queue-schedule';
 import { hasSchedule, QUEUE_DEFAULTS, type JobNameOf, type PayloadOf, type QueueName, type ScheduledQueue } from './queues';
-import { logRedisErrors } from './redis';
-
-/** BullMQ keys live under the deployment's key prefix, beside the store's own keys. */
-export const bullPrefix = (keyPrefix: string) => `${keyPrefix}:bull`;
+import { bullKey, bullPrefix } from './keyspace';
+import { duplicateRedis, logRedisErrors } from './redis';
 
 /** A producer for one queue of the catalogue. */
 export class JobQueue<Q extends QueueName> {
@@ -23,7 +21,7 @@ export class JobQueue<Q extends QueueName> {
   ) {
     this.queue = new Queue(name, {
       connection,
-      prefix: bullPrefix(keyPrefix),
+      prefix: bullPrefix(keyPrefix, name),
       defaultJobOptions: { ...QUEUE_DEFAULTS[name], ...overrides },
     });
     // BullMQ re-emits its connection's errors; with no listener it prints them to the console.
@@ -52,7 +50,7 @@ export class JobQueue<Q extends QueueName> {
 
   /** How many jobs failed at or after `sinceMs` (BullMQ scores its failed set by `finishedOn`). */
   async failedSince(sinceMs: number): Promise<number> {
-    return this.connection.zcount(`${bullPrefix(this.keyPrefix)}:${this.name}:failed`, sinceMs, '+inf');
+    return this.connection.zcount(bullKey(this.keyPrefix, this.name, 'failed'), sinceMs, '+inf');
   }
 
   /** Failed jobs, newest first, from rank `start` (BullMQ's failed set is ordered by when they failed). */
@@ -184,7 +182,7 @@ export class QueueConsumer<Q extends QueueName> {
       },
       {
         connection: opts.connection,
-        prefix: bullPrefix(opts.keyPrefix),
+        prefix: bullPrefix(opts.keyPrefix, name),
         concurrency: opts.concurrency,
         lockDuration: opts.lockDurationMs,
         stalledInterval: Math.max(500, Math.floor(opts.lockDurationMs / 2)),
@@ -199,7 +197,7 @@ export class QueueConsumer<Q extends QueueName> {
     if (opts.connection.status !== 'ready') this.disconnectedSinceMs = Date.now();
     opts.connection.on('close', () => (this.disconnectedSinceMs ??= Date.now()));
     opts.connection.on('ready', () => (this.disconnectedSinceMs = undefined));
-    this.probe = opts.connection.duplicate({ maxRetriesPerRequest: 1 });
+    this.probe = duplicateRedis(opts.connection, { maxRetriesPerRequest: 1 });
     logRedisErrors(this.probe, logger, `health:${name}`);
     this.depth = new QueueDepth(this.probe, opts.keyPrefix);
     this.failed = new JobQueue(name, opts.connection, opts.keyPrefix, logger);

@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { RedisTarget } from './config';
 import type { Logger } from './logger';
 
 /** One log line per this many ms at most while a connection keeps failing (ioredis retries every few ms). */
@@ -10,19 +11,52 @@ const ERROR_LOG_INTERVAL_MS = 10_000;
  *
  * With a logger, connection errors go to the JSON log (throttled) instead of ioredis's
  * "Unhandled error event" on the console; every long-lived connection should pass one.
+ *
+ * On a Redis Cluster the result is an ioredis `Cluster`, typed as `Redis`: every command, script,
+ * pipeline and MULTI the services send has all its keys in one slot (keyspace.ts), which is what a
+ * Cluster client needs to route them, and BullMQ takes a Cluster as its connection. The few places
+ * where the two differ go through {@link duplicateRedis} and {@link isCluster}.
  */
-export function createRedis(url: string, role: 'worker' | 'request', logger?: Logger): Redis {
-  const redis = new Redis(url, {
-    maxRetriesPerRequest: role === 'worker' ? null : 3,
-    enableReadyCheck: true,
-    connectionName: undefined,
-  });
+export function createRedis(target: RedisTarget | string, role: 'worker' | 'request', logger?: Logger): Redis {
+  const options: RedisOptions = { maxRetriesPerRequest: role === 'worker' ? null : 3, enableReadyCheck: true };
+  const resolved: RedisTarget = typeof target === 'string' ? { kind: 'single', url: target } : target;
+  const redis = resolved.kind === 'cluster' ? (new Cluster(resolved.nodes, clusterOptions(options)) as unknown as Redis) : new Redis(resolved.url, options);
   if (logger) logRedisErrors(redis, logger, role);
   // A request connection carries the commands of every HTTP call in flight (the gateway's image
   // intake sends three per call); sent one write(2) each, they cost the gateway and Redis more CPU
   // than anything else the call does.
   if (role === 'request') coalesceWrites(redis);
   return redis;
+}
+
+function clusterOptions(redisOptions: RedisOptions): ClusterOptions {
+  return {
+    redisOptions,
+    // Commands issued while the slot map is being learned wait for it instead of failing.
+    enableOfflineQueue: true,
+    enableReadyCheck: true,
+    // Retry forever with a capped back-off, as a single connection does; a request connection
+    // still fails its commands after maxRetriesPerRequest.
+    clusterRetryStrategy: (times: number) => Math.min(100 + times * 200, 2_000),
+    // A failover moves slots: follow MOVED/ASK and refresh the map rather than failing the command.
+    maxRedirections: 16,
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 300,
+    retryDelayOnTryAgain: 200,
+  };
+}
+
+export function isCluster(redis: Redis): boolean {
+  return (redis as unknown as { isCluster?: boolean }).isCluster === true;
+}
+
+/** A new connection to the same Redis or cluster, with some options changed. */
+export function duplicateRedis(redis: Redis, overrides: RedisOptions): Redis {
+  if (isCluster(redis)) {
+    const cluster = redis as unknown as Cluster;
+    return cluster.duplicate([], { redisOptions: { ...cluster.options.redisOptions, ...overrides } }) as unknown as Redis;
+  }
+  return redis.duplicate(overrides);
 }
 
 /**
@@ -39,6 +73,9 @@ export function createRedis(url: string, role: 'worker' | 'request', logger?: Lo
  * request than this.
  */
 export function coalesceWrites(redis: Redis): void {
+  // A Cluster client holds one connection per node and makes them as it learns the slot map; they
+  // are left as ioredis makes them.
+  if (isCluster(redis)) return;
   const wrapped = new WeakSet<object>();
   // ioredis makes a new socket on every (re)connect and emits `connect` for it on the next tick:
   // its ready check may go out uncorked, everything after (the offline queue included) is coalesced.

@@ -1,8 +1,15 @@
-import { scheduleKey } from '@media/common';
+import { scheduleKey, storePrefix } from '@media/common';
 
-/** Every Redis key of the store, in one place, under the deployment's prefix. */
+/**
+ * Every Redis key of the store, in one place, under the deployment's prefix and the store's hash
+ * tag (`storePrefix`, keyspace.ts): all of them share one cluster slot, so any script or MULTI may
+ * join any of them.
+ */
 export class StoreKeys {
-  constructor(readonly prefix: string) {}
+  readonly prefix: string;
+  constructor(private readonly keyPrefix: string) {
+    this.prefix = storePrefix(keyPrefix);
+  }
   workspace = (id: string) => `${this.prefix}:ws:${id}`;
   workspaceSecrets = (id: string) => `${this.prefix}:ws:${id}:secrets`;
   workspaceMembers = (id: string) => `${this.prefix}:ws:${id}:members`;
@@ -43,7 +50,7 @@ export class StoreKeys {
   callback = (messageId: string) => `${this.prefix}:cb:${messageId}`;
   callbackAttempts = (messageId: string) => `${this.prefix}:cb:${messageId}:attempts`;
   /** The ladder's future automatic attempts, due time per delivery job id (the deliveries queue's schedule). */
-  callbackSchedule = () => scheduleKey(this.prefix, 'callback-deliveries');
+  callbackSchedule = () => scheduleKey(this.keyPrefix, 'callback-deliveries');
   linkKey = () => `${this.prefix}:system:link-signing-key`;
   /** Pub/sub channel on which finished job ids are announced (synchronous image calls wait on it). */
   jobFinishedChannel = () => `${this.prefix}:job-finished`;

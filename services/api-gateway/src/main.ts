@@ -42,11 +42,11 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('api-gateway', config.logLevel);
   warnIfCallbackChecksRelaxed(config, logger);
-  const redis = createRedis(config.redisUrl, 'request', logger);
+  const redis = createRedis(config.redis, 'request', logger);
   const keys = new StoreKeys(config.keyPrefix);
   const jobs = new JobRepository(redis, keys);
   const blobs = createBlobStore(config.blobStore);
-  const waiter = new JobWaiter(createRedis(config.redisUrl, 'worker', logger), keys, jobs);
+  const waiter = new JobWaiter(createRedis(config.redis, 'worker', logger), keys, jobs);
   const faults = FaultInjector.killing(config.faultCrashPoints, logger);
   let generation: JobQueue<'generation'> | undefined;
   let callbackAdmin: CallbackAdminHandle | undefined;

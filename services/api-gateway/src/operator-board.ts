@@ -46,7 +46,7 @@ export function mountOperatorBoard(
   opts: { connection: Redis; keyPrefix: string; credentials: OperatorCredentials; logger: Logger },
 ): () => Promise<void> {
   const queues = QUEUE_NAMES.map((name) => {
-    const queue = new Queue(name, { connection: opts.connection, prefix: bullPrefix(opts.keyPrefix) });
+    const queue = new Queue(name, { connection: opts.connection, prefix: bullPrefix(opts.keyPrefix, name) });
     logRedisErrors(queue, opts.logger, `board:${name}`);
     return queue;
   });

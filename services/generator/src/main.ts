@@ -26,7 +26,7 @@ const INTAKE_REPAIR_INTERVAL_MS = 5_000;
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('generator', config.logLevel);
-  const redis = createRedis(config.redisUrl, 'worker', logger);
+  const redis = createRedis(config.redis, 'worker', logger);
   const keys = new StoreKeys(config.keyPrefix);
   const jobs = new JobRepository(redis, keys);
   const events = new JobQueue('job-events', redis, config.keyPrefix, logger);

@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('webhook-dispatcher', config.logLevel);
   warnIfCallbackChecksRelaxed(config, logger);
-  const redis = createRedis(config.redisUrl, 'worker', logger);
+  const redis = createRedis(config.redis, 'worker', logger);
   // Each callback makes five commands on this connection (job read, callback record, secrets,
   // attempt record, BullMQ's moveToFinished), and one write(2) each, waking Redis every time, cost
   // more than rendering and signing the callback. With 50 attempts in flight, the commands of one

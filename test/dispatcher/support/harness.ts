@@ -36,10 +36,10 @@ export class DispatcherHarness {
     readonly callbacks: CallbackRepository,
   ) {}
 
-  static async start(env: Record<string, string>): Promise<DispatcherHarness> {
+  static async start(env: Record<string, string>, options: Parameters<typeof TestStack.start>[2] = {}): Promise<DispatcherHarness> {
     const pki = makeTestPki();
     const receiver = await TestReceiver.start(pki);
-    const stack = await TestStack.start(['api-gateway', 'generator', 'webhook-dispatcher'], { ...baseEnv(pki), ...env });
+    const stack = await TestStack.start(['api-gateway', 'generator', 'webhook-dispatcher'], { ...baseEnv(pki), ...env }, options);
     const workspace = await stack.createWorkspace();
     return new DispatcherHarness(pki, receiver, stack, workspace, new JobClient(stack, workspace.apiKey), new CallbackRepository(stack.redis, stack.keys));
   }
@@ -78,7 +78,7 @@ export class DispatcherHarness {
 
   /** A raw BullMQ handle on one of this stack's queues, to inspect jobs; close it after use. */
   queue(name: 'job-events' | 'callback-deliveries'): Queue {
-    return new Queue(name, { connection: this.stack.redis, prefix: bullPrefix(this.stack.prefix) });
+    return new Queue(name, { connection: this.stack.redis, prefix: bullPrefix(this.stack.prefix, name) });
   }
 
   /** Waits until the dispatcher has handled the job-finished event with this BullMQ id. */

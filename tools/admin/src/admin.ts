@@ -126,7 +126,7 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
   const command = name && Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!command) throw new UsageError(`usage: admin <command>\n${Object.values(COMMANDS).map((c) => `  ${c.usage}`).join('\n')}`);
   const config = loadConfig();
-  const redis = createRedis(config.redisUrl, 'request');
+  const redis = createRedis(config.redis, 'request');
   const keys = new StoreKeys(config.keyPrefix);
   try {
     const limits = new LimitRepository(redis, keys, configuredLimits(config));

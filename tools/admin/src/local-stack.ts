@@ -54,7 +54,7 @@ function installRedis(): void {
 }
 
 async function ensureDemoWorkspace(config: AppConfig): Promise<void> {
-  const redis = createRedis(config.redisUrl, 'request');
+  const redis = createRedis(config.redis, 'request');
   try {
     const workspaces = new WorkspaceRepository(redis, new StoreKeys(config.keyPrefix));
     if (existsSync(DEMO_FILE)) {
@@ -83,7 +83,8 @@ async function ensureDemoWorkspace(config: AppConfig): Promise<void> {
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const redisChild = await ensureRedis(config.redisUrl);
+  // A cluster (REDIS_CLUSTER_NODES) is the operator's to run; only a single local Redis is started here.
+  const redisChild = config.redis.kind === 'single' ? await ensureRedis(config.redis.url) : undefined;
   await ensureDemoWorkspace(config);
 
   let stopping = false;

@@ -1,0 +1,142 @@
+import { Webhook } from 'standardwebhooks';
+import { bullKey, jobIds } from '@media/common';
+import { api, BLOB_STORES, eventually } from '../support/stack';
+import { TestRedisCluster } from '../support/redis-cluster';
+import { DispatcherHarness } from '../dispatcher/support/harness';
+import { JobClient } from '../dispatcher/support/jobs';
+
+/**
+ * The whole stack on a real three-primary Redis Cluster: the same services, only
+ * REDIS_CLUSTER_NODES instead of REDIS_URL. Every script and MULTI of the store and of BullMQ must
+ * keep its keys in one slot here, or Redis answers CROSSSLOT and the path under test fails.
+ */
+describe.each(BLOB_STORES)('the stack on Redis Cluster, media on %s', (blobStore) => {
+  let cluster: TestRedisCluster;
+  let h: DispatcherHarness;
+
+  beforeAll(async () => {
+    cluster = await TestRedisCluster.start();
+    // Long gaps: attempt 2 of the ladder is certainly still waiting when the manual retry is made.
+    h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '10m,10m,10m,10m,10m' }, { redisCluster: cluster, blobStore });
+  }, 120_000);
+
+  afterAll(async () => {
+    await h?.stop();
+    await cluster?.destroy();
+  });
+
+  const slotOf = (key: string) => h.stack.redis.cluster('KEYSLOT', key) as Promise<number>;
+
+  /** The first delivery to `path`, once it has arrived. */
+  const firstDelivery = (path: string) =>
+    eventually(() => h.receiver.requestsTo(path)[0], 30_000, `a callback to ${path}`);
+
+  it('runs an async image with a signed callback whose link downloads the image', async () => {
+    const jobId = await h.jobs.image(h.receiver.url('/image'));
+    const request = await firstDelivery('/image');
+    const envelope = new Webhook(h.workspace.signingSecret).verify(request.body, request.headers) as any;
+    expect(envelope).toMatchObject({ type: 'image.completed', data: { id: jobId, status: 'completed' } });
+    const download = await fetch(envelope.data.data[0].url);
+    expect(download.status).toBe(200);
+    expect(Buffer.from(await download.arrayBuffer()).subarray(1, 4).toString()).toBe('PNG');
+    const messageId = await h.messageIdOf(jobId);
+    expect((await h.settled(messageId, ['delivered'])).callback.attempt_count).toBe(1);
+  });
+
+  it('answers a synchronous image (the gateway waits on pub/sub through the cluster)', async () => {
+    const res = await api(h.stack, h.workspace.apiKey)('/v1/images/generations', {
+      method: 'POST',
+      json: { model: 'pixel-1', prompt: 'a quiet harbour', size: '256x256', response_format: 'b64_json' },
+    });
+    expect(res.status).toBe(200);
+    expect(Buffer.from(res.json.data[0].b64_json, 'base64').subarray(1, 4).toString()).toBe('PNG');
+  });
+
+  it('makes a video, delivers video.completed, and serves the MP4', async () => {
+    const videoId = await h.jobs.video(h.receiver.url('/video'));
+    const request = await firstDelivery('/video');
+    const envelope = new Webhook(h.workspace.signingSecret).verify(request.body, request.headers) as any;
+    expect(envelope).toMatchObject({ type: 'video.completed', data: { id: videoId, status: 'completed' } });
+    const content = await api(h.stack, h.workspace.apiKey)(`/v1/videos/${videoId}/content`);
+    expect(content.status).toBe(200);
+    expect(content.text.slice(4, 8)).toBe('ftyp');
+  });
+
+  it('fails a job uncharged and delivers image.failed', async () => {
+    const jobId = await h.jobs.image(h.receiver.url('/failed'), 'something forbidden');
+    const request = await firstDelivery('/failed');
+    const envelope = new Webhook(h.workspace.signingSecret).verify(request.body, request.headers) as any;
+    expect(envelope).toMatchObject({ type: 'image.failed', data: { id: jobId, status: 'failed', cost: null } });
+    expect(envelope.data.error.code).toBe('moderation_blocked');
+    const ledger = await h.stack.jobs.ledger(h.workspace.workspaceId);
+    expect(ledger.some((entry) => entry.job_id === jobId)).toBe(false);
+  });
+
+  it('schedules the ladder, and a manual retry delivers and cancels the scheduled attempt', async () => {
+    h.receiver.script('/ladder', (n) => (n === 1 ? { status: 503 } : { status: 200 }));
+    const jobId = await h.jobs.image(h.receiver.url('/ladder'));
+    const messageId = await h.messageIdOf(jobId);
+    await h.attempts(messageId, 1);
+    const schedule = h.stack.keys.callbackSchedule();
+    const second = jobIds.delivery(messageId, 2, 'scheduled');
+    await eventually(async () => ((await h.stack.redis.zscore(schedule, second)) !== null ? true : undefined), 20_000, 'attempt 2 scheduled');
+
+    const retried = await api(h.stack, h.workspace.apiKey)(`/v1/callbacks/${messageId}/retry`, { method: 'POST' });
+    expect(retried.status).toBe(202);
+    const { callback, attempts } = await h.settled(messageId, ['delivered']);
+    expect(callback).toMatchObject({ attempt_count: 2, next_attempt_ms: null });
+    expect(attempts.map((a) => a.trigger)).toEqual(['scheduled', 'manual']);
+    expect(await h.stack.redis.zscore(schedule, second)).toBeNull();
+
+    const listed = await api(h.stack, h.workspace.apiKey)('/v1/callbacks?status=delivered');
+    expect(listed.status).toBe(200);
+    expect(listed.json.data.map((cb: { id: string }) => cb.id)).toContain(messageId);
+  });
+
+  it('signs with both secrets after a rotation made by the admin CLI', async () => {
+    const ws = await h.stack.createWorkspace('rotation');
+    const rotated = await h.admin(['rotate-secret', '--workspace', ws.workspaceId]);
+    expect(rotated.code).toBe(0);
+    const newSecret = JSON.parse(rotated.stdout).signing_secret as string;
+    await new JobClient(h.stack, ws.apiKey).image(h.receiver.url('/rotated'));
+    const request = await firstDelivery('/rotated');
+    expect(request.headers['webhook-signature'].split(' ')).toHaveLength(2);
+    for (const secret of [newSecret, ws.signingSecret]) {
+      expect(new Webhook(secret).verify(request.body, request.headers)).toMatchObject({ type: 'image.completed' });
+    }
+  });
+
+  it('honours Idempotency-Key: the same key gives the first job, and one job only', async () => {
+    const call = api(h.stack, h.workspace.apiKey);
+    const body = { model: 'motion-1', prompt: 'a kite over dunes', seconds: 1, size: '640x360' };
+    const headers = { 'idempotency-key': 'cluster-key-1' };
+    const first = await call('/v1/videos', { method: 'POST', json: body, headers });
+    const again = await call('/v1/videos', { method: 'POST', json: body, headers });
+    expect(first.status).toBe(200);
+    expect(again.status).toBe(200);
+    expect(again.json.id).toBe(first.json.id);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    const list = await call('/v1/videos?limit=100');
+    expect(list.json.data.filter((v: { prompt: string }) => v.prompt === 'a kite over dunes')).toHaveLength(1);
+  });
+
+  it('keeps the store in one slot and gives each queue a slot of its own', async () => {
+    const keys = h.stack.keys;
+    const storeSlots = new Set(
+      await Promise.all(
+        [keys.workspace(h.workspace.workspaceId), keys.intake(), keys.charged(), keys.callbackSchedule(), keys.job('img_x'), keys.callback('msg_x')].map(slotOf),
+      ),
+    );
+    expect(storeSlots.size).toBe(1);
+    const queueSlots = await Promise.all((['generation', 'job-events', 'callback-deliveries'] as const).map((q) => slotOf(bullKey(h.stack.prefix, q, 'wait'))));
+    expect(new Set([...storeSlots, ...queueSlots]).size).toBe(4);
+    // And the data really is spread: with slots split in thirds, every primary holds keys of this stack.
+    const nodes = cluster.nodeClients();
+    try {
+      const holding = await Promise.all(nodes.map(async (node) => (await node.scan('0', 'MATCH', `${h.stack.prefix}:*`, 'COUNT', 10_000))[1].length));
+      expect(holding.filter((n) => n > 0)).toHaveLength(3);
+    } finally {
+      nodes.forEach((node) => node.disconnect());
+    }
+  });
+});

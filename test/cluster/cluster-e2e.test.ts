@@ -120,6 +120,41 @@ describe.each(BLOB_STORES)('the stack on Redis Cluster, media on %s', (blobStore
     expect(list.json.data.filter((v: { prompt: string }) => v.prompt === 'a kite over dunes')).toHaveLength(1);
   });
 
+  it('administers a workspace: members, dashboard sessions, API keys, secrets, limits, a bulk recovery', async () => {
+    const accounts = h.stack.accounts;
+    const { workspace, owner, apiKey } = await accounts.createWorkspace('admin', 'boss@cluster.test');
+    const dev = await accounts.addMember(workspace.id, 'dev@cluster.test', 'member');
+    const signed = await accounts.signIn('boss@cluster.test', owner.password, '127.0.0.1');
+    expect(signed.session).toMatchObject({ role: 'owner', workspace: { id: workspace.id } });
+    const devSession = await accounts.signIn('dev@cluster.test', dev.password, '127.0.0.1');
+    await accounts.setRole(workspace.id, 'dev@cluster.test', 'admin');
+    expect((await accounts.resume(devSession.token))?.role).toBe('admin');
+    await accounts.removeMember(workspace.id, 'dev@cluster.test');
+    expect(await accounts.resume(devSession.token)).toBeUndefined();
+    await accounts.signOut(signed.token);
+    expect(await accounts.resume(signed.token)).toBeUndefined();
+
+    const extra = await accounts.createApiKey(workspace.id);
+    expect(await accounts.authenticateApiKey(extra.key)).toBe(workspace.id);
+    await accounts.revokeApiKey(workspace.id, extra.id);
+    expect((await accounts.apiKeys(workspace.id)).map((k) => k.id)).not.toContain(extra.id);
+    await accounts.rotateSecret(workspace.id);
+    expect((await accounts.endOverlap(workspace.id)).previous).toBeNull();
+
+    const limits = await h.admin(['set-limits', '--workspace', workspace.id, '--create-per-minute', '7']);
+    expect(limits.code).toBe(0);
+    const call = api(h.stack, apiKey);
+    const created = await call('/v1/images/generations', {
+      method: 'POST',
+      json: { model: 'pixel-1', prompt: 'a lighthouse at dusk', size: '256x256', callback_url: h.receiver.url('/recover') },
+    });
+    expect(created.status).toBe(202);
+    expect(created.headers.get('x-ratelimit-limit-requests')).toBe('7');
+    const recovery = await call('/v1/callbacks/recover', { method: 'POST', json: { since: Math.floor(Date.now() / 1000) - 60 } });
+    expect(recovery.status).toBe(202);
+    expect(recovery.json).toMatchObject({ object: 'callback.recovery' });
+  });
+
   it('keeps the store in one slot and gives each queue a slot of its own', async () => {
     const keys = h.stack.keys;
     const storeSlots = new Set(

@@ -35,6 +35,20 @@ const children = new Set<ChildProcess>();
 const prefixes = new Set<string>();
 const tempDirs = new Set<string>();
 let cleanupRedis: Redis | undefined;
+/** Set by run.ts for `BENCH_REDIS=cluster`: the seeds every service and client of the run uses. */
+let clusterNodes: string | undefined;
+let clusterClient: (() => Redis) | undefined;
+
+/** Runs everything of this bench on a Redis Cluster instead of REDIS_URL. */
+export function useRedisCluster(nodes: string, client: () => Redis): void {
+  clusterNodes = nodes;
+  clusterClient = client;
+}
+
+/** A new connection to the run's Redis: REDIS_URL, or the cluster of `BENCH_REDIS=cluster`. */
+export function benchRedis(): Redis {
+  return clusterClient ? clusterClient() : new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+}
 let deadlineAt = Number.POSITIVE_INFINITY;
 
 /** This run's id: every key prefix is `bench-<runId>-<phase>`. */
@@ -87,7 +101,7 @@ export async function dropPrefix(redis: Redis, prefix: string): Promise<void> {
 export async function cleanupAll(keep: ChildProcess[] = []): Promise<void> {
   await Promise.all([...children].filter((c) => !keep.includes(c)).map((c) => stopChild(c, 3_000).catch(() => undefined)));
   if (prefixes.size > 0) {
-    cleanupRedis ??= new Redis(REDIS_URL, { maxRetriesPerRequest: 3 });
+    cleanupRedis ??= benchRedis();
     for (const prefix of [...prefixes]) {
       await deleteKeysUnder(cleanupRedis, prefix).catch((err) => console.error(`could not delete keys under ${prefix}: ${String(err)}`));
       prefixes.delete(prefix);
@@ -194,7 +208,7 @@ export async function serviceEnv(prefix: string, pki: TestPki, extra: Record<str
   const port = await freePort();
   return {
     PATH: process.env.PATH,
-    REDIS_URL,
+    ...(clusterNodes ? { REDIS_CLUSTER_NODES: clusterNodes } : { REDIS_URL }),
     KEY_PREFIX: prefix,
     PORT: String(port),
     PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
@@ -406,7 +420,7 @@ export async function machineInfo(redis: Redis): Promise<MachineInfo> {
     cores: availableParallelism(),
     memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
     node: process.version,
-    redis: /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown',
+    redis: `${/redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown'}${clusterNodes ? `, cluster of ${clusterNodes.split(',').length} primaries on this machine` : ''}`,
     os: `${osType()} ${release()} ${arch()}`,
     date: new Date().toISOString(),
     loadAverageAtStart: loadavg().map((l) => Math.round(l * 100) / 100),

@@ -155,6 +155,20 @@ describe.each(BLOB_STORES)('the stack on Redis Cluster, media on %s', (blobStore
     expect(recovery.json).toMatchObject({ object: 'callback.recovery' });
   });
 
+  it('reports ready, and exports queue depth read from the cluster, on every ops port', async () => {
+    for (const name of ['api-gateway', 'generator', 'webhook-dispatcher'] as const) {
+      expect((await fetch(`${h.stack.service(name).opsUrl}/readyz`)).status).toBe(200);
+    }
+    const metrics = await (await fetch(`${h.stack.service('api-gateway').opsUrl}/metrics`)).text();
+    for (const queue of ['generation', 'job-events', 'callback-deliveries']) {
+      expect(metrics).toMatch(new RegExp(`^media_queue_jobs\\{[^}]*queue="${queue}"[^}]*\\} \\d+$`, 'm'));
+    }
+    // No service logged a Redis command the cluster refused, anywhere in this file's run so far.
+    for (const service of h.stack.services.values()) {
+      expect(service.lines.filter((l) => /CROSSSLOT|unavailable/i.test(JSON.stringify(l)))).toEqual([]);
+    }
+  });
+
   it('keeps the store in one slot and gives each queue a slot of its own', async () => {
     const keys = h.stack.keys;
     const storeSlots = new Set(

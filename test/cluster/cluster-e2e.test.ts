@@ -173,7 +173,7 @@ describe.each(BLOB_STORES)('the stack on Redis Cluster, media on %s', (blobStore
     const keys = h.stack.keys;
     const storeSlots = new Set(
       await Promise.all(
-        [keys.workspace(h.workspace.workspaceId), keys.intake(), keys.charged(), keys.callbackSchedule(), keys.job('img_x'), keys.callback('msg_x')].map(slotOf),
+        [keys.workspace(h.workspace.workspaceId), keys.intake(), keys.jobExpiry(), keys.endedCallbacks(), keys.callbackSchedule(), keys.job('img_x'), keys.callback('msg_x')].map(slotOf),
       ),
     );
     expect(storeSlots.size).toBe(1);

@@ -166,7 +166,7 @@ describe('Bull Board', () => {
     const queues = await fetch(`${board()}/api/queues`, { headers: auth });
     expect(queues.status).toBe(200);
     const body = (await queues.json()) as { queues: Array<{ name: string }> };
-    expect(body.queues.map((q) => q.name).sort()).toEqual(['callback-deliveries', 'generation', 'job-events']);
+    expect(body.queues.map((q) => q.name).sort()).toEqual(['callback-deliveries', 'generation', 'job-events', 'maintenance']);
   });
 
   it('is not on the public port', async () => {

@@ -34,21 +34,26 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Deletes every key under `prefix:` (and nothing else: the Redis may be shared). */
-export async function deleteKeysUnder(redis: Redis, prefix: string): Promise<void> {
-  // A cluster spreads the keys over its primaries; SCAN walks one node's keys.
+/** Every key under `prefix:`, with the node that holds it (on a cluster, SCAN walks one node's keys). */
+export async function keysUnder(redis: Redis, prefix: string): Promise<{ node: Redis; key: string }[]> {
   if (isCluster(redis)) {
     const primaries = (redis as unknown as Cluster).nodes('master') as unknown as Redis[];
-    await Promise.all(primaries.map((node) => deleteKeysUnder(node, prefix)));
-    return;
+    return (await Promise.all(primaries.map((node) => keysUnder(node, prefix)))).flat();
   }
+  const found: { node: Redis; key: string }[] = [];
   let cursor = '0';
   do {
     const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
     cursor = next;
-    // One DEL per key: a multi-key DEL must not cross cluster slots.
-    if (keys.length > 0) await Promise.all(keys.map((key) => redis.del(key)));
+    for (const key of keys) found.push({ node: redis, key });
   } while (cursor !== '0');
+  return found;
+}
+
+/** Deletes every key under `prefix:` (and nothing else: the Redis may be shared). */
+export async function deleteKeysUnder(redis: Redis, prefix: string): Promise<void> {
+  // One DEL per key: a multi-key DEL must not cross cluster slots.
+  await Promise.all((await keysUnder(redis, prefix)).map(({ node, key }) => node.del(key)));
 }
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */

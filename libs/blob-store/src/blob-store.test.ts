@@ -78,6 +78,18 @@ describe.each(['fs', 's3'] as const)('%s blob store', (kind) => {
     await store.remove(key);
   });
 
+  it("removes everything under a job's folder, and nothing beside it", async () => {
+    const keys = [`${prefix}/req_9/input-0.png`, `${prefix}/req_9/mask.png`, `${prefix}/req_9/0.png`, `${prefix}/req_9/1.png`];
+    const neighbours = [`${prefix}/req_90/0.png`, `${prefix}/req_8/0.png`];
+    for (const key of [...keys, ...neighbours]) await store.put(key, Buffer.from(key));
+    expect(await store.removeAll(`${prefix}/req_9`)).toBe(keys.length);
+    for (const key of keys) expect(await store.size(key)).toBeUndefined();
+    for (const key of neighbours) expect(await store.size(key)).toBe(key.length);
+    // A repeat (a sweep re-run after a crash) finds nothing and is not an error.
+    expect(await store.removeAll(`${prefix}/req_9`)).toBe(0);
+    await expect(store.removeAll('../etc')).rejects.toThrow();
+  });
+
   it('opens a blob as a stream with its size and content type, from the one media-type table', async () => {
     for (const [name, type] of [['0.png', 'image/png'], ['1.jpg', 'image/jpeg'], ['2.webp', 'image/webp'], ['video.mp4', 'video/mp4'], ['x.__proto__', 'application/octet-stream']]) {
       const key = `${prefix}/job_2/${name}`;

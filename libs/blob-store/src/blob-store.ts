@@ -31,6 +31,11 @@ export interface BlobStore {
   open(key: string): Promise<BlobStream>;
   /** Deletes the blob; removing a missing one is not an error. */
   remove(key: string): Promise<void>;
+  /**
+   * Deletes every blob whose key starts with `prefix/` (a job's folder: its uploads, its outputs, and
+   * whatever a failed attempt left); answers how many there were. Repeating it is harmless.
+   */
+  removeAll(prefix: string): Promise<number>;
   /** Releases connections; safe to call twice. */
   close(): Promise<void>;
 }

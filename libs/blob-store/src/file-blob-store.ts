@@ -1,4 +1,4 @@
-import { copyFile, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { checkBlobKey, type BlobStore, type BlobStream } from './blob-store';
 import { BlobNotFoundError, InvalidBlobKeyError } from './errors';
@@ -79,6 +79,19 @@ export class FileBlobStore implements BlobStore {
 
   async remove(key: string): Promise<void> {
     await rm(this.pathOf(key), { force: true });
+  }
+
+  async removeAll(prefix: string): Promise<number> {
+    const dir = this.pathOf(prefix);
+    let count = 0;
+    try {
+      count = (await readdir(dir, { recursive: true, withFileTypes: true })).filter((entry) => entry.isFile()).length;
+    } catch (err) {
+      if (isMissing(err)) return 0;
+      throw err;
+    }
+    await rm(dir, { recursive: true, force: true });
+    return count;
   }
 
   async close(): Promise<void> {}

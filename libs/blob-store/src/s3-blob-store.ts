@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Readable } from 'node:stream';
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { checkBlobKey, type BlobStore, type BlobStream } from './blob-store';
 import { BlobNotFoundError, BlobStoreUnavailableError } from './errors';
@@ -134,6 +134,24 @@ export class S3BlobStore implements BlobStore {
 
   async remove(key: string): Promise<void> {
     await this.call(key, () => this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: checkBlobKey(key) })));
+  }
+
+  async removeAll(prefix: string): Promise<number> {
+    const folder = `${checkBlobKey(prefix)}/`;
+    let removed = 0;
+    let token: string | undefined;
+    do {
+      const page = await this.call(folder, () =>
+        this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: folder, ContinuationToken: token })),
+      );
+      // One DeleteObject per key rather than DeleteObjects: a job holds a handful of blobs, and the
+      // batch call needs a Content-MD5 that several S3-compatible servers check differently.
+      const keys = (page.Contents ?? []).flatMap((object) => (object.Key ? [object.Key] : []));
+      await Promise.all(keys.map((key) => this.call(key, () => this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key })))));
+      removed += keys.length;
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return removed;
   }
 
   async close(): Promise<void> {

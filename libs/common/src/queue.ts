@@ -4,7 +4,8 @@ import { PermanentJobError } from './errors';
 import type { Logger } from './logger';
 import { QueueDepth, withTimeout } from './queue-depth';
 import { SchedulePromoter } from './queue-schedule';
-import { hasSchedule, QUEUE_DEFAULTS, type JobNameOf, type PayloadOf, type QueueName, type ScheduledQueue } from './queues';
+import { hasSchedule, JOB_SCHEDULERS, QUEUE_DEFAULTS, type JobNameOf, type JobScheduler, type PayloadOf, type QueueName, type ScheduledQueue } from './queues';
+import type { AppConfig } from './config';
 import { bullKey, bullPrefix } from './keyspace';
 import { duplicateRedis, logRedisErrors } from './redis';
 
@@ -37,6 +38,24 @@ export class JobQueue<Q extends QueueName> {
   async addBulk<N extends JobNameOf<Q>>(jobs: { name: N; payload: PayloadOf<Q, N>; opts?: JobsOptions }[]): Promise<void> {
     if (jobs.length === 0) return;
     await this.queue.addBulk(jobs.map((j) => ({ name: j.name as never, data: j.payload as never, opts: j.opts })));
+  }
+
+  /**
+   * Declares the queue's job schedulers (`JOB_SCHEDULERS`) with their intervals from `config`.
+   * Idempotent, and the last declaration's interval wins, so each replica declares them at start.
+   */
+  async declareSchedulers(config: AppConfig): Promise<void> {
+    const schedulers = (JOB_SCHEDULERS[this.name] ?? {}) as Record<string, JobScheduler<Q, JobNameOf<Q>> | undefined>;
+    for (const [name, scheduler] of Object.entries(schedulers)) {
+      if (!scheduler) continue;
+      await this.queue.upsertJobScheduler(name, { every: config[scheduler.everyMsFrom] }, { name, data: scheduler.payload as never });
+    }
+  }
+
+  /** Whether a job with this id is still to run (waiting, delayed or running); false once it finished, failed or is gone. */
+  async isPending(jobId: string): Promise<boolean> {
+    const state = await this.queue.getJobState(jobId);
+    return state === 'waiting' || state === 'delayed' || state === 'active' || state === 'prioritized' || state === 'waiting-children';
   }
 
   /** Removes a waiting or delayed job; false if it is running or gone. */

@@ -1,4 +1,5 @@
 import type { JobsOptions } from 'bullmq';
+import type { AppConfig } from './config';
 
 /**
  * The one job catalogue: every queue, the job names it carries and their payloads. Producers and
@@ -21,6 +22,11 @@ export interface JobCatalogue {
     /** A dashboard test callback: the request (URL, workspace) and its outcome live under this id in the store. */
     'test-callback': { testId: string };
   };
+  /** Housekeeping that runs on a clock (BullMQ job schedulers, see {@link JOB_SCHEDULERS}), not per request. */
+  maintenance: {
+    /** Removes what retention has let go: finished jobs with their media, ended callbacks with their attempts. */
+    'retention-sweep': Record<string, never>;
+  };
 }
 
 export type AttemptTrigger = 'scheduled' | 'manual';
@@ -32,7 +38,10 @@ export type PayloadOf<Q extends QueueName, N extends JobNameOf<Q>> = JobCatalogu
 export const QUEUE_DEFAULTS: { [Q in QueueName]: JobsOptions } = {
   generation: {
     backoff: { type: 'exponential', delay: 1_000 },
-    removeOnComplete: { age: 3_600, count: 10_000 },
+    // The job record is the truth about a finished job; a handled queue job only shows in Bull Board.
+    // The latest 100 are kept for that, so the queue's keys do not grow with traffic (they did: an
+    // hour of jobs, up to 10,000 of about 1 KB each).
+    removeOnComplete: { count: 100 },
     removeOnFail: { age: 7 * 86_400 },
   },
   'job-events': {
@@ -52,6 +61,28 @@ export const QUEUE_DEFAULTS: { [Q in QueueName]: JobsOptions } = {
     removeOnComplete: true,
     removeOnFail: { age: 7 * 86_400 },
   },
+  maintenance: {
+    // A sweep that fails is simply the next one's work; a few quick retries cover a Redis blip.
+    attempts: 3,
+    backoff: { type: 'exponential', delay: 1_000 },
+    removeOnComplete: { count: 10 },
+    removeOnFail: { count: 100 },
+  },
+};
+
+/** A job BullMQ makes on a clock: its payload, and the setting that gives its interval. */
+export interface JobScheduler<Q extends QueueName, N extends JobNameOf<Q>> {
+  everyMsFrom: { [K in keyof AppConfig]: AppConfig[K] extends number ? K : never }[keyof AppConfig];
+  payload: PayloadOf<Q, N>;
+}
+
+/**
+ * Jobs that BullMQ makes on a clock (`upsertJobScheduler`), per queue: one scheduler per job name,
+ * named after it, so every replica that declares them at start-up (`JobQueue.declareSchedulers`)
+ * updates the same one rather than adding its own.
+ */
+export const JOB_SCHEDULERS: { [Q in QueueName]?: { [N in JobNameOf<Q>]?: JobScheduler<Q, N> } } = {
+  maintenance: { 'retention-sweep': { everyMsFrom: 'retentionSweepIntervalMs', payload: {} } },
 };
 
 /** A job a schedule entry stands for: the name and payload it is added with (its id is the entry). */

@@ -50,7 +50,7 @@ describe('models', () => {
 });
 
 describe('JobPresenter', () => {
-  const presenter = new JobPresenter(signer, 7 * 86_400);
+  const presenter = new JobPresenter(signer);
   const base = {
     workspace_id: 'ws_1', model: 'motion-1', prompt: 'p', seed: 1, created_ms: 1_000_500, cost: null, error: null,
     callback_url: 'https://example.com/hook', request_id: 'req_1', finished_ms: null,
@@ -76,5 +76,19 @@ describe('JobPresenter', () => {
     expect(rendered.data).toHaveLength(2);
     for (const item of rendered.data) expect(Object.keys(item)).toEqual(['url']);
     expect(rendered.url_expires_at).toBe(5_000 + 86_400);
+  });
+
+  it('shows when a finished video is removed, and cuts its link there', () => {
+    const video: VideoJob = {
+      ...base, id: 'video_2', kind: 'video', status: 'completed', finished_ms: 2_000_000, expires_ms: 2_000_000 + 7 * 86_400_000, cost: 0.4,
+      seconds: 4, size: '1280x720', generate_audio: false, progress: 100, output: 'ws_1/video_2/video.mp4',
+    };
+    // Well before removal: the full TTL.
+    const removal = 2_000 + 7 * 86_400;
+    expect(presenter.video(video, 2_000)).toMatchObject({ expires_at: removal, url_expires_at: 2_000 + 86_400 });
+    // A link minted a minute before removal must not outlive the file.
+    expect(presenter.video(video, removal - 60)).toMatchObject({ expires_at: removal, url_expires_at: removal });
+    // A failed job is removed too, and says when.
+    expect(presenter.video({ ...video, status: 'failed', output: null, cost: null })).toMatchObject({ expires_at: removal, url: null, completed_at: null });
   });
 });

@@ -27,11 +27,22 @@ interface JobBase {
   /** Unix milliseconds; API fields are derived in seconds. */
   created_ms: number;
   finished_ms: number | null;
+  /**
+   * When the record and its media are removed (Unix ms), set when the job finishes; the API's
+   * `expires_at`. Absent on records written before retention existed (those are kept).
+   */
+  expires_ms?: number | null;
   cost: number | null;
   error: JobError | null;
   callback_url: string | null;
   /** The `x-request-id` of the creation call. */
   request_id: string;
+  /**
+   * SHA-256 (hex) of the `Idempotency-Key` the job was created with, if any: removing the job
+   * removes the key's claim too, so a repeat of the call after that makes a new job rather than
+   * re-creating the removed one under its old id.
+   */
+  idempotency_key_hash?: string;
 }
 
 export interface ImageJob extends JobBase {
@@ -58,6 +69,12 @@ export interface VideoJob extends JobBase {
 }
 
 export type JobRecord = ImageJob | VideoJob;
+
+/**
+ * The blob folder of a job: every blob it has (uploads, outputs, and whatever a failed attempt
+ * left) is named `<folder>/<file>`, so removing the job's media is removing one folder.
+ */
+export const blobFolderOf = (job: Pick<JobBase, 'workspace_id' | 'id'>): string => `${job.workspace_id}/${job.id}`;
 
 export const isFinished = (status: JobStatus): boolean => status === 'completed' || status === 'failed';
 

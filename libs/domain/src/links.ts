@@ -17,8 +17,9 @@ export class LinkSigner {
     private readonly ttlSeconds: number,
   ) {}
 
-  mint(key: string, nowSeconds = Math.floor(Date.now() / 1000)): SignedLink {
-    const expires = nowSeconds + this.ttlSeconds;
+  /** A link valid for the TTL, but never past `notAfterSeconds` (when the blob is removed). */
+  mint(key: string, nowSeconds = Math.floor(Date.now() / 1000), notAfterSeconds = Infinity): SignedLink {
+    const expires = Math.min(nowSeconds + this.ttlSeconds, notAfterSeconds);
     const signature = this.signature(key, expires);
     const path = key.split('/').map(encodeURIComponent).join('/');
     return { url: `${this.baseUrl}/v1/files/${path}?expires=${expires}&signature=${signature}`, expires_at: expires };

@@ -45,22 +45,22 @@ export interface ImageRequestObject {
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
+/** When the job's media are removed, in Unix seconds; null while unfinished (or for a record from before retention). */
+const expiresAt = (job: JobRecord): number | null => (job.expires_ms ? seconds(job.expires_ms) : null);
+
 /**
  * Renders stored jobs as the API shows them. Links are minted at render time, so every GET and
- * every callback attempt carries links valid for the full TTL.
+ * every callback attempt carries links valid for the full TTL, cut at the media's removal.
  */
 export class JobPresenter {
-  constructor(
-    private readonly links: LinkSigner,
-    private readonly mediaRetentionSeconds: number,
-  ) {}
+  constructor(private readonly links: LinkSigner) {}
 
   render(job: JobRecord, nowSeconds?: number): VideoObject | ImageRequestObject {
     return job.kind === 'video' ? this.video(job, nowSeconds) : this.imageRequest(job, nowSeconds);
   }
 
   video(job: VideoJob, nowSeconds?: number): VideoObject {
-    const link = job.status === 'completed' && job.output ? this.links.mint(job.output, nowSeconds) : null;
+    const link = job.status === 'completed' && job.output ? this.links.mint(job.output, nowSeconds, expiresAt(job) ?? Infinity) : null;
     const completedAt = job.status === 'completed' && job.finished_ms ? seconds(job.finished_ms) : null;
     return {
       id: job.id,
@@ -70,7 +70,7 @@ export class JobPresenter {
       progress: job.status === 'completed' ? 100 : job.progress,
       created_at: seconds(job.created_ms),
       completed_at: completedAt,
-      expires_at: completedAt === null ? null : completedAt + this.mediaRetentionSeconds,
+      expires_at: expiresAt(job),
       seconds: job.seconds,
       ...describeSize(job.size),
       size: job.size,
@@ -87,7 +87,7 @@ export class JobPresenter {
   /** Always links, never base64: the form used by GET and by callbacks. */
   imageRequest(job: ImageJob, nowSeconds?: number): ImageRequestObject {
     const completed = job.status === 'completed';
-    const links = completed ? job.outputs.map((key) => this.links.mint(key, nowSeconds)) : [];
+    const links = completed ? job.outputs.map((key) => this.links.mint(key, nowSeconds, expiresAt(job) ?? Infinity)) : [];
     return {
       id: job.id,
       object: 'image.generation',

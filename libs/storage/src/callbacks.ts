@@ -141,20 +141,24 @@ end
 // attempt or an ended one with an attempt still to come. The entry is the attempt's delivery job
 // id, `jobIds.delivery(id, n, 'scheduled')` (`<msg id>.<n>`), which the schedule turns back into the job.
 // KEYS[6]: the schedule; `next_ms` is a string, passed through as the score.
+// An ended callback enters the ended index (KEYS[7]) in the same step, at its latest activity (GT:
+// a manual attempt on an ended callback keeps it longer, never shorter), so the retention sweep
+// finds every ended callback and never a pending one.
 const SCHEDULE_NEXT = `
-local function schedule_next(cb, next_ms)
+local function schedule_next(cb, next_ms, now_ms)
   local entry = cb.id .. '.' .. (cb.ladder_attempt + 1)
   if cb.state == 'pending' then
     if next_ms ~= '' then redis.call('ZADD', KEYS[6], next_ms, entry) end
   else
     redis.call('ZREM', KEYS[6], entry)
+    redis.call('ZADD', KEYS[7], 'GT', now_ms, cb.id)
   end
 end
 `;
 
 // Records one attempt and moves the callback's state, in one step, so that a re-run of the same
 // attempt (a worker killed after recording) neither counts twice nor moves the ladder again.
-// KEYS: 1 record, 2 attempt log, 3-5 state indexes, 6 schedule.
+// KEYS: 1 record, 2 attempt log, 3-5 state indexes, 6 schedule, 7 ended index.
 // ARGV: 1 attempt field, 2 attempt (stored form, without its number), 3 ladder attempt
 // (0 = manual), 4 '1' if delivered, 5 next automatic attempt ms ('' = none left), 6 now ms,
 // 7 when the attempt was sent (ms).
@@ -186,7 +190,7 @@ local out = cjson.encode(cb)
 redis.call('SET', KEYS[1], out)
 move_state_index(before, cb)
 -- A manual attempt that failed leaves the ladder, and its schedule, as they were.
-if ladder > 0 or cb.state ~= 'pending' then schedule_next(cb, ARGV[5]) end
+if ladder > 0 or cb.state ~= 'pending' then schedule_next(cb, ARGV[5], ARGV[6]) end
 return {1, out}
 `);
 
@@ -205,7 +209,7 @@ return 0
 `);
 
 // A callback whose delivery job BullMQ gave up on must still end; a delivered one stays delivered.
-// KEYS as RECORD_ATTEMPT's (the attempt log is not touched).
+// KEYS as RECORD_ATTEMPT's (the attempt log is not touched). ARGV: 1 now ms.
 const GIVE_UP = new LuaScript(`${MOVE_STATE_INDEX}${SCHEDULE_NEXT}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return '' end
@@ -216,8 +220,33 @@ cb.next_attempt_ms = cjson.null
 local out = cjson.encode(cb)
 redis.call('SET', KEYS[1], out)
 move_state_index('pending', cb)
-schedule_next(cb, '')
+schedule_next(cb, '', ARGV[1])
 return out
+`);
+
+// Removes an ended callback with its attempt log and every index entry, in one step, if it is
+// still ended and its last activity is at or before the cutoff (a manual attempt meanwhile keeps it).
+// KEYS: 1 record, 2 attempt log, 3-5 state indexes, 6 the workspace index, 7 its type index, 8 ended index.
+// ARGV: 1 id, 2 cutoff ms. Answers 1 removed, 0 kept.
+const PURGE = new LuaScript(`
+local raw = redis.call('GET', KEYS[1])
+if raw then
+  local cb = cjson.decode(raw)
+  if cb.state == 'pending' then
+    redis.call('ZREM', KEYS[8], ARGV[1])
+    return 0
+  end
+  local last = redis.call('ZSCORE', KEYS[8], ARGV[1])
+  if last and tonumber(last) > tonumber(ARGV[2]) then return 0 end
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('ZREM', KEYS[5], ARGV[1])
+redis.call('ZREM', KEYS[6], ARGV[1])
+redis.call('ZREM', KEYS[7], ARGV[1])
+redis.call('ZREM', KEYS[8], ARGV[1])
+return 1
 `);
 
 /**
@@ -364,8 +393,8 @@ export class CallbackRepository {
   }
 
   /** Ends a still-pending callback as `failed`; returns the record as it now stands. */
-  async giveUp(callback: Pick<CallbackRecord, 'id' | 'workspace_id'>): Promise<CallbackRecord | undefined> {
-    const raw = (await GIVE_UP.run(this.redis, this.scriptKeys(callback), [])) as string;
+  async giveUp(callback: Pick<CallbackRecord, 'id' | 'workspace_id'>, now = Date.now()): Promise<CallbackRecord | undefined> {
+    const raw = (await GIVE_UP.run(this.redis, this.scriptKeys(callback), [now])) as string;
     return raw ? (JSON.parse(raw) as CallbackRecord) : undefined;
   }
 
@@ -383,7 +412,32 @@ export class CallbackRepository {
       this.keys.workspaceCallbacksInState(workspaceId, 'delivered'),
       this.keys.workspaceCallbacksInState(workspaceId, 'failed'),
       this.keys.callbackSchedule(),
+      this.keys.endedCallbacks(),
     ];
+  }
+
+  /** Ids of ended callbacks whose last activity was at or before `cutoffMs`, oldest first. */
+  async endedBefore(cutoffMs: number, limit: number): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.endedCallbacks(), '-inf', cutoffMs, 'LIMIT', 0, limit);
+  }
+
+  /**
+   * Removes an ended callback, its attempt log and its index entries, if its last activity is still
+   * at or before `cutoffMs`; a callback whose record is gone only leaves the ended index. False when
+   * it was kept (pending again cannot happen, but a manual attempt may have come in meanwhile).
+   */
+  async remove(messageId: string, cutoffMs: number): Promise<boolean> {
+    const record = await this.get(messageId);
+    // Without its record the indexes cannot be named; the record is removed with them, so a
+    // missing one means a repeat after that step, and only the ended entry can be left.
+    const [workspaceId, type] = record ? [record.workspace_id, record.type] : ['-', '-'];
+    const keys = [
+      ...this.scriptKeys({ id: messageId, workspace_id: workspaceId }).slice(0, 5),
+      this.keys.workspaceCallbacks(workspaceId),
+      this.keys.workspaceCallbacksOfType(workspaceId, type),
+      this.keys.endedCallbacks(),
+    ];
+    return (await PURGE.run(this.redis, keys, [messageId, cutoffMs])) === 1;
   }
 
   /**

@@ -15,6 +15,9 @@ export type IdempotencyClaim =
   | { outcome: 'replay'; jobId: string }
   | { outcome: 'mismatch' };
 
+/** How a key is named in the store and in the job it made (`idempotency_key_hash`): the key itself is the client's secret-ish token. */
+export const idempotencyKeyHash = (key: string): string => createHash('sha256').update(key).digest('hex');
+
 /** `Idempotency-Key` bookkeeping: one job per key and workspace for the key's lifetime. */
 export class IdempotencyRepository {
   constructor(
@@ -39,7 +42,7 @@ export class IdempotencyRepository {
   /** The claim of `key` for `jobId`, for a caller that makes it in a step of its own (`JobRepository.admit`). */
   entry(workspaceId: string, key: string, fingerprint: string, jobId: string): IdempotencyEntry {
     return {
-      redisKey: this.keys.idempotency(workspaceId, createHash('sha256').update(key).digest('hex')),
+      redisKey: this.keys.idempotency(workspaceId, idempotencyKeyHash(key)),
       value: JSON.stringify({ job_id: jobId, fingerprint }),
       ttlSeconds: this.ttlSeconds,
     };

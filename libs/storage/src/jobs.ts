@@ -29,7 +29,31 @@ redis.call('SET', KEYS[1], ARGV[1])
 if ARGV[2] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[2]) end
 redis.call('SREM', KEYS[3], ARGV[3])
 redis.call('ZREM', KEYS[4], ARGV[3])
+if ARGV[5] ~= '' then redis.call('ZADD', KEYS[5], ARGV[5], ARGV[3]) end
 redis.call('PUBLISH', ARGV[4], ARGV[3])
+return 1
+`);
+
+// Removes a job's record with its listing-index entry, its expiry entry and the claim of the
+// Idempotency-Key it was made with (if that still names this job), in one step. With a cutoff
+// (the sweep), only while its expiry is still due: a postponement written meanwhile wins.
+// KEYS: 1 record, 2 the workspace's image or video index, 3 expiry, [4 the Idempotency-Key's entry].
+// ARGV: 1 job id, 2 cutoff ms ('' = unconditional). Answers 1 removed, 0 left (not due any more).
+const PURGE = new LuaScript(`
+if ARGV[2] ~= '' then
+  local due = redis.call('ZSCORE', KEYS[3], ARGV[1])
+  if due and tonumber(due) > tonumber(ARGV[2]) then return 0 end
+end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+if KEYS[4] then
+  local claimed = redis.call('GET', KEYS[4])
+  if claimed then
+    local ok, held = pcall(cjson.decode, claimed)
+    if ok and type(held) == 'table' and held.job_id == ARGV[1] then redis.call('DEL', KEYS[4]) end
+  end
+end
 return 1
 `);
 
@@ -204,19 +228,54 @@ export class JobRepository {
   }
 
   /**
-   * Marks the job finished and writes its charge in one transaction, then announces it.
+   * Marks the job finished and writes its charge in one transaction, then announces it. A job with
+   * `expires_ms` enters the expiry index in the same step, so no finished job escapes retention.
    * Returns false if it had already finished (nothing is written or charged again).
    */
   async finish(job: JobRecord, charge: LedgerEntry | null): Promise<boolean> {
     if (!isFinished(job.status)) throw new Error('finish() needs a finished job');
     const result = await FINISH.run(
       this.redis,
-      [this.keys.job(job.id), this.keys.workspaceLedger(job.workspace_id), this.keys.workspaceUnfinished(job.workspace_id), this.keys.intake()],
-      [encodeRecord(job), charge ? encodeRecord(charge) : '', job.id, this.keys.jobFinishedChannel()],
+      [
+        this.keys.job(job.id),
+        this.keys.workspaceLedger(job.workspace_id),
+        this.keys.workspaceUnfinished(job.workspace_id),
+        this.keys.intake(),
+        this.keys.jobExpiry(),
+      ],
+      [encodeRecord(job), charge ? encodeRecord(charge) : '', job.id, this.keys.jobFinishedChannel(), job.expires_ms ?? ''],
     );
     if (result === -1) throw new Error(`job ${job.id} does not exist`);
     if (result === -2) throw new CorruptRecordError(job.id);
     return result === 1;
+  }
+
+  /** Ids of finished jobs whose retention ended at or before `nowMs`, soonest first. */
+  async dueForRemoval(nowMs: number, limit: number): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.jobExpiry(), '-inf', nowMs, 'LIMIT', 0, limit);
+  }
+
+  /** Moves a job's removal to `untilMs` (something still needs it); a job not in the expiry index stays out. */
+  async postponeRemoval(jobId: string, untilMs: number): Promise<void> {
+    await this.redis.zadd(this.keys.jobExpiry(), 'XX', untilMs, jobId);
+  }
+
+  /** Drops an expiry entry whose record is gone already (nothing else can be found for it). */
+  async forgetRemoval(jobId: string): Promise<void> {
+    await this.redis.zrem(this.keys.jobExpiry(), jobId);
+  }
+
+  /**
+   * Removes a job's record, its listing entry, its expiry entry and its Idempotency-Key's claim in
+   * one step (its media are the caller's: remove them first, so a crash in between leaves a record
+   * that a repeat finds). With `dueBeforeMs` it removes only a job still due by then, and answers
+   * false when a postponement came first. The charge stays in the ledger.
+   */
+  async remove(job: JobRecord, dueBeforeMs?: number): Promise<boolean> {
+    const index = job.kind === 'video' ? this.keys.workspaceVideos(job.workspace_id) : this.keys.workspaceImages(job.workspace_id);
+    const keys = [this.keys.job(job.id), index, this.keys.jobExpiry()];
+    if (job.idempotency_key_hash) keys.push(this.keys.idempotency(job.workspace_id, job.idempotency_key_hash));
+    return (await PURGE.run(this.redis, keys, [job.id, dueBeforeMs ?? ''])) === 1;
   }
 
   /** Video or image requests of a workspace, newest first by default, after a cursor id. */

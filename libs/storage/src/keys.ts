@@ -45,7 +45,10 @@ export class StoreKeys {
   job = (id: string) => `${this.prefix}:job:${id}`;
   /** Jobs stored but not yet known to be queued, scored by creation time (the intake repair reads it). */
   intake = () => `${this.prefix}:intake`;
-  charged = () => `${this.prefix}:charged`;
+  /** Finished jobs by when their record and media expire (Unix ms): what the retention sweep removes. */
+  jobExpiry = () => `${this.prefix}:expiry:jobs`;
+  /** Ended callbacks (delivered or failed) by their last activity (Unix ms): the sweep removes them after their retention. */
+  endedCallbacks = () => `${this.prefix}:callbacks:ended`;
   idempotency = (workspaceId: string, keyHash: string) => `${this.prefix}:idem:${workspaceId}:${keyHash}`;
   callback = (messageId: string) => `${this.prefix}:cb:${messageId}`;
   callbackAttempts = (messageId: string) => `${this.prefix}:cb:${messageId}:attempts`;

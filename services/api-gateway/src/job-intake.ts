@@ -1,9 +1,9 @@
 import { createHash, randomInt } from 'node:crypto';
 import { FaultInjector, jobIds, newId, type JobQueue } from '@media/common';
 import { CallbackUrlGuard, CallbackUrlRejectedError } from '@media/callback-guard';
-import { generationJobName, isFinished, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
+import { blobFolderOf, generationJobName, isFinished, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
 import type { BlobStore, ImageExtension } from '@media/blob-store';
-import type { IdempotencyEntry, IdempotencyRepository, JobRepository, LimitRepository } from '@media/storage';
+import { idempotencyKeyHash, type IdempotencyEntry, type IdempotencyRepository, type JobRepository, type LimitRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
 import { IntakeMarks } from './intake-marks';
 import type { ImageParams, VideoParams } from './validation';
@@ -61,12 +61,12 @@ export class JobIntakeService {
       let mask: string | null = null;
       if (edit) {
         for (const [i, upload] of edit.images.entries()) {
-          const key = `${workspaceId}/${id}/input-${i}.${upload.ext}`;
+          const key = `${blobFolderOf({ workspace_id: workspaceId, id })}/input-${i}.${upload.ext}`;
           await this.blobs.put(key, upload.bytes);
           inputs.push(key);
         }
         if (edit.mask) {
-          mask = `${workspaceId}/${id}/mask.${edit.mask.ext}`;
+          mask = `${blobFolderOf({ workspace_id: workspaceId, id })}/mask.${edit.mask.ext}`;
           await this.blobs.put(mask, edit.mask.bytes);
         }
       }
@@ -137,6 +137,7 @@ export class JobIntakeService {
     idempotencyKey: string | undefined,
     build: (id: string) => Promise<JobRecord>,
   ): Promise<Intake> {
+    build = withKeyHash(build, idempotencyKey);
     const entry = (id: string): IdempotencyEntry | undefined =>
       idempotencyKey === undefined ? undefined : this.idempotency.entry(workspaceId, idempotencyKey, fingerprint(), id);
     let job = await build(proposedId);
@@ -190,6 +191,7 @@ export class JobIntakeService {
     idempotencyKey: string | undefined,
     build: (id: string) => Promise<JobRecord>,
   ): Promise<Intake> {
+    build = withKeyHash(build, idempotencyKey);
     if (idempotencyKey !== undefined) {
       const claim = await this.idempotency.claim(workspaceId, idempotencyKey, fingerprint(), proposedId);
       if (claim.outcome === 'mismatch') throw this.keyReused();
@@ -276,4 +278,11 @@ export class JobIntakeService {
     if (edit?.mask) hash.update('mask').update(edit.mask.bytes);
     return hash.digest('hex');
   }
+}
+
+/** The job remembers the key it was made with, so removing the job (retention, DELETE) removes the key's claim too. */
+function withKeyHash(build: (id: string) => Promise<JobRecord>, idempotencyKey: string | undefined): (id: string) => Promise<JobRecord> {
+  if (idempotencyKey === undefined) return build;
+  const hash = idempotencyKeyHash(idempotencyKey);
+  return async (id) => ({ ...(await build(id)), idempotency_key_hash: hash });
 }

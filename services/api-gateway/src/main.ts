@@ -75,7 +75,7 @@ async function main(): Promise<void> {
       limits,
       blobs,
       links,
-      presenter: new JobPresenter(links, config.mediaRetentionSeconds),
+      presenter: new JobPresenter(links),
       intake,
       waiter,
       callbackAdmin: callbackAdmin.admin,

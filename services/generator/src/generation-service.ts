@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FaultInjector, jobIds, NO_GENERATION_METRICS, type GenerationMetrics, type JobQueue, type Logger } from '@media/common';
 import {
+  blobFolderOf,
   findModel,
   imageCost,
   isFinished,
@@ -29,6 +30,8 @@ export interface GenerationDeps {
   moderation: ModerationPolicy;
   logger: Logger;
   timeoutMs: number;
+  /** How long a finished job's record and media are kept (MEDIA_RETENTION_SECONDS), from its end. */
+  retentionMs: number;
   faults?: FaultInjector;
   metrics?: GenerationMetrics;
 }
@@ -126,7 +129,7 @@ export class GenerationService {
         job.operation === 'edit'
           ? await this.deps.images.edit({ ...base, images: inputs, mask })
           : await this.deps.images.render(base);
-      const key = `${job.workspace_id}/${job.id}/${index}.${extensionOf(job.output_format)}`;
+      const key = `${blobFolderOf(job)}/${index}.${extensionOf(job.output_format)}`;
       await this.deps.blobs.put(key, bytes);
       outputs.push(key);
     }
@@ -150,7 +153,7 @@ export class GenerationService {
         },
         signal,
       );
-      const key = `${job.workspace_id}/${job.id}/video.${extensionOf('mp4')}`;
+      const key = `${blobFolderOf(job)}/video.${extensionOf('mp4')}`;
       await this.deps.blobs.putFile(key, outputPath);
       return { ...job, output: key, progress: 100 };
     } finally {
@@ -161,7 +164,7 @@ export class GenerationService {
   private async complete(job: JobRecord): Promise<void> {
     const now = Date.now();
     const cost = this.costOf(job);
-    const done: JobRecord = { ...job, status: 'completed', finished_ms: now, cost, error: null };
+    const done: JobRecord = { ...job, status: 'completed', finished_ms: now, expires_ms: now + this.deps.retentionMs, cost, error: null };
     const charge: LedgerEntry = { job_id: job.id, workspace_id: job.workspace_id, model: job.model, amount: cost, created_ms: now };
     if (await this.deps.jobs.finish(done, charge)) {
       // Counted only where the finish was written, so a re-run after a crash does not count twice.
@@ -174,9 +177,10 @@ export class GenerationService {
   }
 
   private async fail(job: JobRecord, error: JobError): Promise<void> {
-    const failed: JobRecord = { ...job, status: 'failed', finished_ms: Date.now(), cost: null, error };
+    const now = Date.now();
+    const failed: JobRecord = { ...job, status: 'failed', finished_ms: now, expires_ms: now + this.deps.retentionMs, cost: null, error };
     if (await this.deps.jobs.finish(failed, null)) {
-      this.metrics.jobFinished(job.kind, error.code, ((failed.finished_ms ?? Date.now()) - job.created_ms) / 1000);
+      this.metrics.jobFinished(job.kind, error.code, (now - job.created_ms) / 1000);
       this.deps.logger.warn('job failed', { job_id: job.id, code: error.code });
     }
     await this.announce(job.id);

@@ -15,7 +15,8 @@ import {
   startOpsServer,
 } from '@media/common';
 import { createBlobStore } from '@media/blob-store';
-import { JobRepository, StoreKeys } from '@media/storage';
+import { CallbackRepository, JobRepository, StoreKeys } from '@media/storage';
+import { MediaRetention } from '@media/retention';
 import { GenerationService } from './generation-service';
 import { IntakeRepair } from './intake-repair';
 import { defaultFfmpegPath, ImageRenderer, VideoEncoder } from './media';
@@ -44,6 +45,7 @@ async function main(): Promise<void> {
     moderation: new ModerationPolicy(config.moderationBlocklist),
     logger,
     timeoutMs: config.generationTimeoutMs,
+    retentionMs: config.mediaRetentionSeconds * 1_000,
     faults,
     metrics: new PromGenerationMetrics(registry),
   });
@@ -63,13 +65,35 @@ async function main(): Promise<void> {
       onGaveUp: ({ payload, reason, permanent }) => service.giveUp(payload.jobId, reason, permanent),
     },
   );
-  registerQueueGauges(registry, new QueueDepth(redis, config.keyPrefix), ['generation'], logger);
+  // Retention runs here, beside the media it removes: a BullMQ job scheduler on the maintenance
+  // queue makes one sweep per interval, whichever generator replica takes it.
+  const retention = new MediaRetention({
+    jobs,
+    callbacks: new CallbackRepository(redis, keys),
+    blobs,
+    events,
+    logger,
+    callbackRetentionMs: config.callbackRetentionSeconds * 1_000,
+  });
+  const maintenance = new JobQueue('maintenance', redis, config.keyPrefix, logger);
+  await maintenance.declareSchedulers(config);
+  const housekeeping = new QueueConsumer(
+    'maintenance',
+    {
+      'retention-sweep': async () => {
+        // Half an interval at most: a backlog drains over several sweeps instead of piling them up.
+        await retention.sweep(Math.max(1_000, config.retentionSweepIntervalMs / 2));
+      },
+    },
+    { connection: redis, keyPrefix: config.keyPrefix, concurrency: 1, lockDurationMs: config.jobLockMs, livenessBoundMs: config.workerLivenessBoundMs, logger },
+  );
+  registerQueueGauges(registry, new QueueDepth(redis, config.keyPrefix), ['generation', 'maintenance'], logger);
   const ops = await startOpsServer({
     port: config.opsPort,
     logger,
     registry,
     isReady: () => pingRedis(redis),
-    health: async () => [await consumer.health()],
+    health: async () => Promise.all([consumer.health(), housekeeping.health()]),
   });
   const repair = new IntakeRepair(jobs, generation, logger);
   const repairs = every(INTAKE_REPAIR_INTERVAL_MS, () => repair.run(), (e) => logger.warn('intake repair interrupted', { error: String(e) }));
@@ -80,7 +104,7 @@ async function main(): Promise<void> {
     stopping ??= (async () => {
       logger.info('draining', { signal });
       repairs.stop();
-      if ((await drainWithin(consumer.close(), config.shutdownTimeoutMs)) === 'deadline') {
+      if ((await drainWithin(Promise.all([consumer.close(), housekeeping.close()]), config.shutdownTimeoutMs)) === 'deadline') {
         // BullMQ's close still waits for running processors, so stop the encoders here; their jobs
         // keep their lock until it lapses, then another generator takes them over.
         logger.warn('drain deadline passed; running jobs are left to stall recovery');
@@ -88,7 +112,7 @@ async function main(): Promise<void> {
         redis.disconnect();
         process.exit(0);
       }
-      await Promise.all([events.close(), generation.close(), ops.close(), blobs.close()]);
+      await Promise.all([events.close(), generation.close(), maintenance.close(), ops.close(), blobs.close()]);
       await redis.quit();
       logger.info('stopped');
       process.exit(0);

@@ -138,7 +138,7 @@ export class CallbackService {
     } catch (err) {
       if (!(err instanceof UndeliverableCallbackError)) throw err;
       // What the deliveries queue's give-up path does for a permanent failure: the callback ends.
-      const ended = await this.deps.callbacks.giveUp(callback);
+      const ended = await this.deps.callbacks.giveUp(callback, this.now());
       this.deps.logger.error('callback cannot be delivered; ended as failed', { message_id: callback.id, reason: err.message, state: ended?.state });
     }
     return callback;
@@ -260,7 +260,7 @@ export class CallbackService {
     // Ended meanwhile, or this attempt was recorded after all: nothing is left to repair.
     if (!callback || callback.state !== 'pending' || callback.ladder_attempt >= payload.attempt) return;
     if (permanent) {
-      const ended = await this.deps.callbacks.giveUp(callback);
+      const ended = await this.deps.callbacks.giveUp(callback, this.now());
       this.deps.logger.error('callback cannot be delivered; ended as failed', { ...log, state: ended?.state });
       return;
     }

@@ -58,7 +58,7 @@ export async function createCallbackService(
     callbacks,
     jobs: new JobRepository(redis, keys),
     workspaces: new WorkspaceRepository(redis, keys),
-    presenter: new JobPresenter(links, config.mediaRetentionSeconds),
+    presenter: new JobPresenter(links),
     guard: new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs }, overrides.resolver),
     sender,
     deliveries,

@@ -1,5 +1,6 @@
 import { Router } from 'express';
-import type { JobPresenter, VideoJob } from '@media/domain';
+import { isFinished, type JobPresenter, type VideoJob } from '@media/domain';
+import { removeJob } from '@media/retention';
 import type { BlobStore } from '@media/blob-store';
 import type { JobRepository } from '@media/storage';
 import { ApiError } from '../http/api-error';
@@ -49,6 +50,17 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
 
   router.get('/:id', limitRead, async (req, res) => {
     res.json(deps.presenter.video(await findVideo(res.locals.workspaceId, req.params.id)));
+  });
+
+  // OpenAI's `videos.delete`: the video's media and record go now, whatever its retention. A
+  // running job cannot be deleted (its generator would write it again); its charge stays billed.
+  router.delete('/:id', limitRead, async (req, res) => {
+    const job = await findVideo(res.locals.workspaceId, req.params.id);
+    if (!isFinished(job.status)) {
+      throw new ApiError(409, 'invalid_request_error', `Video '${job.id}' is ${job.status}; it can be deleted once it has completed or failed.`, null, 'video_in_progress');
+    }
+    await removeJob(deps, job);
+    res.json({ id: job.id, object: 'video.deleted', deleted: true });
   });
 
   router.get('/:id/content', limitRead, async (req, res) => {

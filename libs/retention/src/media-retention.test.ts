@@ -1,0 +1,198 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { createLogger, JobQueue, jobIds } from '@media/common';
+import { callbackIdFor, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
+import { FileBlobStore, type BlobStore } from '@media/blob-store';
+import { CallbackRepository, IdempotencyRepository, idempotencyKeyHash, JobRepository, StoreKeys, type CallbackRecord } from '@media/storage';
+import { S3TestServer } from '../../blob-store/src/test-support/s3-server';
+import { MediaRetention, removeJob } from './media-retention';
+
+// Real Redis, real blob stores (a directory, and an S3 server on loopback over HTTP), a real BullMQ
+// queue for the job-finished events. The clock is the test's, so "a week later" is one assignment.
+
+const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
+const logger = createLogger('test', 'error');
+const HOUR = 3_600_000;
+
+let s3: S3TestServer;
+let dir: string;
+
+beforeAll(async () => {
+  s3 = await S3TestServer.start();
+  dir = await mkdtemp(join(tmpdir(), 'retention-test-'));
+});
+
+afterAll(async () => {
+  await s3?.destroy();
+  await rm(dir, { recursive: true, force: true });
+  redis.disconnect();
+});
+
+describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) => {
+  const prefix = `test-${randomBytes(6).toString('hex')}`;
+  const keys = new StoreKeys(prefix);
+  const jobs = new JobRepository(redis, keys);
+  const callbacks = new CallbackRepository(redis, keys);
+  const idempotency = new IdempotencyRepository(redis, keys, 86_400);
+  const events = new JobQueue('job-events', redis, prefix, logger);
+  const ws = `ws_${randomBytes(4).toString('hex')}`;
+  let blobs: BlobStore;
+  let clock = Date.now();
+  let retention: MediaRetention;
+
+  beforeAll(async () => {
+    blobs = kind === 'fs' ? new FileBlobStore(await mkdtemp(join(dir, 'fs-'))) : s3.store();
+    retention = new MediaRetention({ jobs, callbacks, blobs, events, logger, callbackRetentionMs: 2 * HOUR, now: () => clock });
+  });
+
+  afterAll(async () => {
+    await events.close();
+    await blobs.close();
+    const found = await redis.keys(`${prefix}:*`);
+    if (found.length > 0) await redis.del(...found);
+  });
+
+  /** A finished job with its blobs, as the generator leaves it; `expires` is when retention ends. */
+  async function finishedImage(id: string, opts: { expires: number; callback?: boolean; key?: string }): Promise<ImageJob> {
+    const job: ImageJob = {
+      id, kind: 'image', operation: 'edit', workspace_id: ws, model: 'pixel-1', prompt: 'p', seed: 1, status: 'in_progress',
+      created_ms: clock - HOUR, finished_ms: null, cost: null, error: null, callback_url: opts.callback ? 'https://h.test/hook' : null,
+      request_id: id, n: 2, size: '256x256', output_format: 'png', response_format: 'url', inputs: [`${ws}/${id}/input-0.png`],
+      mask: null, outputs: [],
+    };
+    if (opts.key) {
+      const entry = idempotency.entry(ws, opts.key, 'fp', id);
+      job.idempotency_key_hash = idempotencyKeyHash(opts.key);
+      expect(await jobs.admit(job, { maxWaitingDefault: 100, idempotency: entry })).toEqual({ outcome: 'stored' });
+    } else {
+      await jobs.create(job);
+    }
+    const outputs = [`${ws}/${id}/0.png`, `${ws}/${id}/1.png`];
+    // A leftover of a failed attempt, named in no record, must go too.
+    for (const key of [...job.inputs, ...outputs, `${ws}/${id}/2.png`]) await blobs.put(key, Buffer.from(key));
+    const done = { ...job, status: 'completed' as const, finished_ms: clock, expires_ms: opts.expires, cost: 0.02, outputs };
+    await jobs.finish(done, { job_id: id, workspace_id: ws, model: 'pixel-1', amount: 0.02, created_ms: clock });
+    return done;
+  }
+
+  async function callbackFor(job: JobRecord, state: CallbackRecord['state']): Promise<CallbackRecord> {
+    const { callback } = await callbacks.create({
+      id: callbackIdFor(job.id, 'image.completed'), workspace_id: ws, job_id: job.id, type: 'image.completed', url: 'https://h.test/hook',
+      event_ms: clock, created_ms: clock, state: 'pending', attempt_count: 0, ladder_attempt: 0, next_attempt_ms: clock,
+      delivered_ms: null, last_attempt_ms: null,
+    });
+    if (state === 'pending') return callback;
+    const attempt = {
+      ladder_attempt: 1, trigger: 'scheduled' as const, sent_ms: clock, duration_ms: 5, status: state === 'delivered' ? 200 : 500,
+      error: state === 'delivered' ? null : ('http_error' as const), error_detail: null, address: '203.0.113.9', excerpt: '',
+    };
+    // One failed attempt with no next one ends it as failed, as attempt 6 does.
+    return (await callbacks.recordAttempt(callback, 'auto.1', attempt, null, clock)).callback;
+  }
+
+  const blobCount = async (job: JobRecord) => (await Promise.all([...(job.kind === 'image' ? [...job.inputs, ...job.outputs] : [])].map((k) => blobs.size(k)))).filter((s) => s !== undefined).length;
+  const listed = async (id: string) => (await redis.zscore(keys.workspaceImages(ws), id)) !== null;
+
+  it('keeps a job until it expires, then removes its media, record, listing, expiry entry and key claim, and keeps its charge', async () => {
+    const job = await finishedImage(`req_${kind}a`, { expires: clock + 7 * 24 * HOUR, key: `key-${kind}` });
+    const claim = keys.idempotency(ws, job.idempotency_key_hash!);
+    expect(await redis.exists(claim)).toBe(1);
+
+    expect(await retention.sweep()).toMatchObject({ jobsRemoved: 0, complete: true });
+    expect(await jobs.get(job.id)).toBeDefined();
+    expect(await blobCount(job)).toBe(3);
+
+    clock += 7 * 24 * HOUR;
+    expect(await retention.sweep()).toMatchObject({ jobsRemoved: 1, blobsRemoved: 4, complete: true });
+    expect(await jobs.get(job.id)).toBeUndefined();
+    expect(await blobCount(job)).toBe(0);
+    expect(await blobs.size(`${ws}/${job.id}/2.png`)).toBeUndefined();
+    expect(await listed(job.id)).toBe(false);
+    expect(await redis.zscore(keys.jobExpiry(), job.id)).toBeNull();
+    expect(await redis.exists(claim)).toBe(0);
+    expect((await jobs.ledger(ws)).map((e) => e.job_id)).toContain(job.id);
+    // Again: nothing to do, nothing fails.
+    expect(await retention.sweep()).toMatchObject({ jobsRemoved: 0, blobsRemoved: 0, complete: true });
+  });
+
+  it('holds a due job while its callback is pending or its job-finished event is unhandled, and lets it go after', async () => {
+    const job = await finishedImage(`req_${kind}b`, { expires: clock + HOUR, callback: true });
+    await events.add('job-finished', { jobId: job.id }, { jobId: jobIds.jobFinished(job.id) });
+    clock += HOUR;
+    expect(await retention.sweep()).toMatchObject({ jobsRemoved: 0, jobsHeld: 1 });
+    expect(await jobs.get(job.id)).toBeDefined();
+    // Held for an hour, not looked at on every sweep.
+    expect(Number(await redis.zscore(keys.jobExpiry(), job.id))).toBe(clock + HOUR);
+
+    // The dispatcher handled the event: the callback is on its ladder.
+    expect(await events.remove(jobIds.jobFinished(job.id))).toBe(true);
+    expect(await events.isPending(jobIds.jobFinished(job.id))).toBe(false);
+    const callback = await callbackFor(job, 'pending');
+    clock += HOUR;
+    expect(await retention.sweep()).toMatchObject({ jobsRemoved: 0, jobsHeld: 1 });
+    expect(await blobCount(job)).toBe(3);
+
+    // Delivered: the job goes at the next look; the callback stays for its own retention.
+    await callbacks.recordAttempt(callback, 'auto.1', {
+      ladder_attempt: 1, trigger: 'scheduled', sent_ms: clock, duration_ms: 3, status: 204, error: null, error_detail: null, address: '203.0.113.9', excerpt: '',
+    }, null, clock);
+    clock += HOUR;
+    expect(await retention.sweep()).toMatchObject({ jobsRemoved: 1, callbacksRemoved: 0 });
+    expect(await callbacks.get(callback.id)).toBeDefined();
+    clock += 2 * HOUR;
+    expect(await retention.sweep()).toMatchObject({ callbacksRemoved: 1 });
+    expect(await callbacks.get(callback.id)).toBeUndefined();
+  });
+
+  it('removes an ended callback with its attempts and every index entry only after its retention, counted from its last attempt', async () => {
+    const job = await finishedImage(`req_${kind}c`, { expires: clock + 100 * HOUR, callback: true });
+    const failed = await callbackFor(job, 'failed');
+    const indexes = [keys.workspaceCallbacks(ws), keys.workspaceCallbacksOfType(ws, 'image.completed'), keys.workspaceCallbacksInState(ws, 'failed')];
+    for (const index of indexes) expect(await redis.zscore(index, failed.id)).not.toBeNull();
+    expect(await redis.exists(keys.callbackAttempts(failed.id))).toBe(1);
+
+    clock += HOUR;
+    // Someone retried it by hand an hour later: its retention starts again from then.
+    await callbacks.recordAttempt(failed, 'manual.1', {
+      ladder_attempt: null, trigger: 'manual', sent_ms: clock, duration_ms: 3, status: 500, error: 'http_error', error_detail: null, address: '203.0.113.9', excerpt: '',
+    }, null, clock);
+    clock += HOUR + 1;
+    expect(await retention.sweep()).toMatchObject({ callbacksRemoved: 0 });
+    clock += HOUR;
+    expect(await retention.sweep()).toMatchObject({ callbacksRemoved: 1 });
+    expect(await callbacks.get(failed.id)).toBeUndefined();
+    expect(await redis.exists(keys.callbackAttempts(failed.id))).toBe(0);
+    for (const index of [...indexes, keys.endedCallbacks()]) expect(await redis.zscore(index, failed.id)).toBeNull();
+  });
+
+  it('never lists a pending callback as ended, and sweeps a backlog larger than one batch', async () => {
+    const pending = await callbackFor(await finishedImage(`req_${kind}d`, { expires: clock + 1_000 * HOUR, callback: true }), 'pending');
+    expect(await redis.zscore(keys.endedCallbacks(), pending.id)).toBeNull();
+    const many = await Promise.all(Array.from({ length: 230 }, (_, i) => finishedImage(`req_${kind}e${i}`, { expires: clock + 1 })));
+    clock += 2;
+    const report = await retention.sweep();
+    expect(report).toMatchObject({ jobsRemoved: 230, blobsRemoved: 230 * 4, complete: true });
+    expect(await jobs.getMany(many.map((j) => j.id))).toEqual([]);
+  });
+
+  it('removes a video at once on request (DELETE), and a repeat after a crash finishes the job', async () => {
+    const video: VideoJob = {
+      id: `video_${kind}f`, kind: 'video', workspace_id: ws, model: 'motion-1', prompt: 'p', seed: 1, status: 'completed', created_ms: clock,
+      finished_ms: clock, expires_ms: clock + 1_000 * HOUR, cost: 0.4, error: null, callback_url: null, request_id: 'req_v', seconds: 4,
+      size: '1280x720', generate_audio: false, progress: 100, output: `${ws}/video_${kind}f/video.mp4`,
+    };
+    await jobs.create({ ...video, status: 'in_progress' });
+    await jobs.finish(video, null);
+    await blobs.put(video.output!, Buffer.from('mp4'));
+    // The media went, then the process died before the records did.
+    expect(await blobs.removeAll(`${ws}/${video.id}`)).toBe(1);
+    expect(await jobs.get(video.id)).toBeDefined();
+    expect(await removeJob({ jobs, blobs }, video)).toEqual({ blobs: 0, record: true });
+    expect(await jobs.get(video.id)).toBeUndefined();
+    expect(await redis.zscore(keys.workspaceVideos(ws), video.id)).toBeNull();
+    expect(await redis.zscore(keys.jobExpiry(), video.id)).toBeNull();
+  });
+});

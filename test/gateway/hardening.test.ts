@@ -109,7 +109,14 @@ describe('invalid Unicode', () => {
     user: 'user-1',
     n: '1',
     seed: '42',
+    quality: 'low',
+    background: 'opaque',
+    output_compression: '50',
+    partial_images: '1',
+    stream: 'false',
   };
+  const generationFields = { ...imageFields, moderation: 'low', style: 'vivid' };
+  const editFields = { ...imageFields, input_fidelity: 'high' };
   const videoFields = {
     model: 'motion-1',
     prompt: 'a fox in the snow',
@@ -122,6 +129,10 @@ describe('invalid Unicode', () => {
     user: 'user-1',
     seed: '7',
   };
+  const remixFields = { prompt: 'a fox in a storm', callback_url: 'https://93.184.215.14/hook' };
+  /** Stands for a completed video's id in a remix path. */
+  const SOURCE = '{source}';
+  let sourceId = '';
 
   interface Endpoint {
     path: string;
@@ -131,13 +142,22 @@ describe('invalid Unicode', () => {
     base: Record<string, string>;
   }
   const ENDPOINTS: Endpoint[] = [
-    { path: '/v1/images/generations', transport: 'json', fields: imageFields, base: { prompt: 'unicode', size: '256x256' } },
-    { path: '/v1/images/generations', transport: 'form', fields: imageFields, base: { prompt: 'unicode', size: '256x256' } },
-    { path: '/v1/images/edits', transport: 'json', fields: imageFields, base: { prompt: 'unicode', size: '256x256' } },
-    { path: '/v1/images/edits', transport: 'form', fields: imageFields, base: { prompt: 'unicode', size: '256x256' } },
+    { path: '/v1/images/generations', transport: 'json', fields: generationFields, base: { prompt: 'unicode', size: '256x256' } },
+    { path: '/v1/images/generations', transport: 'form', fields: generationFields, base: { prompt: 'unicode', size: '256x256' } },
+    { path: '/v1/images/edits', transport: 'json', fields: editFields, base: { prompt: 'unicode', size: '256x256' } },
+    { path: '/v1/images/edits', transport: 'form', fields: editFields, base: { prompt: 'unicode', size: '256x256' } },
     { path: '/v1/videos', transport: 'json', fields: videoFields, base: { prompt: 'unicode', seconds: '1', size: '640x360' } },
     { path: '/v1/videos', transport: 'form', fields: videoFields, base: { prompt: 'unicode', seconds: '1', size: '640x360' } },
+    { path: `/v1/videos/${SOURCE}/remix`, transport: 'json', fields: remixFields, base: { prompt: 'unicode' } },
+    { path: `/v1/videos/${SOURCE}/remix`, transport: 'form', fields: remixFields, base: { prompt: 'unicode' } },
   ];
+
+  beforeAll(async () => {
+    // A one-second video to remix: every remix below inherits its duration and size.
+    const created = await call('/v1/videos', { method: 'POST', json: { prompt: 'a fox in the snow', seconds: 1, size: '640x360' } });
+    sourceId = created.json.id;
+    await eventually(async () => ((await call(`/v1/videos/${sourceId}`)).json.status === 'completed' ? true : undefined), 30_000, 'the video to remix');
+  });
 
   function request(endpoint: Endpoint, field: string, value: Buffer): { body: Buffer; contentType: string } {
     const others = Object.entries(endpoint.base).filter(([name]) => name !== field);
@@ -149,8 +169,10 @@ describe('invalid Unicode', () => {
     }
     const fields = Object.fromEntries(others) as Record<string, unknown>;
     if (edit) fields.image = `data:image/png;base64,${pngBytes.toString('base64')}`;
+    // `{"a":1` then `,"field":"…"}`, or `{"field":"…"}` when the field is the only one.
     const head = JSON.stringify(fields).slice(0, -1);
-    return { body: Buffer.concat([Buffer.from(`${head},"${field}":"`), value, Buffer.from('"}')]), contentType: 'application/json' };
+    const open = head === '{' ? head : `${head},`;
+    return { body: Buffer.concat([Buffer.from(`${open}"${field}":"`), value, Buffer.from('"}')]), contentType: 'application/json' };
   }
 
   const cases = ENDPOINTS.flatMap((endpoint) =>
@@ -166,7 +188,7 @@ describe('invalid Unicode', () => {
       const label = `${endpoint.path} (${endpoint.transport}) ${field}: ${kind.name}`;
       const value = insert(endpoint.fields[field], kind);
       const { body, contentType } = request(endpoint, field, value);
-      const res = await call(endpoint.path, { method: 'POST', body, headers: { 'content-type': contentType } });
+      const res = await call(endpoint.path.replace(SOURCE, sourceId), { method: 'POST', body, headers: { 'content-type': contentType } });
       const text = decoded(value, endpoint.transport);
       try {
         if (text === undefined) {
@@ -175,7 +197,7 @@ describe('invalid Unicode', () => {
         } else if (FREE_TEXT.has(field)) {
           expect(res.status).toBe(200);
           const expected = text.toWellFormed().trim();
-          if (endpoint.path === '/v1/videos') {
+          if (endpoint.path.startsWith('/v1/videos')) {
             if (field === 'prompt') expect(res.json.prompt).toBe(expected);
             videos.push({ id: res.json.id, label });
           } else {
@@ -301,10 +323,20 @@ describe('prototype property names', () => {
     ['/v1/images/generations', 'n'],
     ['/v1/images/generations', 'seed'],
     ['/v1/images/generations', 'callback_url'],
+    ['/v1/images/generations', 'quality'],
+    ['/v1/images/generations', 'background'],
+    ['/v1/images/generations', 'moderation'],
+    ['/v1/images/generations', 'style'],
+    ['/v1/images/generations', 'output_compression'],
+    ['/v1/images/generations', 'partial_images'],
+    ['/v1/images/generations', 'stream'],
     ['/v1/images/edits', 'size'],
     ['/v1/images/edits', 'model'],
     ['/v1/images/edits', 'response_format'],
     ['/v1/images/edits', 'output_format'],
+    ['/v1/images/edits', 'quality'],
+    ['/v1/images/edits', 'background'],
+    ['/v1/images/edits', 'input_fidelity'],
     ['/v1/videos', 'model'],
     ['/v1/videos', 'size'],
     ['/v1/videos', 'resolution'],
@@ -342,6 +374,7 @@ describe('prototype property names', () => {
     expectApiError(await call(`/v1/videos?${name}=1`), 400);
     expectApiError(await call(`/v1/videos/video_x/content?variant=${name}`), 400, { param: 'variant' });
     for (const path of [`/v1/videos/${name}`, `/v1/videos/${name}/content`, `/v1/images/${name}`, `/v1/models/${name}`]) expectApiError(await call(path), 404);
+    expectApiError(await call(`/v1/videos/${name}/remix`, { method: 'POST', json: { prompt: 'x' } }), 404);
     const asKey = await call('/v1/images/generations', { method: 'POST', body: `{"prompt":"x","${name}":{"polluted":true}}`, headers: { 'content-type': 'application/json' } });
     expectApiError(asKey, 400, { code: 'unknown_parameter', param: name });
     const form = multipartBody([{ name: 'prompt', value: 'x' }, { name: `${name}[polluted]`, value: 'yes' }]);

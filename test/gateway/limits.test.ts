@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import type { VideoJob } from '@media/domain';
 import { LimitRepository } from '@media/storage';
 import { expectApiError } from '../support/http';
 import { api, TestStack, type TestWorkspace } from '../support/stack';
@@ -185,5 +186,33 @@ describe('waiting jobs', () => {
 
     expect((await call('/v1/videos', { method: 'POST', json: video })).status).toBe(200);
     expect((await call('/v1/videos', { method: 'POST', json: video })).status).toBe(200);
+  });
+});
+
+describe('remixes', () => {
+  it('count as POST /v1/videos does: a creation call each, and a waiting job under the cap', async () => {
+    const { ws, call } = await workspace('remix-limits');
+    await admin('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', '100');
+    const created = await call('/v1/videos', { method: 'POST', json: video });
+    // The generator's part: the source finishes, which frees its place.
+    const source = (await stack.jobs.get(created.json.id)) as VideoJob;
+    await stack.jobs.finish({ ...source, status: 'completed', progress: 100, finished_ms: Date.now(), cost: 0.1, output: `${ws.workspaceId}/${source.id}/video.mp4` }, null);
+
+    const remix = (headers: Record<string, string> = {}) => call(`/v1/videos/${source.id}/remix`, { method: 'POST', json: { prompt: 'again' }, headers });
+    const first = await remix({ 'idempotency-key': 'remix-1' });
+    const second = await remix();
+    expect([first.status, second.status]).toEqual([200, 200]);
+    expect([limitHeaders(first).remaining, limitHeaders(second).remaining]).toEqual(['98', '97']);
+    const full = await remix();
+    expectApiError(full, 429, { type: 'rate_limit_error', code: 'too_many_pending_jobs', param: null });
+    const replay = await remix({ 'idempotency-key': 'remix-1' });
+    expect([replay.status, replay.json.id]).toEqual([200, first.json.id]);
+    expect(await stack.jobs.unfinishedCount(ws.workspaceId)).toBe(2);
+
+    // Five creation calls so far in this window.
+    await admin('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', '5', '--max-waiting-jobs', '10');
+    const over = await remix();
+    expectApiError(over, 429, { type: 'rate_limit_error', code: 'rate_limit_exceeded' });
+    expect(Number(over.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
   });
 });

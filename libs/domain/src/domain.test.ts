@@ -61,7 +61,7 @@ describe('JobPresenter', () => {
     expect(presenter.video(video)).toEqual({
       id: 'video_1', object: 'video', model: 'motion-1', status: 'in_progress', progress: 40, created_at: 1_000,
       completed_at: null, expires_at: null, seconds: 4, resolution: '720p', aspect_ratio: '16:9', size: '1280x720',
-      generate_audio: true, prompt: 'p', url: null, url_expires_at: null, cost: null, error: null, callback_url: 'https://example.com/hook',
+      generate_audio: true, prompt: 'p', remixed_from_video_id: null, url: null, url_expires_at: null, cost: null, error: null, callback_url: 'https://example.com/hook',
     });
   });
 

@@ -4,6 +4,9 @@ import { derivedId } from '@media/common';
 export type JobStatus = 'queued' | 'in_progress' | 'completed' | 'failed';
 export type ImageOutputFormat = 'png' | 'jpeg' | 'webp';
 export type ResponseFormat = 'url' | 'b64_json';
+/** OpenAI's values: `hd` only on generations, where `standard` and `hd` are DALL-E 3's names for medium and high. */
+export type ImageQuality = 'low' | 'medium' | 'high' | 'auto' | 'standard' | 'hd';
+export type ImageBackground = 'transparent' | 'opaque' | 'auto';
 
 export type JobErrorCode = 'moderation_blocked' | 'invalid_image' | 'generation_failed';
 export interface JobError {
@@ -52,6 +55,13 @@ export interface ImageJob extends JobBase {
   size: string;
   output_format: ImageOutputFormat;
   response_format: ResponseFormat;
+  // How the images are drawn and encoded, as asked, so that a retry or another worker renders the
+  // same. Records stored before these existed lack them: absent reads as `auto`, and as no
+  // `output_compression` (the quality's own encoder setting).
+  quality?: ImageQuality;
+  background?: ImageBackground;
+  /** 0-100, the jpeg/webp encoder quality; null: the one `quality` picks. */
+  output_compression?: number | null;
   /** Blob keys of uploaded edit inputs. */
   inputs: string[];
   mask: string | null;
@@ -66,6 +76,8 @@ export interface VideoJob extends JobBase {
   generate_audio: boolean;
   progress: number;
   output: string | null;
+  /** The completed video this one remixes; absent (as on records stored before remixes existed) or null on an ordinary video. */
+  remixed_from_video_id?: string | null;
 }
 
 export type JobRecord = ImageJob | VideoJob;

@@ -17,6 +17,7 @@ export interface VideoObject {
   size: string;
   generate_audio: boolean;
   prompt: string;
+  remixed_from_video_id: string | null;
   url: string | null;
   url_expires_at: number | null;
   cost: number | null;
@@ -76,6 +77,7 @@ export class JobPresenter {
       size: job.size,
       generate_audio: job.generate_audio,
       prompt: job.prompt,
+      remixed_from_video_id: job.remixed_from_video_id ?? null,
       url: link?.url ?? null,
       url_expires_at: link?.expires_at ?? null,
       cost: job.cost,

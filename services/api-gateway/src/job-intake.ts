@@ -1,12 +1,12 @@
 import { createHash, randomInt } from 'node:crypto';
 import { FaultInjector, jobIds, newId, type JobQueue } from '@media/common';
 import { CallbackUrlGuard, CallbackUrlRejectedError } from '@media/callback-guard';
-import { blobFolderOf, generationJobName, isFinished, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
+import { blobFolderOf, findModel, generationJobName, isFinished, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
 import type { BlobStore, ImageExtension } from '@media/blob-store';
 import { idempotencyKeyHash, type IdempotencyEntry, type IdempotencyRepository, type JobRepository, type LimitRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
 import { IntakeMarks } from './intake-marks';
-import type { ImageParams, VideoParams } from './validation';
+import type { ImageParams, RemixParams, VideoParams } from './validation';
 
 export interface Upload {
   bytes: Buffer;
@@ -90,6 +90,9 @@ export class JobIntakeService {
         size: params.size,
         output_format: params.output_format,
         response_format: params.response_format,
+        quality: params.quality ?? 'auto',
+        background: params.background ?? 'auto',
+        output_compression: params.output_compression ?? null,
         inputs,
         mask,
         outputs: [],
@@ -99,8 +102,41 @@ export class JobIntakeService {
   }
 
   async createVideoJob(workspaceId: string, requestId: string, params: VideoParams, idempotencyKey?: string): Promise<Intake> {
+    return this.admitVideo(workspaceId, requestId, 'videos.create', params, null, idempotencyKey);
+  }
+
+  /**
+   * A remix: a new video with the source's model, duration, size, audio setting and seed (so what
+   * the two prompts share is laid out alike), and a prompt and callback URL of its own. The caller
+   * has checked that the source belongs to the workspace and is completed.
+   */
+  async createRemixJob(workspaceId: string, requestId: string, source: VideoJob, remix: RemixParams, idempotencyKey?: string): Promise<Intake> {
+    const model = findModel(source.model);
+    if (model?.kind !== 'video') {
+      throw ApiError.invalid(`Video '${source.id}' was made by the model '${source.model}', which is no longer offered; it cannot be remixed.`, null, 'invalid_model');
+    }
+    const params: VideoParams = {
+      model,
+      prompt: remix.prompt,
+      seconds: source.seconds,
+      size: source.size,
+      generate_audio: source.generate_audio,
+      callback_url: remix.callback_url,
+      seed: source.seed,
+    };
+    return this.admitVideo(workspaceId, requestId, 'videos.remix', params, source.id, idempotencyKey);
+  }
+
+  private async admitVideo(
+    workspaceId: string,
+    requestId: string,
+    operation: 'videos.create' | 'videos.remix',
+    params: VideoParams,
+    remixedFrom: string | null,
+    idempotencyKey: string | undefined,
+  ): Promise<Intake> {
     await this.checkCallbackUrl(params.callback_url);
-    const fingerprint = () => this.fingerprint('videos.create', { ...params, model: params.model.id }, null);
+    const fingerprint = () => this.fingerprint(operation, { ...params, model: params.model.id, remixed_from_video_id: remixedFrom ?? undefined }, null);
     return this.admit(workspaceId, newId('video'), fingerprint, idempotencyKey, async (id) => {
       const job: VideoJob = {
         id,
@@ -121,6 +157,7 @@ export class JobIntakeService {
         generate_audio: params.generate_audio,
         progress: 0,
         output: null,
+        remixed_from_video_id: remixedFrom,
       };
       return job;
     });

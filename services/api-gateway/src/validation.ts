@@ -1,7 +1,26 @@
 import Joi from 'joi';
-import { EVENT_TYPES, MODEL_CATALOG, describeSize, type EventType, findModel, imagePrice, type ImageModel, type ImageOutputFormat, type ResponseFormat, type VideoModel } from '@media/domain';
+import {
+  EVENT_TYPES,
+  MODEL_CATALOG,
+  describeSize,
+  type EventType,
+  findModel,
+  imagePrice,
+  type ImageBackground,
+  type ImageModel,
+  type ImageOutputFormat,
+  type ImageQuality,
+  type ResponseFormat,
+  type VideoModel,
+} from '@media/domain';
 import type { CallbackListQuery, CallbackState } from '@media/storage';
 import { ApiError } from './http/api-error';
+
+export type ImageOperation = 'generation' | 'edit';
+
+/** Parameters the openai SDK sends that the renderer has no use for: accepted so that its code runs unchanged. */
+export const IGNORED_IMAGE_PARAMS = ['user', 'moderation', 'style', 'input_fidelity', 'partial_images'] as const;
+export type IgnoredImageParam = (typeof IGNORED_IMAGE_PARAMS)[number];
 
 export interface ImageParams {
   model: ImageModel;
@@ -12,6 +31,13 @@ export interface ImageParams {
   output_format: ImageOutputFormat;
   callback_url: string | null;
   seed: number | null;
+  // Left out when not given (or given as their default), so that a request without them has the
+  // same Idempotency-Key fingerprint as before they existed.
+  quality?: ImageQuality;
+  background?: ImageBackground;
+  output_compression?: number;
+  /** Not used, but part of the request: the Idempotency-Key fingerprint covers them. */
+  ignored?: Partial<Record<IgnoredImageParam, string | number>>;
 }
 
 export interface VideoParams {
@@ -22,6 +48,14 @@ export interface VideoParams {
   generate_audio: boolean;
   callback_url: string | null;
   seed: number | null;
+  /** Not used, but part of the request: the Idempotency-Key fingerprint covers it. */
+  user?: string;
+}
+
+/** `POST /v1/videos/{id}/remix`: everything else comes from the source video. */
+export interface RemixParams {
+  prompt: string;
+  callback_url: string | null;
 }
 
 const defaultImageModel = MODEL_CATALOG.find((m) => m.kind === 'image')!.id;
@@ -34,14 +68,47 @@ const common = {
   user: Joi.string().max(256),
 };
 
-const imageSchema = Joi.object({
+const oneOf = (...values: string[]) => Joi.string().valid(...values);
+
+/** OpenAI's value sets, per endpoint, as the openai SDK (v6) types them. */
+const imageCommon = {
   model: Joi.string().default(defaultImageModel),
   ...common,
   n: Joi.number().integer().min(1).max(10).default(1),
   size: Joi.string().default('auto'),
-  response_format: Joi.string().valid('url', 'b64_json').default('url'),
-  output_format: Joi.string().valid('png', 'jpeg', 'webp').default('png'),
-});
+  response_format: oneOf('url', 'b64_json').default('url'),
+  output_format: oneOf('png', 'jpeg', 'webp').default('png'),
+  background: oneOf('transparent', 'opaque', 'auto'),
+  output_compression: Joi.number().integer().min(0).max(100),
+  partial_images: Joi.number().integer().min(0).max(3),
+  stream: Joi.boolean(),
+};
+
+const imageSchemas: Record<ImageOperation, Joi.ObjectSchema> = {
+  generation: Joi.object({
+    ...imageCommon,
+    quality: oneOf('standard', 'hd', 'low', 'medium', 'high', 'auto'),
+    moderation: oneOf('low', 'auto'),
+    style: oneOf('vivid', 'natural'),
+  }),
+  edit: Joi.object({
+    ...imageCommon,
+    quality: oneOf('standard', 'low', 'medium', 'high', 'auto'),
+    input_fidelity: oneOf('high', 'low'),
+  }),
+};
+
+/**
+ * The image parameters the SDK types as nullable: null is the same as leaving them out (OpenAI's
+ * reading). `callback_url` and `seed` take null in their schemas already.
+ */
+const NULL_MEANS_DEFAULT = [
+  'model', 'n', 'size', 'response_format', 'output_format', 'quality', 'background', 'moderation', 'style',
+  'output_compression', 'partial_images', 'input_fidelity', 'stream',
+];
+
+/** A value that is the documented default is the same request as one that leaves it out. */
+const IMAGE_DEFAULTS: Readonly<Record<string, unknown>> = { quality: 'auto', background: 'auto', moderation: 'auto', input_fidelity: 'low' };
 
 const videoSchema = Joi.object({
   model: Joi.string().default(defaultVideoModel),
@@ -127,6 +194,13 @@ export function parseRecoveryRequest(body: unknown): { sinceMs: number; untilMs?
   return { sinceMs: raw.since * 1000, untilMs: raw.until === undefined ? undefined : raw.until * 1000 };
 }
 
+function withoutNulls(body: unknown, params: readonly string[]): unknown {
+  if (typeof body !== 'object' || body === null) return body;
+  const kept = { ...(body as Record<string, unknown>) };
+  for (const param of params) if (kept[param] === null) delete kept[param];
+  return kept;
+}
+
 function validate<T>(schema: Joi.ObjectSchema, body: unknown): T {
   // Joi silently drops a `__proto__` key; it is as unknown as any other.
   if (typeof body === 'object' && body !== null && Object.hasOwn(body, '__proto__')) {
@@ -179,13 +253,22 @@ function modelOf<K extends 'image' | 'video'>(id: string, kind: K) {
   return model as Extract<typeof model, { kind: K }>;
 }
 
-export function parseImageRequest(body: unknown): ImageParams {
-  const raw = validate<Record<string, unknown>>(imageSchema, body);
+export function parseImageRequest(body: unknown, operation: ImageOperation): ImageParams {
+  const raw = validate<Record<string, unknown>>(imageSchemas[operation], withoutNulls(body, NULL_MEANS_DEFAULT));
   const model = modelOf(raw.model as string, 'image');
   const size = raw.size === 'auto' ? model.defaultSize : (raw.size as string);
   if (imagePrice(model, size) === undefined) {
     throw ApiError.invalid(`Invalid size '${size}'. Supported sizes: ${Object.keys(model.pricePerImage).join(', ')}, auto.`, 'size', 'invalid_size');
   }
+  if (raw.stream === true) {
+    throw ApiError.invalid("Streaming is not offered: leave 'stream' out or set it to false.", 'stream', 'unsupported_value');
+  }
+  const given = (param: string) => (raw[param] === undefined || raw[param] === IMAGE_DEFAULTS[param] ? undefined : raw[param]);
+  const background = given('background') as ImageBackground | undefined;
+  if (background === 'transparent' && raw.output_format === 'jpeg') {
+    throw ApiError.invalid("A transparent background needs an output_format with an alpha channel: 'png' or 'webp', not 'jpeg'.", 'background', 'invalid_value');
+  }
+  const ignored = Object.fromEntries(IGNORED_IMAGE_PARAMS.flatMap((param) => (given(param) === undefined ? [] : [[param, given(param)]])));
   return {
     model,
     prompt: raw.prompt as string,
@@ -195,6 +278,10 @@ export function parseImageRequest(body: unknown): ImageParams {
     output_format: raw.output_format as ImageOutputFormat,
     callback_url: (raw.callback_url as string | undefined) ?? null,
     seed: (raw.seed as number | undefined) ?? null,
+    quality: given('quality') as ImageQuality | undefined,
+    background,
+    output_compression: given('output_compression') as number | undefined,
+    ignored: Object.keys(ignored).length > 0 ? ignored : undefined,
   };
 }
 
@@ -214,7 +301,15 @@ export function parseVideoRequest(body: unknown): VideoParams {
     generate_audio: (raw.generate_audio as boolean | undefined) ?? false,
     callback_url: (raw.callback_url as string | undefined) ?? null,
     seed: (raw.seed as number | undefined) ?? null,
+    user: raw.user as string | undefined,
   };
+}
+
+const remixSchema = Joi.object({ prompt: common.prompt, callback_url: common.callback_url });
+
+export function parseRemixRequest(body: unknown): RemixParams {
+  const raw = validate<{ prompt: string; callback_url?: string | null }>(remixSchema, body);
+  return { prompt: raw.prompt, callback_url: raw.callback_url ?? null };
 }
 
 /** `size`, `resolution` and `aspect_ratio` are three views of one choice; they must agree. */

@@ -10,6 +10,7 @@ import {
   parseSize,
   videoCost,
   type ImageJob,
+  type ImageQuality,
   type JobError,
   type JobRecord,
   type LedgerEntry,
@@ -18,7 +19,7 @@ import {
 import { extensionOf, type BlobStore } from '@media/blob-store';
 import { CorruptRecordError, type JobRepository } from '@media/storage';
 import { GenerationTimeoutError, jobErrorFor, PermanentGenerationError } from './errors';
-import { InvalidImageError, type ImageRenderer, type VideoEncoder } from './media';
+import { InvalidImageError, type EncodeQuality, type EncodingOptions, type ImageRenderer, type VideoEncoder } from './media';
 import type { ModerationPolicy } from './moderation';
 
 export interface GenerationDeps {
@@ -39,6 +40,19 @@ export interface GenerationDeps {
 /** Hooks into the running BullMQ job. */
 export interface AttemptInfo {
   reportProgress?: (percent: number) => Promise<void>;
+}
+
+/** OpenAI's quality names on the renderer's three encoder settings: `standard` and `hd` are DALL-E 3's medium and high. */
+const ENCODE_QUALITY: Record<ImageQuality, EncodeQuality> = { low: 'low', medium: 'medium', high: 'high', auto: 'medium', standard: 'medium', hd: 'high' };
+
+/** How a job's images are encoded; a record stored before these parameters existed reads as their defaults. */
+function encodingOf(job: ImageJob): EncodingOptions {
+  return {
+    format: job.output_format,
+    quality: ENCODE_QUALITY[job.quality ?? 'auto'],
+    background: job.background ?? 'auto',
+    ...(job.output_compression == null ? {} : { compression: job.output_compression }),
+  };
 }
 
 /** Minimum progress step written to the store, so a video does not cause a write per frame. */
@@ -124,7 +138,7 @@ export class GenerationService {
     for (let index = 0; index < job.n; index++) {
       // One image renders in well under a second; stopping between images ends a timed-out job promptly.
       signal.throwIfAborted();
-      const base = { prompt: job.prompt, seed: job.seed, index, width, height, format: job.output_format };
+      const base = { prompt: job.prompt, seed: job.seed, index, width, height, ...encodingOf(job) };
       const bytes =
         job.operation === 'edit'
           ? await this.deps.images.edit({ ...base, images: inputs, mask })

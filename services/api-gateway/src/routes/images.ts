@@ -36,7 +36,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
   const create = (edit: boolean) => async (req: Request, res: Response) => {
     const body = { ...((req.body as Record<string, unknown> | undefined) ?? {}) };
     const inputs = edit ? (req.is('multipart/form-data') ? multipartEditInputs(req) : jsonEditInputs(body, deps.maxUploadBytes)) : null;
-    const params = parseImageRequest(body);
+    const params = parseImageRequest(body, edit ? 'edit' : 'generation');
     const { job, replayed } = await deps.intake.createImageJob(
       res.locals.workspaceId,
       res.locals.requestId,

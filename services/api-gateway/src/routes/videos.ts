@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { Router, type Response } from 'express';
 import { isFinished, type JobPresenter, type VideoJob } from '@media/domain';
 import { removeJob } from '@media/retention';
 import type { BlobStore } from '@media/blob-store';
@@ -7,10 +7,10 @@ import { ApiError } from '../http/api-error';
 import { requireBodyType } from '../http/middleware';
 import type { RateLimits } from '../http/rate-limit';
 import { sendBlob } from '../http/send-blob';
-import type { JobIntakeService } from '../job-intake';
+import type { Intake, JobIntakeService } from '../job-intake';
 import { multipartParser } from '../uploads';
 import { listObject } from './list';
-import { parseIdempotencyKey, parseListQuery, parseVideoRequest } from '../validation';
+import { parseIdempotencyKey, parseListQuery, parseRemixRequest, parseVideoRequest } from '../validation';
 
 export interface VideoRoutesDeps {
   intake: JobIntakeService;
@@ -31,15 +31,29 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
     return job;
   };
 
+  /** The answer to a creation call (a new video or a remix): the video object, `200` as at OpenAI. */
+  const answerCreated = (res: Response, { job, replayed }: Intake) => {
+    if (job.kind !== 'video') throw ApiError.invalid('Idempotency-Key belongs to a different kind of request.', null, 'idempotency_key_reused');
+    if (replayed) res.setHeader('idempotent-replayed', 'true');
+    res.status(200).json(deps.presenter.video(job));
+  };
+
   // The openai SDK sends video creation as multipart form data.
   const { create: limitCreate, read: limitRead } = deps.rateLimits;
   router.post('/', limitCreate, requireBodyType('json', 'multipart/form-data'), upload.none(), async (req, res) => {
     const params = parseVideoRequest({ ...(req.body ?? {}) });
     const idempotencyKey = parseIdempotencyKey(req.get('idempotency-key'));
-    const { job, replayed } = await deps.intake.createVideoJob(res.locals.workspaceId, res.locals.requestId, params, idempotencyKey);
-    if (job.kind !== 'video') throw ApiError.invalid('Idempotency-Key belongs to a different kind of request.', null, 'idempotency_key_reused');
-    if (replayed) res.setHeader('idempotent-replayed', 'true');
-    res.status(200).json(deps.presenter.video(job));
+    answerCreated(res, await deps.intake.createVideoJob(res.locals.workspaceId, res.locals.requestId, params, idempotencyKey));
+  });
+
+  router.post<'/:id/remix'>('/:id/remix', limitCreate, requireBodyType('json', 'multipart/form-data'), upload.none(), async (req, res) => {
+    const remix = parseRemixRequest({ ...(req.body ?? {}) });
+    const idempotencyKey = parseIdempotencyKey(req.get('idempotency-key'));
+    const source = await findVideo(res.locals.workspaceId, req.params.id);
+    if (source.status !== 'completed') {
+      throw new ApiError(409, 'invalid_request_error', `Video '${source.id}' is ${source.status}; only a completed video can be remixed.`, null, 'video_not_ready');
+    }
+    answerCreated(res, await deps.intake.createRemixJob(res.locals.workspaceId, res.locals.requestId, source, remix, idempotencyKey));
   });
 
   router.get('/', limitRead, async (req, res) => {

@@ -384,13 +384,95 @@ function rasterise(svg: string, width: number, height: number): Promise<Buffer> 
   return sharp(Buffer.from(svg), { density: 72 }).resize(width, height, { fit: 'fill' }).ensureAlpha().raw().toBuffer();
 }
 
-/** Source-over of an RGBA overlay onto the canvas (only where editable). */
+/**
+ * Source-over of an RGBA overlay onto the canvas (only where editable). An opaque pixel takes the
+ * plain blend (bytes as they always were); a transparent one gains the overlay's coverage.
+ */
 export function composite(canvas: EditCanvas, overlay: Buffer): void {
   const { rgba, editable } = canvas;
   for (let p = 0, o = 0; o < rgba.length; p += 1, o += 4) {
     if (editable !== undefined && editable[p] === 0) continue;
     const a = (overlay[o + 3] as number) / 255;
     if (a === 0) continue;
-    for (let c = 0; c < 3; c += 1) rgba[o + c] = Math.round((rgba[o + c] as number) * (1 - a) + (overlay[o + c] as number) * a);
+    if (rgba[o + 3] === 255) {
+      for (let c = 0; c < 3; c += 1) rgba[o + c] = Math.round((rgba[o + c] as number) * (1 - a) + (overlay[o + c] as number) * a);
+      continue;
+    }
+    const below = ((rgba[o + 3] as number) / 255) * (1 - a);
+    const cover = a + below;
+    for (let c = 0; c < 3; c += 1) rgba[o + c] = Math.round(((overlay[o + c] as number) * a + (rgba[o + c] as number) * below) / cover);
+    rgba[o + 3] = Math.round(cover * 255);
   }
+}
+
+/** Makes the marked pixels fully transparent (only where editable). */
+export function clearAlpha(canvas: EditCanvas, marked: Uint8Array): void {
+  const { rgba, editable } = canvas;
+  for (let p = 0; p < marked.length; p += 1) {
+    if (marked[p] === 1 && (editable === undefined || editable[p] === 1)) rgba[p * 4 + 3] = 0;
+  }
+}
+
+/** How far (RGB distance) a pixel may be from the backdrop colour and still be backdrop: flat studio backdrops and soft gradients, not scenery. */
+const BACKDROP_TOLERANCE = 48;
+/** The share of a picture's edge that one colour must hold to be a backdrop rather than scenery that reaches the edge. */
+const BACKDROP_MIN_EDGE_SHARE = 0.3;
+
+/**
+ * The backdrop of an upload, for `background: "transparent"`: 1 for each pixel that is
+ * transparent already, or that is joined to the picture's edge through pixels close to the edge's
+ * dominant colour (a studio wall, a flat or softly graded backdrop). An edge with no dominant
+ * colour has no backdrop beyond its transparent pixels: there is no model here to tell a subject
+ * from the scenery around it.
+ */
+export function findBackdrop(rgba: Buffer, width: number, height: number): Uint8Array {
+  const backdrop = new Uint8Array(width * height);
+  for (let p = 0; p < backdrop.length; p += 1) if (rgba[p * 4 + 3] === 0) backdrop[p] = 1;
+
+  const edge: number[] = [];
+  for (let x = 0; x < width; x += 1) edge.push(x, (height - 1) * width + x);
+  for (let y = 1; y < height - 1; y += 1) edge.push(y * width, y * width + width - 1);
+  const visible = edge.filter((p) => rgba[p * 4 + 3] !== 0);
+  if (visible.length === 0) return backdrop;
+
+  // The dominant colour: the fullest 4-bit-per-channel bucket, then the mean of its pixels.
+  const bucketOf = (p: number) => ((rgba[p * 4] as number) >> 4) * 256 + ((rgba[p * 4 + 1] as number) >> 4) * 16 + ((rgba[p * 4 + 2] as number) >> 4);
+  const counts = new Map<number, number>();
+  for (const p of visible) counts.set(bucketOf(p), (counts.get(bucketOf(p)) ?? 0) + 1);
+  const top = [...counts].reduce((best, entry) => (entry[1] > best[1] ? entry : best))[0];
+  const inTop = visible.filter((p) => bucketOf(p) === top);
+  const ref = [0, 1, 2].map((c) => inTop.reduce((sum, p) => sum + (rgba[p * 4 + c] as number), 0) / inTop.length);
+  const near = (p: number) => {
+    const o = p * 4;
+    const dr = (rgba[o] as number) - (ref[0] as number);
+    const dg = (rgba[o + 1] as number) - (ref[1] as number);
+    const db = (rgba[o + 2] as number) - (ref[2] as number);
+    return dr * dr + dg * dg + db * db <= BACKDROP_TOLERANCE * BACKDROP_TOLERANCE;
+  };
+  if (visible.filter(near).length < visible.length * BACKDROP_MIN_EDGE_SHARE) return backdrop;
+
+  // Flood fill from the edge through backdrop-coloured (or transparent) pixels.
+  const passable = (p: number) => rgba[p * 4 + 3] === 0 || near(p);
+  const seen = new Uint8Array(width * height);
+  const queue = new Int32Array(width * height);
+  let head = 0;
+  let tail = 0;
+  for (const p of edge) {
+    if (seen[p] === 0 && passable(p)) {
+      seen[p] = 1;
+      queue[tail++] = p;
+    }
+  }
+  while (head < tail) {
+    const p = queue[head++] as number;
+    backdrop[p] = 1;
+    const x = p % width;
+    const neighbours = [x > 0 ? p - 1 : -1, x < width - 1 ? p + 1 : -1, p - width, p + width];
+    for (const q of neighbours) {
+      if (q < 0 || q >= seen.length || seen[q] === 1 || !passable(q)) continue;
+      seen[q] = 1;
+      queue[tail++] = q;
+    }
+  }
+  return backdrop;
 }

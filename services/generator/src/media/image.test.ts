@@ -393,3 +393,196 @@ describe('ImageRenderer.edit follows the instruction', () => {
     expect(unknown.data.equals(source.data)).toBe(false);
   });
 });
+
+/** Share of pixels whose alpha is exactly `alpha`, over a region given as fractions of the picture. */
+function alphaShare(img: { data: Buffer; width: number; height: number }, alpha: number, x0 = 0, y0 = 0, x1 = 1, y1 = 1): number {
+  let hits = 0;
+  let count = 0;
+  for (let y = Math.floor(y0 * img.height); y < Math.floor(y1 * img.height); y += 1) {
+    for (let x = Math.floor(x0 * img.width); x < Math.floor(x1 * img.width); x += 1) {
+      if (img.data[(y * img.width + x) * 4 + 3] === alpha) hits += 1;
+      count += 1;
+    }
+  }
+  return hits / count;
+}
+
+describe('ImageRenderer encoding: quality, compression, background', () => {
+  it.each<ImageFormat>(['png', 'webp'])('a transparent background leaves the sky of a %s empty and the land opaque', async (format) => {
+    for (const prompt of ['a lighthouse at dusk', 'a castle on a mountain in a storm', 'a red fox in a snowy forest at night']) {
+      const out = await renderer.render(request({ prompt, format, background: 'transparent' }));
+      const meta = await sharp(out).metadata();
+      expect([meta.format, meta.channels, meta.hasAlpha]).toEqual([format, 4, true]);
+      expect((await sharp(out).stats()).isOpaque).toBe(false);
+      const img = await rgba(out);
+      expect(alphaShare(img, 0, 0, 0, 1, 0.1)).toBeGreaterThan(0.9);
+      expect(alphaShare(img, 255, 0, 0.9, 1, 1)).toBeGreaterThan(0.9);
+    }
+  });
+
+  it('draws the same land and subjects with and without the backdrop', async () => {
+    const [plain, cut] = await Promise.all([
+      renderer.render(request({ prompt: 'a lighthouse at noon', format: 'png' })).then(rgba),
+      renderer.render(request({ prompt: 'a lighthouse at noon', format: 'png', background: 'transparent' })).then(rgba),
+    ]);
+    // The vignette is part of the backdrop, so colours shift a little; the layout does not.
+    const ground = (img: typeof plain) => regionStats(img, 0.3, 0.85, 0.7, 1);
+    expect(Math.abs(ground(plain).luma - ground(cut).luma)).toBeLessThan(20);
+  });
+
+  it('keeps renders without a transparent background free of an alpha channel', async () => {
+    for (const background of ['auto', 'opaque'] as const) {
+      for (const format of ['png', 'webp', 'jpeg'] as const) {
+        const meta = await sharp(await renderer.render(request({ format, background }))).metadata();
+        expect(meta.hasAlpha).toBe(false);
+      }
+    }
+  });
+
+  it.each<ImageFormat>(['jpeg', 'webp'])('a lower compression number gives a smaller %s', async (format) => {
+    const sizes = [];
+    for (const compression of [100, 75, 40, 10, 0]) {
+      const out = await renderer.render(request({ format, compression }));
+      const meta = await sharp(out).metadata();
+      expect([meta.format, meta.width, meta.height]).toEqual([format, 256, 256]);
+      sizes.push(out.length);
+    }
+    for (let i = 1; i < sizes.length; i += 1) expect(sizes[i]).toBeLessThan(sizes[i - 1] as number);
+  });
+
+  it('ignores compression for png, which is lossless', async () => {
+    const [plain, compressed] = await Promise.all([renderer.render(request()), renderer.render(request({ compression: 10 }))]);
+    expect(compressed.equals(plain)).toBe(true);
+  });
+
+  it('compression wins over the quality’s own encoder setting', async () => {
+    const [low, lowAt95] = await Promise.all([
+      renderer.render(request({ format: 'jpeg', quality: 'low' })),
+      renderer.render(request({ format: 'jpeg', quality: 'low', compression: 95 })),
+    ]);
+    expect(lowAt95.length).toBeGreaterThan(low.length * 1.5);
+  });
+
+  it.each<ImageFormat>(['png', 'jpeg', 'webp'])('low quality makes a smaller %s than medium, and stays deterministic', async (format) => {
+    const size = { width: 512, height: 512 };
+    const [low, again, medium] = await Promise.all([
+      renderer.render(request({ format, quality: 'low', ...size })),
+      renderer.render(request({ format, quality: 'low', ...size })),
+      renderer.render(request({ format, quality: 'medium', ...size })),
+    ]);
+    expect(low.equals(again)).toBe(true);
+    expect(low.length).toBeLessThan(medium.length * 0.75);
+    const meta = await sharp(low).metadata();
+    expect([meta.format, meta.width, meta.height]).toEqual([format, 512, 512]);
+  });
+
+  it('low quality png holds at most 256 colours', async () => {
+    const { data } = await rgba(await renderer.render(request({ quality: 'low' })));
+    const colours = new Set<number>();
+    for (let i = 0; i < data.length; i += 4) colours.add(data.readUInt32BE(i));
+    expect(colours.size).toBeLessThanOrEqual(256);
+    expect(colours.size).toBeGreaterThan(16);
+  });
+
+  it('high quality packs the same png pixels smaller, and spends more bytes on jpeg and webp', async () => {
+    const [high, medium] = await Promise.all([renderer.render(request({ quality: 'high' })), renderer.render(request())]);
+    expect(high.length).toBeLessThan(medium.length);
+    expect((await rgba(high)).data.equals((await rgba(medium)).data)).toBe(true);
+    for (const format of ['jpeg', 'webp'] as const) {
+      const [h, m] = await Promise.all([renderer.render(request({ format, quality: 'high' })), renderer.render(request({ format }))]);
+      expect(h.length).toBeGreaterThan(m.length);
+    }
+  });
+
+  it('medium is what a request without these options gets', async () => {
+    for (const format of ['png', 'jpeg', 'webp'] as const) {
+      const [plain, medium] = await Promise.all([renderer.render(request({ format })), renderer.render(request({ format, quality: 'medium', background: 'auto' }))]);
+      expect(medium.equals(plain)).toBe(true);
+    }
+  });
+
+  it('rejects unknown encoder options with a plain Error', async () => {
+    for (const bad of [
+      request({ quality: 'ultra' as never }),
+      request({ compression: 101 }),
+      request({ compression: 2.5 }),
+      request({ background: 'clear' as never }),
+    ]) {
+      const err = await renderer.render(bad).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect(err).not.toBeInstanceOf(InvalidImageError);
+    }
+  });
+});
+
+describe('ImageRenderer.edit with a transparent background', () => {
+  /** A red square on a light grey studio backdrop, 200x150, opaque. */
+  let studio: Buffer;
+  beforeAll(async () => {
+    const red = await sharp({ create: { width: 80, height: 70, channels: 3, background: '#c81e1e' } }).png().toBuffer();
+    studio = await sharp({ create: { width: 200, height: 150, channels: 3, background: '#e6e8eb' } })
+      .composite([{ input: red, left: 60, top: 40 }])
+      .png()
+      .toBuffer();
+  });
+
+  const cut = (extra: Partial<Parameters<ImageRenderer['edit']>[0]> = {}) =>
+    renderer.edit({ prompt: 'cooler tones', seed: 1, index: 0, images: [studio], width: 200, height: 150, format: 'png', background: 'transparent', ...extra });
+
+  it.each<ImageFormat>(['png', 'webp'])('removes a plain backdrop and keeps the subject (%s)', async (format) => {
+    const out = await cut({ format });
+    const meta = await sharp(out).metadata();
+    expect([meta.format, meta.channels, meta.hasAlpha]).toEqual([format, 4, true]);
+    const img = await rgba(out);
+    for (const [x, y] of [[0, 0], [199, 0], [0, 149], [199, 149], [30, 75]]) expect(pixel(img, x, y)[3]).toBe(0);
+    const centre = pixel(img, 100, 75);
+    expect(centre[3]).toBe(255);
+    expect(centre[0] as number).toBeGreaterThan((centre[2] as number) + 60);
+    // The square is 80x70 of 200x150: close to that share stays opaque.
+    expect(alphaShare(img, 255)).toBeGreaterThan(0.15);
+    expect(alphaShare(img, 255)).toBeLessThan(0.25);
+  });
+
+  it('keeps what it paints over the backdrop', async () => {
+    const [plain, withCat] = await Promise.all([cut().then(rgba), cut({ prompt: 'add a cat' }).then(rgba)]);
+    expect(alphaShare(withCat, 0)).toBeLessThan(alphaShare(plain, 0) - 0.02);
+  });
+
+  it('changes nothing outside the mask', async () => {
+    const mask = await leftHalfMask(200, 150);
+    const [edited, source] = await Promise.all([cut({ mask }).then(rgba), rgba(studio)]);
+    expect(pixel(edited, 5, 5)[3]).toBe(0);
+    expect(pixel(edited, 195, 5)).toEqual(pixel(source, 195, 5));
+  });
+
+  it('keeps an upload’s own transparent pixels instead of filling them with a scene', async () => {
+    const holey = await sharp({ create: { width: 64, height: 64, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } })
+      .composite([{ input: await sharp({ create: { width: 32, height: 32, channels: 4, background: '#2040c0' } }).png().toBuffer(), left: 16, top: 16 }])
+      .png()
+      .toBuffer();
+    const [kept, filled] = await Promise.all([
+      renderer.edit({ prompt: 'warmer', seed: 1, index: 0, images: [holey], width: 64, height: 64, format: 'png', background: 'transparent' }).then(rgba),
+      renderer.edit({ prompt: 'warmer', seed: 1, index: 0, images: [holey], width: 64, height: 64, format: 'png' }).then(rgba),
+    ]);
+    expect(pixel(kept, 2, 2)[3]).toBe(0);
+    expect(pixel(kept, 32, 32)[3]).toBe(255);
+    expect(alphaShare(filled, 255)).toBe(1);
+  });
+
+  it('leaves a busy picture opaque: with no plain backdrop there is nothing to remove', async () => {
+    const noise = Buffer.from(Array.from({ length: 128 * 128 * 3 }, (_, i) => (i * 7919) % 251));
+    const busy = await sharp(noise, { raw: { width: 128, height: 128, channels: 3 } }).png().toBuffer();
+    const out = await renderer.edit({ prompt: 'cooler tones', seed: 1, index: 0, images: [busy], width: 128, height: 128, format: 'png', background: 'transparent' });
+    expect((await sharp(out).metadata()).hasAlpha).toBe(true);
+    expect(alphaShare(await rgba(out), 255)).toBe(1);
+  });
+
+  it('with an opaque background flattens what the upload left transparent', async () => {
+    const holey = await sharp({ create: { width: 64, height: 64, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } }).png().toBuffer();
+    const mask = await leftHalfMask(64, 64);
+    const auto = await renderer.edit({ prompt: 'warmer', seed: 1, index: 0, images: [holey], mask, width: 64, height: 64, format: 'png' });
+    const opaque = await renderer.edit({ prompt: 'warmer', seed: 1, index: 0, images: [holey], mask, width: 64, height: 64, format: 'png', background: 'opaque' });
+    expect((await sharp(auto).metadata()).hasAlpha).toBe(true);
+    expect((await sharp(opaque).metadata()).hasAlpha).toBe(false);
+  });
+});

@@ -1,17 +1,38 @@
 import sharp from 'sharp';
-import { applyGrades, blurBackground, composite, gradesFor, paintSubjects, weatherOverlay, type EditCanvas } from './edit';
+import { applyGrades, blurBackground, clearAlpha, composite, findBackdrop, gradesFor, paintSubjects, weatherOverlay, type EditCanvas } from './edit';
 import { planScene } from './plan';
 import { SeededRandom } from './random';
 import { buildSceneSvg } from './scene';
 import { interpretEdit, interpretPrompt } from './vocabulary';
 
-/** The still scene a prompt describes, as SVG of exactly width x height. */
-export function promptSceneSvg(prompt: string, seed: number, index: number, width: number, height: number): string {
-  return buildSceneSvg(planScene(interpretPrompt(prompt), seed, index, width, height));
+/** The still scene a prompt describes, as SVG of exactly width x height; without its backdrop the sky is left empty. */
+export function promptSceneSvg(prompt: string, seed: number, index: number, width: number, height: number, backdrop = true): string {
+  return buildSceneSvg(planScene(interpretPrompt(prompt), seed, index, width, height), backdrop);
 }
 
 /** Output encodings the renderer can produce. */
 export type ImageFormat = 'png' | 'jpeg' | 'webp';
+
+/** Encoder effort: `low` smaller files sooner, `high` the best the encoders do. */
+export type EncodeQuality = 'low' | 'medium' | 'high';
+
+/** `transparent`: an alpha channel and no backdrop; `opaque`: never an alpha channel; `auto`: as the picture comes out. */
+export type Background = 'transparent' | 'opaque' | 'auto';
+
+/** How a picture is encoded; shared by renders and edits. */
+export interface EncodingOptions {
+  /** Output encoding. */
+  format: ImageFormat;
+  /** Default `medium`. */
+  quality?: EncodeQuality;
+  /**
+   * jpeg/webp encoder quality 0-100, in place of the one `quality` picks (0 is read as 1, the
+   * encoders' floor). PNG is lossless, so it has no such number and ignores this.
+   */
+  compression?: number;
+  /** Default `auto`. `transparent` needs png or webp; a jpeg is flattened on white whatever this says. */
+  background?: Background;
+}
 
 /** Thrown for inputs that cannot be decoded as images (becomes error code invalid_image). */
 export class InvalidImageError extends Error {
@@ -26,7 +47,7 @@ export class InvalidImageError extends Error {
 }
 
 /** Parameters of a text-to-image render. */
-export interface RenderImageRequest {
+export interface RenderImageRequest extends EncodingOptions {
   /** Scene description; matched against a fixed vocabulary (see vocabulary.ts), never rendered as text. */
   prompt: string;
   /** Caller-chosen variation seed; different seeds give different pictures for one prompt. */
@@ -37,12 +58,10 @@ export interface RenderImageRequest {
   width: number;
   /** Output height in pixels (positive integer). */
   height: number;
-  /** Output encoding. */
-  format: ImageFormat;
 }
 
 /** Parameters of an image edit. */
-export interface EditImageRequest {
+export interface EditImageRequest extends EncodingOptions {
   /** Edit instruction ("make it sunset", "add a cat"); matched against the vocabulary like a render prompt. */
   prompt: string;
   /** Caller-chosen variation seed. */
@@ -57,8 +76,6 @@ export interface EditImageRequest {
   width: number;
   /** Output height in pixels (positive integer). */
   height: number;
-  /** Output encoding. */
-  format: ImageFormat;
 }
 
 /** Largest edge accepted; far above any supported size, it only guards against absurd allocations. */
@@ -72,26 +89,56 @@ function assertSize(width: number, height: number): void {
   }
 }
 
-function assertFormat(format: ImageFormat): void {
-  if (format !== 'png' && format !== 'jpeg' && format !== 'webp') {
-    throw new Error(`unsupported image format: ${String(format)}`);
+/**
+ * Encoder settings per quality. `low`: a PNG of at most 256 colours without dithering (about a
+ * quarter of the bytes, banding in gradients, a little more CPU to quantise), jpeg and webp at
+ * quality 60 with little webp effort. `medium`: what every image got before `quality` existed.
+ * `high`: the same PNG pixels packed harder (zlib 9, adaptive filters: about a third smaller,
+ * several times slower), jpeg at 95 without chroma subsampling, webp at 95 with the most effort.
+ * Options are pinned rather than left to library defaults so that output bytes stay stable for a
+ * given sharp/libvips version.
+ */
+const ENCODERS: Record<EncodeQuality, { png: sharp.PngOptions; jpeg: sharp.JpegOptions; webp: sharp.WebpOptions }> = {
+  low: {
+    png: { palette: true, effort: 1, dither: 0, compressionLevel: 6 },
+    jpeg: { quality: 60, chromaSubsampling: '4:2:0' },
+    webp: { quality: 60, effort: 2 },
+  },
+  medium: {
+    png: { compressionLevel: 6, adaptiveFiltering: false },
+    jpeg: { quality: 90, chromaSubsampling: '4:2:0' },
+    webp: { quality: 90, effort: 4 },
+  },
+  high: {
+    png: { compressionLevel: 9, adaptiveFiltering: true },
+    jpeg: { quality: 95, chromaSubsampling: '4:4:4' },
+    webp: { quality: 95, effort: 6 },
+  },
+};
+
+function assertEncoding(options: EncodingOptions): void {
+  const { format, quality = 'medium', compression, background = 'auto' } = options;
+  if (format !== 'png' && format !== 'jpeg' && format !== 'webp') throw new Error(`unsupported image format: ${String(format)}`);
+  if (!Object.hasOwn(ENCODERS, quality)) throw new Error(`unsupported quality: ${String(quality)}`);
+  if (compression !== undefined && !(Number.isInteger(compression) && compression >= 0 && compression <= 100)) {
+    throw new Error(`compression must be an integer between 0 and 100, got ${String(compression)}`);
   }
+  if (background !== 'transparent' && background !== 'opaque' && background !== 'auto') throw new Error(`unsupported background: ${String(background)}`);
 }
 
-/**
- * Encodes a sharp pipeline in the requested format. Options are pinned rather
- * than left to library defaults so that output bytes stay stable for a given
- * sharp/libvips version.
- */
-function encode(pipeline: sharp.Sharp, format: ImageFormat): Promise<Buffer> {
-  switch (format) {
+/** Encodes a sharp pipeline as the options say. */
+function encode(pipeline: sharp.Sharp, options: EncodingOptions): Promise<Buffer> {
+  const settings = ENCODERS[options.quality ?? 'medium'];
+  const lossy = options.compression === undefined ? {} : { quality: Math.max(1, options.compression) };
+  // JPEG has no alpha; flattening on white matches what viewers show for transparent PNGs.
+  const flat = options.format === 'jpeg' || options.background === 'opaque' ? pipeline.flatten({ background: '#ffffff' }) : pipeline;
+  switch (options.format) {
     case 'png':
-      return pipeline.png({ compressionLevel: 6, adaptiveFiltering: false }).toBuffer();
+      return flat.png(settings.png).toBuffer();
     case 'jpeg':
-      // JPEG has no alpha; flattening on white matches what viewers show for transparent PNGs.
-      return pipeline.flatten({ background: '#ffffff' }).jpeg({ quality: 90, chromaSubsampling: '4:2:0' }).toBuffer();
+      return flat.jpeg({ ...settings.jpeg, ...lossy }).toBuffer();
     case 'webp':
-      return pipeline.webp({ quality: 90, effort: 4 }).toBuffer();
+      return flat.webp({ ...settings.webp, ...lossy }).toBuffer();
   }
 }
 
@@ -195,11 +242,12 @@ export class ImageRenderer {
    */
   async render(req: RenderImageRequest): Promise<Buffer> {
     assertSize(req.width, req.height);
-    assertFormat(req.format);
-    const svg = promptSceneSvg(req.prompt, req.seed, req.index, req.width, req.height);
+    assertEncoding(req);
+    const transparent = req.background === 'transparent';
+    const svg = promptSceneSvg(req.prompt, req.seed, req.index, req.width, req.height, !transparent);
     // density 72 maps one SVG user unit to one pixel, so the raster is exactly width x height.
-    const pipeline = sharp(Buffer.from(svg), { density: 72 }).resize(req.width, req.height, { fit: 'fill' }).removeAlpha();
-    return encode(pipeline, req.format);
+    const raster = sharp(Buffer.from(svg), { density: 72 }).resize(req.width, req.height, { fit: 'fill' });
+    return encode(transparent ? raster.ensureAlpha() : raster.removeAlpha(), req);
   }
 
   /**
@@ -208,13 +256,15 @@ export class ImageRenderer {
    * prompt asks: colour grades (sunset, night, dawn, black and white, sepia, warmer, cooler, brighter, darker,
    * neon, pastel, vivid, fog, storm), "blur the background", snow or rain, and painting in named subjects
    * ("add a cat"); an instruction with none of these gets a seeded grade. Transparent upload pixels are filled
-   * with the scene the prompt describes. With a mask (resized to the same size; undecodable mask ->
-   * InvalidImageError) the edit applies only where mask alpha is 0, subjects are painted inside that area, and
-   * every other pixel is the first upload's, unchanged. Output in `format` at exactly width x height.
+   * with the scene the prompt describes, unless `background` is `transparent`: then they stay transparent, and
+   * so does a plain backdrop (see {@link findBackdrop}), except where a subject or weather is painted over it.
+   * With a mask (resized to the same size; undecodable mask -> InvalidImageError) the edit applies only where
+   * mask alpha is 0, subjects are painted inside that area, and every other pixel is the first upload's,
+   * unchanged. Output as `format`, `quality` and `compression` say, at exactly width x height.
    */
   async edit(req: EditImageRequest): Promise<Buffer> {
     assertSize(req.width, req.height);
-    assertFormat(req.format);
+    assertEncoding(req);
     const { width, height } = req;
     if (!Array.isArray(req.images) || req.images.length === 0) {
       throw new InvalidImageError('at least one image is required');
@@ -231,7 +281,9 @@ export class ImageRenderer {
     const rng = new SeededRandom('edit', req.prompt, req.seed, req.index);
     const rawOptions = { raw: { width, height, channels: 4 as const } };
     const work = blended;
-    if (!isOpaque(work)) {
+    const transparent = req.background === 'transparent';
+    const backdrop = transparent ? findBackdrop(work, width, height) : undefined;
+    if (!transparent && !isOpaque(work)) {
       // Transparent upload pixels are painted in with the scene the prompt describes, as an inpainting model would fill holes.
       const svg = buildSceneSvg(planScene(meaning.scene, req.seed, req.index, width, height));
       const scene = await toRgba(sharp(Buffer.from(svg), { density: 72 }).resize(width, height, { fit: 'fill' }));
@@ -250,6 +302,8 @@ export class ImageRenderer {
     if (meaning.rain && !grades.includes('storm') && !grades.includes('night')) grades.push('cooler');
     applyGrades(canvas, grades);
     if (meaning.blurBackground) await blurBackground(canvas);
+    // Cleared before painting, so that what is painted over the backdrop stays.
+    if (backdrop) clearAlpha(canvas, backdrop);
     const subjects = await paintSubjects(canvas, meaning, rng);
     if (subjects) composite(canvas, subjects);
     if (meaning.snow) composite(canvas, await weatherOverlay(width, height, 'snow', rng));
@@ -266,8 +320,9 @@ export class ImageRenderer {
     }
 
     let pipeline = sharp(out, rawOptions);
-    // Dropping a uniformly opaque alpha channel keeps PNGs smaller and matches what the upload looked like.
-    if (isOpaque(out)) pipeline = pipeline.removeAlpha();
-    return encode(pipeline, req.format);
+    // Dropping a uniformly opaque alpha channel keeps PNGs smaller and matches what the upload looked
+    // like; a transparent background keeps it whatever, so that the client always gets one.
+    if (!transparent && isOpaque(out)) pipeline = pipeline.removeAlpha();
+    return encode(pipeline, req);
   }
 }

@@ -7,7 +7,7 @@
  * (motion.ts, video.ts).
  */
 export { ImageRenderer, InvalidImageError } from './image';
-export type { EditImageRequest, ImageFormat, RenderImageRequest } from './image';
+export type { Background, EditImageRequest, EncodeQuality, EncodingOptions, ImageFormat, RenderImageRequest } from './image';
 export { VideoEncoder } from './video';
 export type { VideoEncoderOptions, VideoRequest } from './video';
 export { defaultFfmpegPath, defaultFfprobePath } from './binaries';

@@ -1013,30 +1013,40 @@ export function buildSceneLayers(plan: ScenePlan, animated: boolean): SceneLayer
   };
 }
 
-/** One SVG document of the whole still scene. */
-export function sceneToSvg(layers: SceneLayers, beamAngle: number): string {
-  const frags: Fragment[] = [layers.sky];
-  if (layers.sun) frags.push({ defs: layers.sun.defs, body: `<g transform="translate(${n(layers.sun.x)} ${n(layers.sun.y)})">${layers.sun.body}</g>` });
-  frags.push(layers.clouds(false));
-  if (layers.lightning) frags.push(layers.lightning);
+/**
+ * One SVG document of the whole still scene. Without its backdrop, the sky and everything that
+ * only lives in it (sun, stars, clouds, lightning, the lighthouse's beam) are left out, with the
+ * falling weather and the full-frame fog and vignette that would tint the empty sky: what remains
+ * (land, water, buildings, creatures, vehicles, a bird or balloon in the air) stands on nothing.
+ */
+export function sceneToSvg(layers: SceneLayers, beamAngle: number, backdrop = true): string {
+  const frags: Fragment[] = [];
+  if (backdrop) {
+    frags.push(layers.sky);
+    if (layers.sun) frags.push({ defs: layers.sun.defs, body: `<g transform="translate(${n(layers.sun.x)} ${n(layers.sun.y)})">${layers.sun.body}</g>` });
+    frags.push(layers.clouds(false));
+    if (layers.lightning) frags.push(layers.lightning);
+  }
   frags.push(layers.far, layers.ground);
   for (const w of layers.waves) frags.push(w.draw(false));
   frags.push(layers.subjects);
   for (const m of layers.movers) frags.push({ defs: m.defs, body: `<g transform="translate(${m.x} ${m.y})">${m.body}</g>` });
-  if (layers.beam) {
+  if (layers.beam && backdrop) {
     const b = layers.beam;
     const beamFrag = b.draw(beamAngle, false);
     frags.push({ defs: beamFrag.defs, body: `<g transform="translate(${n(b.x)} ${n(b.y)}) scale(1 ${b.squash})">${beamFrag.body}</g>` });
   }
   for (const bl of layers.blades) frags.push(bl.draw(20, false));
-  for (const pr of layers.precipitation) frags.push(pr.draw(false));
-  frags.push(layers.atmosphere);
+  if (backdrop) {
+    for (const pr of layers.precipitation) frags.push(pr.draw(false));
+    frags.push(layers.atmosphere);
+  }
   return svgDocument(layers.width, layers.height, frags.flatMap((f) => f.defs), frags.map((f) => f.body).join(''));
 }
 
-/** The still picture's SVG for a plan. */
-export function buildSceneSvg(plan: ScenePlan): string {
+/** The still picture's SVG for a plan; `backdrop: false` leaves the sky empty (see {@link sceneToSvg}). */
+export function buildSceneSvg(plan: ScenePlan, backdrop = true): string {
   const layers = buildSceneLayers(plan, false);
   const rng = layerRng(plan, 'beam-angle');
-  return sceneToSvg(layers, rng.pick([-8, 188, -14, 194]));
+  return sceneToSvg(layers, rng.pick([-8, 188, -14, 194]), backdrop);
 }

@@ -71,8 +71,8 @@ export class OpenAiCompatibleBackend implements GeneratorBackend {
     this.client = new OpenAI({
       apiKey: options.apiKey,
       baseURL: options.baseUrl,
-      // Every option the SDK would otherwise take from OPENAI_* variables is given here: only our
-      // config module decides what the service does.
+      // Every option the SDK would otherwise take from OPENAI_* variables is given here, so our config
+      // module decides (the SDK still reads OPENAI_CUSTOM_HEADERS regardless; the README says so).
       organization: null,
       project: null,
       adminAPIKey: null,

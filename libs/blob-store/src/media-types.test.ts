@@ -1,4 +1,4 @@
-import { contentTypeOfKey, extensionOf, MEDIA_TYPES, sniffImageFormat, UNKNOWN_CONTENT_TYPE } from './media-types';
+import { contentTypeOfKey, extensionOf, MEDIA_TYPES, sniffImageFormat, sniffMediaFormat, UNKNOWN_CONTENT_TYPE } from './media-types';
 
 describe('media types', () => {
   it('maps formats to key extensions: jpeg is stored as .jpg', () => {
@@ -21,6 +21,13 @@ describe('media types', () => {
     const webp = Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(4), Buffer.from('WEBPVP8 ')]);
     expect([sniffImageFormat(png), sniffImageFormat(jpeg), sniffImageFormat(webp)]).toEqual(['png', 'jpeg', 'webp']);
     for (const other of [Buffer.from('GIF89a'), Buffer.alloc(0), png.subarray(0, 7), Buffer.from('RIFF....WAVE')]) expect(sniffImageFormat(other)).toBeUndefined();
+  });
+
+  it('recognises an MP4 by its ftyp box, and tells videos from images', () => {
+    const mp4 = Buffer.concat([Buffer.from([0, 0, 0, 0x20]), Buffer.from('ftypisom'), Buffer.alloc(4)]);
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0]);
+    expect([sniffMediaFormat(mp4), sniffMediaFormat(png), sniffImageFormat(mp4)]).toEqual(['mp4', 'png', undefined]);
+    for (const other of [Buffer.from('<html>ftyp</html>'), mp4.subarray(0, 11), Buffer.alloc(0)]) expect(sniffMediaFormat(other)).toBeUndefined();
   });
 
   it('has one row per format, each with a distinct extension and a content type', () => {

@@ -2,8 +2,9 @@ const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0
 
 /**
  * The one table of the media the stores hold: the format name clients use (`output_format`), the
- * extension of its keys, its content type, and, for images a client can upload, how its bytes begin.
- * Keys end in the extension, so a key names its own content type in every store and every service.
+ * extension of its keys, its content type, and how its bytes begin (uploads are sniffed with it, and
+ * so is what a model server sends back). Keys end in the extension, so a key names its own content
+ * type in every store and every service.
  */
 export const MEDIA_TYPES = {
   png: { kind: 'image', extension: 'png', contentType: 'image/png', magic: (b: Buffer) => b.length >= 8 && b.subarray(0, 8).equals(PNG_SIGNATURE) },
@@ -15,7 +16,8 @@ export const MEDIA_TYPES = {
     contentType: 'image/webp',
     magic: (b: Buffer) => b.length >= 12 && b.toString('latin1', 0, 4) === 'RIFF' && b.toString('latin1', 8, 12) === 'WEBP',
   },
-  mp4: { kind: 'video', extension: 'mp4', contentType: 'video/mp4', magic: undefined },
+  // An ISO BMFF file opens with its `ftyp` box: a 4-byte size, then the box type.
+  mp4: { kind: 'video', extension: 'mp4', contentType: 'video/mp4', magic: (b: Buffer) => b.length >= 12 && b.toString('latin1', 4, 8) === 'ftyp' },
 } as const;
 
 export type MediaFormat = keyof typeof MEDIA_TYPES;
@@ -46,4 +48,9 @@ export function contentTypeOfKey(key: string): string {
 /** The image format the bytes are, recognised by their signature rather than a client's label. */
 export function sniffImageFormat(bytes: Buffer): ImageFormat | undefined {
   return IMAGE_FORMATS.find((format) => MEDIA_TYPES[format].magic(bytes));
+}
+
+/** The format the bytes are, images and videos alike, by their signature; undefined for anything else. */
+export function sniffMediaFormat(bytes: Buffer): MediaFormat | undefined {
+  return (Object.keys(MEDIA_TYPES) as MediaFormat[]).find((format) => MEDIA_TYPES[format].magic(bytes));
 }

@@ -1,4 +1,4 @@
-import { CONFIG_KEYS, ConfigError, loadConfig, parseDurationList } from './config';
+import { CONFIG_KEYS, ConfigError, loadConfig, parseDurationList, parseModelMap } from './config';
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
@@ -101,11 +101,61 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ BLOB_STORE: 's3', S3_BUCKET: 'Not_A_Bucket' })).toThrow(/S3_BUCKET/);
   });
 
+  it('chooses the procedural generator by default, and the openai-compatible one with its upstream', () => {
+    expect(loadConfig({}).generatorBackend).toEqual({ kind: 'procedural' });
+    // Upstream settings without the backend that reads them change nothing.
+    expect(loadConfig({ UPSTREAM_BASE_URL: 'http://models:8000/v1' }).generatorBackend).toEqual({ kind: 'procedural' });
+    expect(
+      loadConfig({
+        GENERATOR_BACKEND: 'openai-compatible',
+        UPSTREAM_BASE_URL: 'https://api.openai.com/v1/',
+        UPSTREAM_API_KEY: 'sk-test-123',
+        UPSTREAM_MODEL_MAP: 'pixel-1=gpt-image-1, motion-1 = sora-2,x=black-forest-labs/FLUX.1-dev:fp8',
+      }).generatorBackend,
+    ).toEqual({
+      kind: 'openai-compatible',
+      baseUrl: 'https://api.openai.com/v1',
+      apiKey: 'sk-test-123',
+      modelMap: new Map([['pixel-1', 'gpt-image-1'], ['motion-1', 'sora-2'], ['x', 'black-forest-labs/FLUX.1-dev:fp8']]),
+    });
+    expect(loadConfig({ GENERATOR_BACKEND: 'openai-compatible', UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1', UPSTREAM_API_KEY: 'none' }).generatorBackend).toMatchObject({
+      modelMap: new Map(),
+    });
+  });
+
+  it('refuses an openai-compatible backend without its upstream, and bad upstream settings, without ever quoting the key', () => {
+    expect(() => loadConfig({ GENERATOR_BACKEND: 'openai-compatible' })).toThrow(/UPSTREAM_BASE_URL[\s\S]*UPSTREAM_API_KEY/);
+    expect(() => loadConfig({ GENERATOR_BACKEND: 'comfy' })).toThrow(/GENERATOR_BACKEND/);
+    const upstream = { GENERATOR_BACKEND: 'openai-compatible', UPSTREAM_API_KEY: 'sk-fine' };
+    for (const url of ['ftp://models/v1', 'models:8000/v1', 'https://user:sk-in-url@api.example.com/v1']) {
+      expect(() => loadConfig({ ...upstream, UPSTREAM_BASE_URL: url })).toThrow(/UPSTREAM_BASE_URL/);
+    }
+    let error: unknown;
+    try {
+      loadConfig({ ...upstream, UPSTREAM_BASE_URL: 'https://api.example.com/v1', UPSTREAM_API_KEY: 'sk-secret value\n' });
+    } catch (err) {
+      error = err;
+    }
+    expect((error as ConfigError).message).toMatch(/UPSTREAM_API_KEY/);
+    expect((error as ConfigError).message).not.toContain('sk-secret');
+  });
+
   it('names the contract settings of the design', () => {
     for (const key of ['REDIS_URL', 'PORT', 'PUBLIC_BASE_URL', 'DOCS_URL', 'LINK_TTL_SECONDS', 'WEBHOOK_TIMEOUT_MS', 'WEBHOOK_RETRY_SCHEDULE',
       'SECRET_ROTATION_OVERLAP_SECONDS', 'CALLBACK_ALLOW_HTTP', 'CALLBACK_ALLOWED_CIDRS', 'CALLBACK_CA_FILE']) {
       expect(CONFIG_KEYS).toContain(key);
     }
+  });
+});
+
+describe('parseModelMap', () => {
+  it('reads ours=theirs pairs and names what is wrong with anything else', () => {
+    expect(parseModelMap('')).toEqual(new Map());
+    expect(parseModelMap('a=b,c=d')).toEqual(new Map([['a', 'b'], ['c', 'd']]));
+    for (const bad of ['pixel-1', 'pixel-1=', '=gpt-image-1', 'a=b=c', 'a=b,a=c', 'a b=c', '__proto__=x y']) {
+      expect([bad, typeof parseModelMap(bad)]).toEqual([bad, 'string']);
+    }
+    expect(parseModelMap('a=b,a=c')).toBe('maps a twice');
   });
 });
 

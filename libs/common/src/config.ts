@@ -22,6 +22,8 @@ export interface AppConfig {
   mediaDir: string;
   /** Where media bytes live: files under `mediaDir`, or an S3-compatible bucket. */
   blobStore: BlobStoreSettings;
+  /** What makes the images and videos: the built-in procedural renderer, or a model server. */
+  generatorBackend: GeneratorBackendSettings;
   /** How long a finished job's record and media are kept (its `expires_at`). */
   mediaRetentionSeconds: number;
   /** How long an ended callback (delivered or failed) and its attempt log are kept after its last attempt. */
@@ -81,6 +83,22 @@ export type BlobStoreSettings =
   | { kind: 'fs'; dir: string }
   | { kind: 's3'; bucket: string; region: string | undefined; endpoint: string | undefined; forcePathStyle: boolean };
 
+/**
+ * The generator backend. `openai-compatible` forwards each job to a server speaking OpenAI's Images
+ * and Videos APIs (OpenAI itself, or a self-hosted one).
+ */
+export type GeneratorBackendSettings =
+  | { kind: 'procedural' }
+  | {
+      kind: 'openai-compatible';
+      /** The API's base, version included (`https://api.openai.com/v1`); no trailing slash. */
+      baseUrl: string;
+      /** Sent as `Authorization: Bearer …`; never logged. */
+      apiKey: string;
+      /** Our model id → the server's; a model not in it is sent under its own id. */
+      modelMap: ReadonlyMap<string, string>;
+    };
+
 export type RedisTarget =
   | { kind: 'single'; url: string }
   /** Seed nodes; the client learns the rest of the cluster from them. */
@@ -116,6 +134,24 @@ function parseNode(text: string): { host: string; port: number } | undefined {
   return { host: match[1] ?? match[2]!, port };
 }
 
+/** A model id on either side of `UPSTREAM_MODEL_MAP`: OpenAI's (`gpt-image-1`), or a self-hosted server's (`org/model:tag`). */
+const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:\/@+-]*$/;
+
+/**
+ * `pixel-1=gpt-image-1,motion-1=sora-2` → a map; the problems as text when it is not that shape.
+ * A Map, since the keys are operator text and must never reach an object's prototype.
+ */
+export function parseModelMap(text: string): ReadonlyMap<string, string> | string {
+  const map = new Map<string, string>();
+  for (const entry of list(text)) {
+    const [ours, theirs, ...rest] = entry.split('=').map((side) => side.trim());
+    if (rest.length > 0 || !ours || !theirs || !MODEL_ID.test(ours) || !MODEL_ID.test(theirs)) return `has an entry that is not ours=theirs: ${entry}`;
+    if (map.has(ours)) return `maps ${ours} twice`;
+    map.set(ours, theirs);
+  }
+  return map;
+}
+
 const schema = Joi.object({
   REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
   REDIS_CLUSTER_NODES: Joi.string()
@@ -142,6 +178,27 @@ const schema = Joi.object({
   S3_REGION: Joi.string().pattern(/^[a-z0-9-]+$/),
   S3_ENDPOINT: Joi.string().uri({ scheme: ['http', 'https'] }),
   S3_FORCE_PATH_STYLE: Joi.boolean().truthy('1').falsy('0').default(false),
+  GENERATOR_BACKEND: Joi.string().valid('procedural', 'openai-compatible').default('procedural'),
+  UPSTREAM_BASE_URL: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .custom((value: string, helpers) => {
+      // The key belongs in UPSTREAM_API_KEY, which is never logged; a URL is (in errors, in start-up lines).
+      const url = URL.canParse(value) ? new URL(value) : undefined;
+      return url && (url.username || url.password) ? helpers.message({ custom: '{{#label}} must not carry credentials; set UPSTREAM_API_KEY' }) : value;
+    })
+    .when('GENERATOR_BACKEND', { is: 'openai-compatible', then: Joi.required() }),
+  // Joi quotes a failing value in its messages; this one's must never name the key itself.
+  UPSTREAM_API_KEY: Joi.string()
+    .pattern(/^[\x21-\x7e]+$/)
+    .message('{{#label}} must be printable ASCII without spaces')
+    .when('GENERATOR_BACKEND', { is: 'openai-compatible', then: Joi.required() }),
+  UPSTREAM_MODEL_MAP: Joi.string()
+    .custom((value: string, helpers) => {
+      const parsed = parseModelMap(value);
+      return typeof parsed === 'string' ? helpers.message({ custom: `{{#label}} ${parsed}` }) : value;
+    })
+    .allow('')
+    .default(''),
   // No floor beyond a second: tests and soak runs use seconds. Links never outlive their media (they
   // are cut at `expires_at`), so a period shorter than LINK_TTL_SECONDS plus the callback ladder
   // gives callbacks links shorter than the spec's 24 hours; the README says so.
@@ -227,6 +284,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       value.BLOB_STORE === 's3'
         ? { kind: 's3', bucket: value.S3_BUCKET, region: value.S3_REGION, endpoint: value.S3_ENDPOINT, forcePathStyle: value.S3_FORCE_PATH_STYLE }
         : { kind: 'fs', dir: value.MEDIA_DIR },
+    generatorBackend:
+      value.GENERATOR_BACKEND === 'openai-compatible'
+        ? {
+            kind: 'openai-compatible',
+            baseUrl: value.UPSTREAM_BASE_URL.replace(/\/+$/, ''),
+            apiKey: value.UPSTREAM_API_KEY,
+            modelMap: parseModelMap(value.UPSTREAM_MODEL_MAP) as ReadonlyMap<string, string>,
+          }
+        : { kind: 'procedural' },
     mediaRetentionSeconds: value.MEDIA_RETENTION_SECONDS,
     callbackRetentionSeconds: value.CALLBACK_RETENTION_SECONDS,
     retentionSweepIntervalMs: value.RETENTION_SWEEP_INTERVAL_SECONDS * 1_000,

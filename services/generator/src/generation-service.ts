@@ -7,10 +7,8 @@ import {
   findModel,
   imageCost,
   isFinished,
-  parseSize,
   videoCost,
   type ImageJob,
-  type ImageQuality,
   type JobError,
   type JobRecord,
   type LedgerEntry,
@@ -18,16 +16,16 @@ import {
 } from '@media/domain';
 import { extensionOf, type BlobStore } from '@media/blob-store';
 import { CorruptRecordError, type JobRepository } from '@media/storage';
+import type { GeneratorBackend } from './backends';
 import { GenerationTimeoutError, jobErrorFor, PermanentGenerationError } from './errors';
-import { InvalidImageError, type EncodeQuality, type EncodingOptions, type ImageRenderer, type VideoEncoder } from './media';
 import type { ModerationPolicy } from './moderation';
 
 export interface GenerationDeps {
   jobs: JobRepository;
   blobs: BlobStore;
   events: JobQueue<'job-events'>;
-  images: ImageRenderer;
-  videos: VideoEncoder;
+  /** What makes the media (GENERATOR_BACKEND); everything around it is the same for every backend. */
+  backend: GeneratorBackend;
   moderation: ModerationPolicy;
   logger: Logger;
   timeoutMs: number;
@@ -40,19 +38,6 @@ export interface GenerationDeps {
 /** Hooks into the running BullMQ job. */
 export interface AttemptInfo {
   reportProgress?: (percent: number) => Promise<void>;
-}
-
-/** OpenAI's quality names on the renderer's three encoder settings: `standard` and `hd` are DALL-E 3's medium and high. */
-const ENCODE_QUALITY: Record<ImageQuality, EncodeQuality> = { low: 'low', medium: 'medium', high: 'high', auto: 'medium', standard: 'medium', hd: 'high' };
-
-/** How a job's images are encoded; a record stored before these parameters existed reads as their defaults. */
-function encodingOf(job: ImageJob): EncodingOptions {
-  return {
-    format: job.output_format,
-    quality: ENCODE_QUALITY[job.quality ?? 'auto'],
-    background: job.background ?? 'auto',
-    ...(job.output_compression == null ? {} : { compression: job.output_compression }),
-  };
 }
 
 /** Minimum progress step written to the store, so a video does not cause a write per frame. */
@@ -68,7 +53,7 @@ const PROGRESS_STEP = 5;
  * {@link giveUp}, where BullMQ has given up.
  */
 export class GenerationService {
-  /** Aborts for the work in progress, so a shutdown past its deadline can stop the encoders. */
+  /** Aborts for the work in progress, so a shutdown past its deadline can stop encoders and upstream requests. */
   private readonly running = new Set<AbortController>();
   private readonly faults: FaultInjector;
   private readonly metrics: GenerationMetrics;
@@ -105,8 +90,10 @@ export class GenerationService {
         job.kind === 'video' ? this.makeVideo(job, signal, attempt) : this.makeImages(job, signal),
       );
     } catch (err) {
-      if (err instanceof InvalidImageError) throw new PermanentGenerationError('invalid_image', 'An input image could not be decoded.');
-      if (!(err instanceof GenerationTimeoutError)) this.deps.logger.warn('generation error', { job_id: jobId, error: String(err) });
+      // A permanent failure is logged where BullMQ gives up on it (giveUp), with its code.
+      if (!(err instanceof GenerationTimeoutError) && !(err instanceof PermanentGenerationError)) {
+        this.deps.logger.warn('generation error', { job_id: jobId, error: String(err) });
+      }
       throw err;
     }
     this.faults.at('generation.rendered');
@@ -131,33 +118,43 @@ export class GenerationService {
   }
 
   private async makeImages(job: ImageJob, signal: AbortSignal): Promise<ImageJob> {
-    const { width, height } = parseSize(job.size);
-    const inputs = job.operation === 'edit' ? await Promise.all(job.inputs.map((key) => this.deps.blobs.get(key))) : [];
-    const mask = job.operation === 'edit' && job.mask ? await this.deps.blobs.get(job.mask) : undefined;
-    const outputs: string[] = [];
-    for (let index = 0; index < job.n; index++) {
-      // One image renders in well under a second; stopping between images ends a timed-out job promptly.
+    // A record stored before the encoding parameters existed reads as their defaults.
+    const request = {
+      model: job.model,
+      prompt: job.prompt,
+      seed: job.seed,
+      n: job.n,
+      size: job.size,
+      format: job.output_format,
+      quality: job.quality ?? 'auto',
+      background: job.background ?? 'auto',
+      compression: job.output_compression ?? null,
+    } as const;
+    let images: Buffer[];
+    if (job.operation === 'edit') {
+      const inputs = await Promise.all(job.inputs.map((key) => this.deps.blobs.get(key)));
+      const mask = job.mask ? await this.deps.blobs.get(job.mask) : undefined;
+      images = await this.deps.backend.editImages({ ...request, images: inputs, mask }, signal);
+    } else {
+      images = await this.deps.backend.generateImages(request, signal);
+    }
+    // The charge is for n images: a backend that made fewer has not made what is charged.
+    if (images.length !== job.n) throw new PermanentGenerationError('generation_failed', `${images.length} of ${job.n} images were made.`);
+    const outputs = images.map((_, index) => `${blobFolderOf(job)}/${index}.${extensionOf(job.output_format)}`);
+    for (const [index, key] of outputs.entries()) {
       signal.throwIfAborted();
-      const base = { prompt: job.prompt, seed: job.seed, index, width, height, ...encodingOf(job) };
-      const bytes =
-        job.operation === 'edit'
-          ? await this.deps.images.edit({ ...base, images: inputs, mask })
-          : await this.deps.images.render(base);
-      const key = `${blobFolderOf(job)}/${index}.${extensionOf(job.output_format)}`;
-      await this.deps.blobs.put(key, bytes);
-      outputs.push(key);
+      await this.deps.blobs.put(key, images[index]!);
     }
     return { ...job, outputs };
   }
 
   private async makeVideo(job: VideoJob, signal: AbortSignal, attempt: AttemptInfo): Promise<VideoJob> {
-    const { width, height } = parseSize(job.size);
     const dir = await mkdtemp(join(tmpdir(), 'video-'));
     try {
       const outputPath = join(dir, 'video.mp4');
       let written = job.progress;
-      await this.deps.videos.encode(
-        { prompt: job.prompt, seed: job.seed, seconds: job.seconds, width, height, withAudio: job.generate_audio, outputPath },
+      await this.deps.backend.makeVideo(
+        { model: job.model, prompt: job.prompt, seed: job.seed, seconds: job.seconds, size: job.size, withAudio: job.generate_audio, outputPath },
         (percent) => {
           // Progress is advisory: a lost write is fine, a crash of the encode over it is not.
           if (percent >= 100 || percent - written < PROGRESS_STEP) return;

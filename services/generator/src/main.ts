@@ -17,9 +17,9 @@ import {
 import { createBlobStore } from '@media/blob-store';
 import { CallbackRepository, JobRepository, StoreKeys } from '@media/storage';
 import { MediaRetention } from '@media/retention';
+import { createGeneratorBackend } from './backends';
 import { GenerationService } from './generation-service';
 import { IntakeRepair } from './intake-repair';
-import { defaultFfmpegPath, ImageRenderer, VideoEncoder } from './media';
 import { ModerationPolicy } from './moderation';
 
 const INTAKE_REPAIR_INTERVAL_MS = 5_000;
@@ -40,8 +40,7 @@ async function main(): Promise<void> {
     jobs,
     blobs,
     events,
-    images: new ImageRenderer(),
-    videos: new VideoEncoder({ ffmpegPath: config.ffmpegPath ?? defaultFfmpegPath(), timeoutMs: config.generationTimeoutMs }),
+    backend: createGeneratorBackend(config),
     moderation: new ModerationPolicy(config.moderationBlocklist),
     logger,
     timeoutMs: config.generationTimeoutMs,
@@ -120,7 +119,12 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-  logger.info('generator started', { concurrency: config.generatorConcurrency });
+  const backend = config.generatorBackend;
+  logger.info('generator started', {
+    concurrency: config.generatorConcurrency,
+    backend: backend.kind,
+    ...(backend.kind === 'openai-compatible' ? { upstream: backend.baseUrl, models: Object.fromEntries(backend.modelMap) } : {}),
+  });
 }
 
 main().catch((err) => {

@@ -87,15 +87,7 @@ export class OpenAiCompatibleBackend implements GeneratorBackend {
   async generateImages(request: ImageRequest, signal: AbortSignal): Promise<Buffer[]> {
     return this.guard(signal, async () => {
       const model = this.upstreamModel(request.model);
-      const body = {
-        model,
-        prompt: request.prompt,
-        n: request.n,
-        size: request.size,
-        output_format: request.format,
-        ...encodingParams(request),
-        ...(request.quality === 'auto' ? {} : { quality: request.quality }),
-      };
+      const body = { ...imageParams(model, request), ...(request.quality === 'auto' ? {} : { quality: request.quality }) };
       const answer = await this.askingForBase64(model, (extra) => this.client.images.generate({ ...body, ...extra }, { signal }));
       return this.imagesOf(answer, request, signal);
     });
@@ -106,12 +98,7 @@ export class OpenAiCompatibleBackend implements GeneratorBackend {
       const model = this.upstreamModel(request.model);
       const files = await Promise.all(request.images.map((bytes, index) => asFile(bytes, `image-${index}`)));
       const body = {
-        model,
-        prompt: request.prompt,
-        n: request.n,
-        size: request.size,
-        output_format: request.format,
-        ...encodingParams(request),
+        ...imageParams(model, request),
         ...editQuality(request.quality),
         // One upload goes as `image`, several as `image[]`: the two forms OpenAI documents, and the one
         // DALL·E 2 and most self-hosted servers take.
@@ -301,12 +288,17 @@ function capped(limit: number, what: string): Transform {
 }
 
 /**
- * The client's `background` and `output_compression` (and `quality`, beside each call), passed on
- * only when it chose them: a server that does not know a parameter may refuse it, and the defaults
- * are the server's own.
+ * What generations and edits send alike. The client's `background` and `output_compression` (and
+ * `quality`, beside each call) go only when it chose them: a server that does not know a parameter
+ * may refuse it, and the defaults are the server's own.
  */
-function encodingParams(request: ImageRequest): { background?: 'transparent' | 'opaque'; output_compression?: number } {
+function imageParams(model: string, request: ImageRequest) {
   return {
+    model,
+    prompt: request.prompt,
+    n: request.n,
+    size: request.size,
+    output_format: request.format,
     ...(request.background === 'auto' ? {} : { background: request.background }),
     ...(request.compression === null ? {} : { output_compression: request.compression }),
   };

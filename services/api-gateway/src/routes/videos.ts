@@ -36,7 +36,7 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
     const params = parseVideoRequest({ ...(req.body ?? {}) });
     const idempotencyKey = parseIdempotencyKey(req.get('idempotency-key'));
     const { job, replayed } = await deps.intake.createVideoJob(res.locals.workspaceId, res.locals.requestId, params, idempotencyKey);
-    if (job.kind !== 'video') throw ApiError.invalid('Idempotency-Key belongs to a different kind of request.', null, 'idempotency_key_reused');
+    if (job.kind !== 'video') throw new ApiError(409, 'conflict_error', 'Idempotency-Key belongs to a different kind of request.', null, 'idempotency_key_reused');
     if (replayed) res.setHeader('idempotent-replayed', 'true');
     res.status(200).json(deps.presenter.video(job));
   });

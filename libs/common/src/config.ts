@@ -64,6 +64,8 @@ export interface AppConfig {
    * from Redis, before its liveness probe fails and Kubernetes restarts it.
    */
   workerLivenessBoundMs: number;
+  /** `npm start` only (tools/admin/src/local-stack.ts); no service reads it. */
+  localStack: LocalStackSettings;
   /** HTTP Basic credentials for Bull Board; without a password the board is not mounted at all. */
   operatorUsername: string;
   operatorPassword: string | undefined;
@@ -98,6 +100,18 @@ export type GeneratorBackendSettings =
       /** Our model id → the server's; a model not in it is sent under its own id. */
       modelMap: ReadonlyMap<string, string>;
     };
+
+/**
+ * What `npm start` keeps beside the services it starts: its state directory (demo workspace, the
+ * local receiver's certificates, a redis-server's data) and the port of the local HTTPS receiver
+ * that the first callbacks go to.
+ */
+export interface LocalStackSettings {
+  /** Relative paths are taken from the repository root. */
+  dir: string;
+  /** 0 lets the system pick a free port (the launcher prints the one it got). */
+  receiverPort: number;
+}
 
 export type RedisTarget =
   | { kind: 'single'; url: string }
@@ -245,6 +259,8 @@ const schema = Joi.object({
     .default(''),
   OPS_PORT: Joi.number().port().default(9464),
   WORKER_LIVENESS_BOUND_MS: Joi.number().integer().min(1_000).default(120_000),
+  LOCAL_STACK_DIR: Joi.string().default('var'),
+  LOCAL_RECEIVER_PORT: Joi.number().port().default(9443),
   OPERATOR_USERNAME: Joi.string().pattern(/^[^:]+$/).default('operator'),
   // Long enough that Basic auth over the ops port is not guessable in practice.
   OPERATOR_PASSWORD: Joi.string().min(16),
@@ -322,6 +338,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     trustProxy: value.TRUST_PROXY === '' ? false : /^\d+$/.test(value.TRUST_PROXY) ? Number(value.TRUST_PROXY) : list(value.TRUST_PROXY),
     opsPort: value.OPS_PORT,
     workerLivenessBoundMs: value.WORKER_LIVENESS_BOUND_MS,
+    localStack: { dir: value.LOCAL_STACK_DIR, receiverPort: value.LOCAL_RECEIVER_PORT },
     operatorUsername: value.OPERATOR_USERNAME,
     operatorPassword: value.OPERATOR_PASSWORD,
   };

@@ -16,3 +16,5 @@ export {
 export type { HeadersLike, VerifyOptions, WebhookVerificationErrorCode } from './webhook';
 export { verifyWebhook } from './middleware';
 export type { VerifyWebhookOptions, WebhookErrorResponse } from './middleware';
+export { createExampleReceiver } from './example-receiver';
+export type { CallbackEvent, ExampleReceiverOptions } from './example-receiver';

@@ -6,6 +6,7 @@ import { createCallbackAdmin, type CallbackAdminHandle } from '@media/callbacks'
 import { callbackIdFor, eventTypeFor } from '@media/domain';
 import { CallbackRepository, type CallbackAttempt, type CallbackRecord, type CallbackState } from '@media/storage';
 import { eventually, TestStack, type TestWorkspace } from '../../support/stack';
+import { finished, type Finished } from '../../support/process';
 import { JobClient } from './jobs';
 import { makeTestPki, type TestPki } from './pki';
 import { TestReceiver } from './receiver';
@@ -92,16 +93,8 @@ export class DispatcherHarness {
   }
 
   /** `npm run -s admin -- <args>` against this stack (the built CLI, without the setup step). */
-  admin(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    return new Promise((done, fail) => {
-      const child = spawn(process.execPath, [resolve(ROOT, 'tools/admin/dist/main.js'), ...args], { env: this.stack.env });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-      child.on('error', fail);
-      child.on('close', (code) => done({ code, stdout, stderr }));
-    });
+  admin(args: string[]): Promise<Finished> {
+    return finished(spawn(process.execPath, [resolve(ROOT, 'tools/admin/dist/main.js'), ...args], { env: this.stack.env }));
   }
 
   async stop(): Promise<void> {

@@ -47,7 +47,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     // The image request id is the creation call's request id; a replay answers with the first one's.
     res.setHeader('x-request-id', job.id);
     if (replayed) res.setHeader('idempotent-replayed', 'true');
-    if (job.kind !== 'image') throw ApiError.invalid('Idempotency-Key belongs to a different kind of request.', null, 'idempotency_key_reused');
+    if (job.kind !== 'image') throw new ApiError(409, 'conflict_error', 'Idempotency-Key belongs to a different kind of request.', null, 'idempotency_key_reused');
     if (params.callback_url) {
       res.status(202).json(deps.presenter.imageRequest(job));
       return;

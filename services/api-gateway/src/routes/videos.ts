@@ -33,7 +33,7 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
 
   /** The answer to a creation call (a new video or a remix): the video object, `200` as at OpenAI. */
   const answerCreated = (res: Response, { job, replayed }: Intake) => {
-    if (job.kind !== 'video') throw ApiError.invalid('Idempotency-Key belongs to a different kind of request.', null, 'idempotency_key_reused');
+    if (job.kind !== 'video') throw new ApiError(409, 'conflict_error', 'Idempotency-Key belongs to a different kind of request.', null, 'idempotency_key_reused');
     if (replayed) res.setHeader('idempotent-replayed', 'true');
     res.status(200).json(deps.presenter.video(job));
   };

@@ -261,7 +261,7 @@ export function parseImageRequest(body: unknown, operation: ImageOperation): Ima
     throw ApiError.invalid(`Invalid size '${size}'. Supported sizes: ${Object.keys(model.pricePerImage).join(', ')}, auto.`, 'size', 'invalid_size');
   }
   if (raw.stream === true) {
-    throw ApiError.invalid("Streaming is not offered: leave 'stream' out or set it to false.", 'stream', 'unsupported_value');
+    throw ApiError.invalid(`Streaming is not offered: leave 'stream' out or set it to false.`, 'stream', 'unsupported_value');
   }
   const given = (param: string) => (raw[param] === undefined || raw[param] === IMAGE_DEFAULTS[param] ? undefined : raw[param]);
   const background = given('background') as ImageBackground | undefined;

@@ -20,7 +20,7 @@ import { clientErrorHandler } from './http/client-error';
 import { isDependencyOutage } from './http/outage';
 import { measureRequests } from './http/request-metrics';
 import { mountOperatorBoard } from './operator-board';
-import { createGateway, type GatewayHandle } from './wiring';
+import { createGateway, openApiRoute, type GatewayHandle } from './wiring';
 
 /** How long listening waits for the first connection to Redis. */
 const START_GRACE_MS = 2_000;
@@ -36,6 +36,8 @@ async function main(): Promise<void> {
   warnIfCallbackChecksRelaxed(config, logger);
   const redis = createRedis(config.redis, 'request', logger);
   const faults = FaultInjector.killing(config.faultCrashPoints, logger);
+  // Served by the starting app and the full one alike: built once.
+  const openApi = openApiRoute(config);
   let gateway: GatewayHandle | undefined;
 
   // Ops port: metrics and Bull Board never share the public listener. The gateway always runs, so
@@ -55,7 +57,7 @@ async function main(): Promise<void> {
     },
   });
 
-  let handler: RequestListener = createStartingApp(logger);
+  let handler: RequestListener = createStartingApp(logger, openApi);
   const server = createServer(measureRequests(new PromHttpMetrics(registry), (req, res) => handler(req, res)));
   server.on('clientError', clientErrorHandler(logger));
 
@@ -65,7 +67,7 @@ async function main(): Promise<void> {
   const connecting = (async () => {
     for (let delay = START_RETRY_FIRST_MS; !stopping; delay = Math.min(delay * 2, START_RETRY_MAX_MS)) {
       try {
-        gateway = await createGateway(config, redis, logger, { faults });
+        gateway = await createGateway(config, redis, logger, { faults, openApi });
         handler = gateway.app;
         connected = true;
         return;

@@ -237,3 +237,6 @@ function resolveVideoSize(model: VideoModel, size?: string, resolution?: string,
   }
   return found;
 }
+
+/** Each request's Joi rules, for the test that holds the OpenAPI document's request schemas to them. */
+export const REQUEST_RULES = { image: imageSchema, video: videoSchema, list: listQuery, callbackList: callbackListQuery, recovery: recoveryBody } as const;

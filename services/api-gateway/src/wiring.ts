@@ -1,4 +1,4 @@
-import type { Express } from 'express';
+import type { Express, RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import { API_KEY_CACHE_MS, createAccounts } from '@media/accounts';
 import { createBlobStore } from '@media/blob-store';
@@ -10,6 +10,8 @@ import { configuredLimits, IdempotencyRepository, JobRepository, LimitRepository
 import { createApp } from './app';
 import { JobIntakeService } from './job-intake';
 import { JobWaiter } from './job-waiter';
+import { buildOpenApiDocument } from './openapi/document';
+import { staticJson } from './routes/openapi';
 
 /** A wired gateway app and what it holds beside the caller's Redis connection. */
 export interface GatewayHandle {
@@ -20,7 +22,12 @@ export interface GatewayHandle {
 
 export interface GatewayOverrides {
   faults?: FaultInjector;
+  /** The OpenAPI route, when the caller already serves it elsewhere (main's starting app) and it should be built once. */
+  openApi?: RequestHandler;
 }
+
+/** `GET /v1/openapi.json` for this configuration. */
+export const openApiRoute = (config: AppConfig): RequestHandler => staticJson(buildOpenApiDocument(config));
 
 /**
  * Builds the gateway from the validated config, in one place for main and the tests. The first
@@ -65,6 +72,7 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
     syncImageTimeoutMs: config.syncImageTimeoutMs,
     maxUploadBytes: config.maxUploadBytes,
     maxJsonBytes: config.maxJsonBytes,
+    openApi: overrides.openApi ?? openApiRoute(config),
   });
   return {
     app,

@@ -56,6 +56,12 @@ it('starts without Redis: alive, not ready, and 503 with Retry-After for the API
   await expectUnavailable(await call('/v1/images/generations', { method: 'POST', json: { prompt: 'x' } }));
 });
 
+it('serves the OpenAPI document without Redis: it needs none', async () => {
+  const res = await get('/v1/openapi.json');
+  expect(res.status).toBe(200);
+  expect(((await res.json()) as { openapi: string }).openapi).toMatch(/^3\.1\./);
+});
+
 it('becomes fully functional once Redis appears', async () => {
   await startRedis();
   ws = await stack.createWorkspace('outage');

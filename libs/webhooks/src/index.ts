@@ -6,10 +6,13 @@
  * @packageDocumentation
  */
 export {
+  DEFAULT_TOLERANCE_SECONDS,
   SECRET_PREFIX,
+  SIGNATURE_VERSION,
   generateSecret,
   sign,
   signatureHeader,
+  userAgent,
   verify,
   WebhookVerificationError,
 } from './webhook';

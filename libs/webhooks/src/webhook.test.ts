@@ -3,6 +3,7 @@ import {
   SECRET_PREFIX,
   sign,
   signatureHeader,
+  userAgent,
   verify,
   WebhookVerificationError,
 } from './index';
@@ -287,5 +288,11 @@ describe('verify accepts', () => {
     const now = Math.floor(Date.now() / 1000);
     const headers = headersFor(signatureHeader([VECTOR_SECRET], VECTOR_ID, now, payload), now);
     expect(verify(payload, headers, VECTOR_SECRET)).toEqual(expected);
+  });
+});
+
+describe('userAgent', () => {
+  it('tolerates a trailing slash on the docs URL', () => {
+    expect(userAgent('https://docs.example.com/')).toBe('Service-Webhooks/1.0 (+https://docs.example.com/webhooks)');
   });
 });

@@ -12,10 +12,13 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 export const SECRET_PREFIX = 'whsec_';
 
 /** Spec section 8: a delivery may differ from the receiver's clock by this much. */
-const DEFAULT_TOLERANCE_SECONDS = 300;
+export const DEFAULT_TOLERANCE_SECONDS = 300;
 
 /** The only signature version defined (spec section 9.2). */
-const SIGNATURE_VERSION = 'v1';
+export const SIGNATURE_VERSION = 'v1';
+
+/** `user-agent` of every callback (spec 4.5); the docs URL tells a receiver's operator who is calling. */
+export const userAgent = (docsUrl: string): string => `Service-Webhooks/1.0 (+${docsUrl.replace(/\/+$/, '')}/webhooks)`;
 
 /**
  * Strict standard-alphabet base64. Node's decoder silently drops characters it

@@ -1,4 +1,4 @@
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import { pingRedis, type Logger } from '@media/common';
 import type { WorkspaceAccounts } from '@media/accounts';
@@ -12,6 +12,7 @@ import { errorHandler, requestContext, requireApiKey, requireRedis } from './htt
 import { rateLimits } from './http/rate-limit';
 import type { JobIntakeService } from './job-intake';
 import type { JobWaiter } from './job-waiter';
+import { OPENAPI_PATH } from './openapi/document';
 import { callbackRoutes } from './routes/callbacks';
 import { fileRoutes } from './routes/files';
 import { imageRoutes } from './routes/images';
@@ -39,10 +40,15 @@ export interface GatewayDeps {
   syncImageTimeoutMs: number;
   maxUploadBytes: number;
   maxJsonBytes: number;
+  /** Answers `GET /v1/openapi.json`; made once per process (`staticJson`). */
+  openApi: RequestHandler;
 }
 
-/** What every variant of the gateway answers: request ids, logs, liveness and readiness. */
-function baseApp(logger: Logger, isReady: () => Promise<boolean>): Express {
+/**
+ * What every variant of the gateway answers: request ids, logs, liveness and readiness, and the
+ * OpenAPI document, which needs no API key, no workspace and no Redis.
+ */
+function baseApp(logger: Logger, isReady: () => Promise<boolean>, openApi: RequestHandler): Express {
   const app = express();
   app.disable('x-powered-by');
   app.use(requestContext(logger));
@@ -53,6 +59,7 @@ function baseApp(logger: Logger, isReady: () => Promise<boolean>): Express {
     const ok = await isReady();
     res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'redis unreachable' });
   });
+  app.get(OPENAPI_PATH, openApi);
   return app;
 }
 
@@ -60,8 +67,8 @@ function baseApp(logger: Logger, isReady: () => Promise<boolean>): Express {
  * The gateway until Redis has answered once (it holds the link-signing key every other part
  * needs): alive, not ready, and 503 for everything else, so that it can be started before Redis.
  */
-export function createStartingApp(logger: Logger): Express {
-  const app = baseApp(logger, async () => false);
+export function createStartingApp(logger: Logger, openApi: RequestHandler): Express {
+  const app = baseApp(logger, async () => false, openApi);
   app.use(() => {
     throw ApiError.unavailable();
   });
@@ -71,7 +78,7 @@ export function createStartingApp(logger: Logger): Express {
 
 /** The HTTP surface; every dependency comes in, so tests build it against a real Redis. */
 export function createApp(deps: GatewayDeps): Express {
-  const app = baseApp(deps.logger, () => pingRedis(deps.redis));
+  const app = baseApp(deps.logger, () => pingRedis(deps.redis), deps.openApi);
   app.set('trust proxy', deps.trustProxy);
 
   app.use('/v1/files', fileRoutes(deps.links, deps.blobs));

@@ -1,15 +1,11 @@
 import { createServer, type RequestListener } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CallbackUrlGuard } from '@media/callback-guard';
-import { API_KEY_CACHE_MS, createAccounts } from '@media/accounts';
-import { createCallbackAdmin, type CallbackAdminHandle } from '@media/callbacks';
 import {
   createLogger,
   createMetricsRegistry,
   createRedis,
   drainWithin,
   FaultInjector,
-  JobQueue,
   loadConfig,
   pingRedis,
   PromHttpMetrics,
@@ -19,16 +15,12 @@ import {
   startOpsServer,
   warnIfCallbackChecksRelaxed,
 } from '@media/common';
-import { JobPresenter, LinkSigner } from '@media/domain';
-import { createBlobStore } from '@media/blob-store';
-import { configuredLimits, IdempotencyRepository, JobRepository, LimitRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
-import { createApp, createStartingApp } from './app';
+import { createStartingApp } from './app';
 import { clientErrorHandler } from './http/client-error';
 import { isDependencyOutage } from './http/outage';
-import { JobIntakeService } from './job-intake';
-import { JobWaiter } from './job-waiter';
 import { measureRequests } from './http/request-metrics';
 import { mountOperatorBoard } from './operator-board';
+import { createGateway, openApiRoute, type GatewayHandle } from './wiring';
 
 /** How long listening waits for the first connection to Redis. */
 const START_GRACE_MS = 2_000;
@@ -43,52 +35,10 @@ async function main(): Promise<void> {
   const logger = createLogger('api-gateway', config.logLevel);
   warnIfCallbackChecksRelaxed(config, logger);
   const redis = createRedis(config.redis, 'request', logger);
-  const keys = new StoreKeys(config.keyPrefix);
-  const jobs = new JobRepository(redis, keys);
-  const blobs = createBlobStore(config.blobStore);
-  const waiter = new JobWaiter(createRedis(config.redis, 'worker', logger), keys, jobs);
   const faults = FaultInjector.killing(config.faultCrashPoints, logger);
-  let generation: JobQueue<'generation'> | undefined;
-  let callbackAdmin: CallbackAdminHandle | undefined;
-  let intake: JobIntakeService | undefined;
-
-  /** Everything that needs Redis to have answered: the link-signing key lives there. */
-  const connect = async (): Promise<RequestListener> => {
-    const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret), config.publicBaseUrl, config.linkTtlSeconds);
-    generation ??= new JobQueue('generation', redis, config.keyPrefix, logger, { attempts: config.generationAttempts });
-    const limits = new LimitRepository(redis, keys, configuredLimits(config));
-    callbackAdmin ??= createCallbackAdmin(config, redis, logger);
-    intake = new JobIntakeService(
-      jobs,
-      blobs,
-      new IdempotencyRepository(redis, keys, config.idempotencyTtlSeconds),
-      generation,
-      new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs }),
-      limits,
-      faults,
-    );
-    return createApp({
-      redis,
-      logger,
-      workspaces: new WorkspaceRepository(redis, keys),
-      jobs,
-      limits,
-      blobs,
-      links,
-      presenter: new JobPresenter(links),
-      intake,
-      waiter,
-      callbackAdmin: callbackAdmin.admin,
-      // Keys are trusted for API_KEY_CACHE_MS: the bound on how long a revoked key keeps working here.
-      accounts: createAccounts(config, redis, { apiKeyCacheMs: API_KEY_CACHE_MS }),
-      testCallbacks: callbackAdmin.tests,
-      secureCookies: config.publicBaseUrl.startsWith('https:'),
-      trustProxy: config.trustProxy,
-      syncImageTimeoutMs: config.syncImageTimeoutMs,
-      maxUploadBytes: config.maxUploadBytes,
-      maxJsonBytes: config.maxJsonBytes,
-    });
-  };
+  // Served by the starting app and the full one alike: built once.
+  const openApi = openApiRoute(config);
+  let gateway: GatewayHandle | undefined;
 
   // Ops port: metrics and Bull Board never share the public listener. The gateway always runs, so
   // it exports every queue's gauges: a scaler still sees the backlog of a worker scaled to zero.
@@ -107,7 +57,7 @@ async function main(): Promise<void> {
     },
   });
 
-  let handler: RequestListener = createStartingApp(logger);
+  let handler: RequestListener = createStartingApp(logger, openApi);
   const server = createServer(measureRequests(new PromHttpMetrics(registry), (req, res) => handler(req, res)));
   server.on('clientError', clientErrorHandler(logger));
 
@@ -117,7 +67,8 @@ async function main(): Promise<void> {
   const connecting = (async () => {
     for (let delay = START_RETRY_FIRST_MS; !stopping; delay = Math.min(delay * 2, START_RETRY_MAX_MS)) {
       try {
-        handler = await connect();
+        gateway = await createGateway(config, redis, logger, { faults, openApi });
+        handler = gateway.app;
         connected = true;
         return;
       } catch (err) {
@@ -149,13 +100,8 @@ async function main(): Promise<void> {
       server.closeIdleConnections();
       await drainWithin(closed, config.shutdownTimeoutMs);
       const released = (async () => {
-        // The intake marks of the last jobs queued go out before the connection closes.
-        await intake?.close();
-        await waiter.close();
-        await generation?.close();
-        await callbackAdmin?.close();
+        await gateway?.close();
         await closeBoard?.();
-        await blobs.close();
         await ops.close();
         await redis.quit();
       })();

@@ -4,7 +4,8 @@ import { extensionOf, sniffImageFormat } from '@media/blob-store';
 import { ApiError } from './http/api-error';
 import type { EditInputs, Upload } from './job-intake';
 
-const MAX_IMAGES = 16;
+/** Input images one edit takes at most. */
+export const MAX_IMAGES = 16;
 
 /** An uploaded image, its type recognised by its bytes rather than a client's label. */
 function toUpload(bytes: Buffer, param: string): Upload {
@@ -70,7 +71,8 @@ export function multipartEditInputs(req: Request): EditInputs {
   );
 }
 
-const DATA_URL = /^data:image\/(png|jpeg|jpg|webp);base64,([A-Za-z0-9+/=\s]+)$/;
+/** The one form of a JSON edit input: an inline base64 data URL of an image. */
+export const DATA_URL = /^data:image\/(png|jpeg|jpg|webp);base64,([A-Za-z0-9+/=\s]+)$/;
 
 function fromDataUrl(value: unknown, param: string, maxBytes: number): Upload {
   const url = typeof value === 'object' && value !== null ? (value as { image_url?: unknown }).image_url : value;

@@ -332,3 +332,14 @@ function resolveVideoSize(model: VideoModel, size?: string, resolution?: string,
   }
   return found;
 }
+
+/** Each request's Joi rules, for the test that holds the OpenAPI document's request schemas to them. */
+export const REQUEST_RULES = {
+  imageGeneration: imageSchemas.generation,
+  imageEdit: imageSchemas.edit,
+  video: videoSchema,
+  remix: remixSchema,
+  list: listQuery,
+  callbackList: callbackListQuery,
+  recovery: recoveryBody,
+} as const;

@@ -1,6 +1,6 @@
 import type { ImageRequestObject } from '@media/domain';
 import { verify } from '@media/webhooks';
-import { buildBody, buildHeaders, userAgent } from './envelope';
+import { buildBody, buildHeaders } from './envelope';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const OTHER = 'whsec_dGhlIG9sZCBzZWNyZXQgc3RpbGwgc2lnbmluZw==';
@@ -63,11 +63,5 @@ describe('buildHeaders', () => {
 
   it('refuses to sign without a secret', () => {
     expect(() => buildHeaders({ messageId: 'msg_abc', timestampSeconds: 1, body, secrets: [], docsUrl: 'https://d' })).toThrow('At least one webhook secret');
-  });
-});
-
-describe('userAgent', () => {
-  it('tolerates a trailing slash on the docs URL', () => {
-    expect(userAgent('https://docs.example.com/')).toBe('Service-Webhooks/1.0 (+https://docs.example.com/webhooks)');
   });
 });

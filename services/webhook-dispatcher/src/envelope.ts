@@ -1,5 +1,5 @@
 import type { EventType, ImageRequestObject, VideoObject } from '@media/domain';
-import { signatureHeader } from '@media/webhooks';
+import { signatureHeader, userAgent } from '@media/webhooks';
 
 /** The callback body (spec 2.3). */
 export interface CallbackEnvelope {
@@ -15,9 +15,6 @@ export function buildBody(type: EventType, eventMs: number, data: VideoObject | 
   const envelope: CallbackEnvelope = { type, timestamp: new Date(eventMs).toISOString(), data };
   return Buffer.from(JSON.stringify(envelope), 'utf8');
 }
-
-/** `user-agent` of every callback (spec 4.5); the docs URL tells a receiver's operator who is calling. */
-export const userAgent = (docsUrl: string): string => `Service-Webhooks/1.0 (+${docsUrl.replace(/\/+$/, '')}/webhooks)`;
 
 export interface SignedHeadersInput {
   messageId: string;

@@ -1,0 +1,88 @@
+import type { Express, RequestHandler } from 'express';
+import type { Redis } from 'ioredis';
+import { API_KEY_CACHE_MS, createAccounts } from '@media/accounts';
+import { createBlobStore } from '@media/blob-store';
+import { CallbackUrlGuard } from '@media/callback-guard';
+import { createCallbackAdmin } from '@media/callbacks';
+import { createRedis, FaultInjector, JobQueue, type AppConfig, type Logger } from '@media/common';
+import { JobPresenter, LinkSigner } from '@media/domain';
+import { configuredLimits, IdempotencyRepository, JobRepository, LimitRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { createApp } from './app';
+import { JobIntakeService } from './job-intake';
+import { JobWaiter } from './job-waiter';
+import { buildOpenApiDocument } from './openapi/document';
+import { staticJson } from './routes/openapi';
+
+/** A wired gateway app and what it holds beside the caller's Redis connection. */
+export interface GatewayHandle {
+  app: Express;
+  /** Sends the last intake marks, then releases the waiter's connection, the queue producers and the blob store; the Redis connection stays the caller's. */
+  close(): Promise<void>;
+}
+
+export interface GatewayOverrides {
+  faults?: FaultInjector;
+  /** The OpenAPI route, when the caller already serves it elsewhere (main's starting app) and it should be built once. */
+  openApi?: RequestHandler;
+}
+
+/** `GET /v1/openapi.json` for this configuration. */
+export const openApiRoute = (config: AppConfig): RequestHandler => staticJson(buildOpenApiDocument(config));
+
+/**
+ * Builds the gateway from the validated config, in one place for main and the tests. The first
+ * step reads the link-signing key from Redis; nothing is created before it succeeds, so a caller
+ * may simply try again while Redis cannot be reached.
+ */
+export async function createGateway(config: AppConfig, redis: Redis, logger: Logger, overrides: GatewayOverrides = {}): Promise<GatewayHandle> {
+  const keys = new StoreKeys(config.keyPrefix);
+  const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret), config.publicBaseUrl, config.linkTtlSeconds);
+  const jobs = new JobRepository(redis, keys);
+  const blobs = createBlobStore(config.blobStore);
+  const waiter = new JobWaiter(createRedis(config.redis, 'worker', logger), keys, jobs);
+  const generation = new JobQueue('generation', redis, config.keyPrefix, logger, { attempts: config.generationAttempts });
+  const limits = new LimitRepository(redis, keys, configuredLimits(config));
+  const callbackAdmin = createCallbackAdmin(config, redis, logger);
+  const intake = new JobIntakeService(
+    jobs,
+    blobs,
+    new IdempotencyRepository(redis, keys, config.idempotencyTtlSeconds),
+    generation,
+    new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs }),
+    limits,
+    overrides.faults,
+  );
+  const app = createApp({
+    redis,
+    logger,
+    workspaces: new WorkspaceRepository(redis, keys),
+    jobs,
+    limits,
+    blobs,
+    links,
+    presenter: new JobPresenter(links),
+    intake,
+    waiter,
+    callbackAdmin: callbackAdmin.admin,
+    // Keys are trusted for API_KEY_CACHE_MS: the bound on how long a revoked key keeps working here.
+    accounts: createAccounts(config, redis, { apiKeyCacheMs: API_KEY_CACHE_MS }),
+    testCallbacks: callbackAdmin.tests,
+    secureCookies: config.publicBaseUrl.startsWith('https:'),
+    trustProxy: config.trustProxy,
+    syncImageTimeoutMs: config.syncImageTimeoutMs,
+    maxUploadBytes: config.maxUploadBytes,
+    maxJsonBytes: config.maxJsonBytes,
+    openApi: overrides.openApi ?? openApiRoute(config),
+  });
+  return {
+    app,
+    close: async () => {
+      // The intake marks of the last jobs queued go out before the connection closes.
+      await intake.close();
+      await waiter.close();
+      await generation.close();
+      await callbackAdmin.close();
+      await blobs.close();
+    },
+  };
+}

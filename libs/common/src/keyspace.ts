@@ -8,11 +8,12 @@ import type { QueueName } from './queues';
  * - the store's keys share one hash tag, `{store}`: its scripts join a job to its workspace's
  *   indexes, its charge and the deployment-wide sets (intake, expiry, the callback schedule);
  * - each BullMQ queue gets a tag of its own, `{queue:<name>}` (BullMQ's scripts touch only one
- *   queue's keys), so the three queues and the store land on different slots. The tags are chosen
+ *   queue's keys), so the queues and the store land on different slots. The tags are chosen
  *   so that a cluster made by `redis-cli --cluster create` (slots split evenly, in order) puts them
  *   on three different primaries when it has three: {queue:job-events} 1613, {store} 7858 with
  *   {queue:callback-deliveries} 8520, {queue:generation} 15301. (Plain `{generation}`,
- *   `{job-events}` and `{callback-deliveries}` all fall in the middle third, with `{store}`.)
+ *   `{job-events}` and `{callback-deliveries}` all fall in the middle third, with `{store}`.) The quiet
+ *   `{queue:maintenance}` (one sweep a minute) is slot 1632, beside job-events.
  * The store is one slot: splitting it per workspace would mean a schedule and an intake set per
  * slot group; that is the next step if one primary cannot carry the store.
  *

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { createLogger, JobQueue, jobIds } from '@media/common';
+import { createLogger } from '@media/common';
 import { callbackIdFor, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
 import { FileBlobStore, type BlobStore } from '@media/blob-store';
 import { CallbackRepository, IdempotencyRepository, idempotencyKeyHash, JobRepository, StoreKeys, type CallbackRecord } from '@media/storage';
@@ -37,7 +37,6 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
   const jobs = new JobRepository(redis, keys);
   const callbacks = new CallbackRepository(redis, keys);
   const idempotency = new IdempotencyRepository(redis, keys, 86_400);
-  const events = new JobQueue('job-events', redis, prefix, logger);
   const ws = `ws_${randomBytes(4).toString('hex')}`;
   let blobs: BlobStore;
   let clock = Date.now();
@@ -45,11 +44,10 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
 
   beforeAll(async () => {
     blobs = kind === 'fs' ? new FileBlobStore(await mkdtemp(join(dir, 'fs-'))) : s3.store();
-    retention = new MediaRetention({ jobs, callbacks, blobs, events, logger, callbackRetentionMs: 2 * HOUR, now: () => clock });
+    retention = new MediaRetention({ jobs, callbacks, blobs, logger, callbackRetentionMs: 2 * HOUR, linkTtlMs: 24 * HOUR, now: () => clock });
   });
 
   afterAll(async () => {
-    await events.close();
     await blobs.close();
     const found = await redis.keys(`${prefix}:*`);
     if (found.length > 0) await redis.del(...found);
@@ -118,33 +116,51 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
     expect(await retention.sweep()).toMatchObject({ jobsRemoved: 0, blobsRemoved: 0, complete: true });
   });
 
-  it('holds a due job while its callback is pending or its job-finished event is unhandled, and lets it go after', async () => {
+  it('holds a due job while its callback is not yet made or pending, moving its expires_at too, and removes it with its callback after', async () => {
     const job = await finishedImage(`req_${kind}b`, { expires: clock + HOUR, callback: true });
-    await events.add('job-finished', { jobId: job.id }, { jobId: jobIds.jobFinished(job.id) });
+    // Finished with a callback_url: awaiting its callback until the dispatcher creates it.
+    expect(await jobs.awaitsCallback(job.id)).toBe(true);
     clock += HOUR;
     expect(await retention.sweep()).toMatchObject({ jobsRemoved: 0, jobsHeld: 1 });
-    expect(await jobs.get(job.id)).toBeDefined();
-    // Held for an hour, not looked at on every sweep.
-    expect(Number(await redis.zscore(keys.jobExpiry(), job.id))).toBe(clock + HOUR);
+    // Held for the links of the attempts to come (their TTL) and an hour, in the record and the index alike.
+    const heldUntil = clock + 25 * HOUR;
+    expect(Number(await redis.zscore(keys.jobExpiry(), job.id))).toBe(heldUntil);
+    expect((await jobs.get(job.id))?.expires_ms).toBe(heldUntil);
 
     // The dispatcher handled the event: the callback is on its ladder.
-    expect(await events.remove(jobIds.jobFinished(job.id))).toBe(true);
-    expect(await events.isPending(jobIds.jobFinished(job.id))).toBe(false);
     const callback = await callbackFor(job, 'pending');
-    clock += HOUR;
+    expect(await jobs.awaitsCallback(job.id)).toBe(false);
+    clock = heldUntil;
     expect(await retention.sweep()).toMatchObject({ jobsRemoved: 0, jobsHeld: 1 });
     expect(await blobCount(job)).toBe(3);
 
-    // Delivered: the job goes at the next look; the callback stays for its own retention.
+    // Delivered: the job goes at the next look, and its callback with it (it could not be retried).
     await callbacks.recordAttempt(callback, 'auto.1', {
       ladder_attempt: 1, trigger: 'scheduled', sent_ms: clock, duration_ms: 3, status: 204, error: null, error_detail: null, address: '203.0.113.9', excerpt: '',
     }, null, clock);
-    clock += HOUR;
-    expect(await retention.sweep()).toMatchObject({ jobsRemoved: 1, callbacksRemoved: 0 });
-    expect(await callbacks.get(callback.id)).toBeDefined();
-    clock += 2 * HOUR;
-    expect(await retention.sweep()).toMatchObject({ callbacksRemoved: 1 });
+    clock += 25 * HOUR;
+    expect(await retention.sweep()).toMatchObject({ jobsRemoved: 1, callbacksRemoved: 1 });
+    expect(await jobs.get(job.id)).toBeUndefined();
     expect(await callbacks.get(callback.id)).toBeUndefined();
+    for (const index of [keys.workspaceCallbacks(ws), keys.workspaceCallbacksInState(ws, 'delivered'), keys.endedCallbacks()]) {
+      expect(await redis.zscore(index, callback.id)).toBeNull();
+    }
+  });
+
+  it('goes on past an item that fails, and looks at that one again later', async () => {
+    const broken = await finishedImage(`req_${kind}g`, { expires: clock + 1 });
+    const fine = await finishedImage(`req_${kind}h`, { expires: clock + 1 });
+    const failing = new MediaRetention({
+      jobs, callbacks, logger, callbackRetentionMs: 2 * HOUR, linkTtlMs: 24 * HOUR, now: () => clock,
+      blobs: { removeAll: (folder) => (folder.endsWith(broken.id) ? Promise.reject(new Error('AccessDenied')) : blobs.removeAll(folder)) },
+    });
+    clock += 2;
+    expect(await failing.sweep()).toMatchObject({ jobsRemoved: 1, errors: 1, complete: true });
+    expect(await jobs.get(fine.id)).toBeUndefined();
+    expect(await jobs.get(broken.id)).toBeDefined();
+    expect(Number(await redis.zscore(keys.jobExpiry(), broken.id))).toBe(clock + HOUR);
+    clock += HOUR;
+    expect(await retention.sweep()).toMatchObject({ jobsRemoved: 1, errors: 0 });
   });
 
   it('removes an ended callback with its attempts and every index entry only after its retention, counted from its last attempt', async () => {
@@ -190,7 +206,7 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
     // The media went, then the process died before the records did.
     expect(await blobs.removeAll(`${ws}/${video.id}`)).toBe(1);
     expect(await jobs.get(video.id)).toBeDefined();
-    expect(await removeJob({ jobs, blobs }, video)).toEqual({ blobs: 0, record: true });
+    expect(await removeJob({ jobs, callbacks, blobs }, video)).toEqual({ blobs: 0, callbacks: 0, record: true });
     expect(await jobs.get(video.id)).toBeUndefined();
     expect(await redis.zscore(keys.workspaceVideos(ws), video.id)).toBeNull();
     expect(await redis.zscore(keys.jobExpiry(), video.id)).toBeNull();

@@ -1,18 +1,17 @@
-import type { JobQueue, Logger } from '@media/common';
-import { jobIds } from '@media/common';
-import { blobFolderOf, callbackIdFor, eventTypeFor, type JobRecord } from '@media/domain';
+import type { Logger } from '@media/common';
+import { blobFolderOf, callbackIdFor, EVENT_TYPES, eventTypeFor, type JobRecord } from '@media/domain';
 import type { BlobStore } from '@media/blob-store';
 import { CorruptRecordError, type CallbackRepository, type JobRepository } from '@media/storage';
 
 export interface RetentionDeps {
-  jobs: Pick<JobRepository, 'get' | 'getMany' | 'dueForRemoval' | 'postponeRemoval' | 'forgetRemoval' | 'remove'>;
+  jobs: Pick<JobRepository, 'get' | 'getMany' | 'dueForRemoval' | 'holdUntil' | 'postponeRemoval' | 'forgetRemoval' | 'remove' | 'awaitsCallback'>;
   callbacks: Pick<CallbackRepository, 'get' | 'endedBefore' | 'remove'>;
   blobs: Pick<BlobStore, 'removeAll'>;
-  /** The dispatcher's queue: a job whose job-finished event is still waiting there must not go yet. */
-  events: Pick<JobQueue<'job-events'>, 'isPending'>;
   logger: Logger;
   /** How long an ended callback is kept after its last attempt (CALLBACK_RETENTION_SECONDS). */
   callbackRetentionMs: number;
+  /** LINK_TTL_SECONDS in ms: a job held for its callback stays at least this long after the hold, so the next attempt's links are whole. */
+  linkTtlMs: number;
   now?: () => number;
 }
 
@@ -23,90 +22,120 @@ export interface SweepReport {
   jobsHeld: number;
   blobsRemoved: number;
   callbacksRemoved: number;
-  /** False when the sweep stopped at its time budget with more due: the next one goes on. */
+  /** Items that failed (logged, and looked at again later); they never stop the rest. */
+  errors: number;
+  /** False when the sweep stopped (time budget, shutdown) with more due: the next one goes on. */
   complete: boolean;
 }
 
 /** Ids read and handled per step: small enough that one step never holds Redis or the store for long. */
 const BATCH = 100;
-/** How far a due job that is still needed is moved on: it is looked at again then. */
+/** How far a due job that is still needed, or one that failed to go, is moved on: it is looked at again then. */
 const HOLD_MS = 3_600_000;
 /** A record that cannot be decoded is left for a person; it is looked at again a day later, not every sweep. */
 const CORRUPT_HOLD_MS = 86_400_000;
 
 /**
  * Removes what retention has let go, in batches, and repeatably: a sweep killed at any line leaves
- * only work that the next sweep finds and finishes.
+ * only work that the next sweep finds and finishes. One item that fails is logged and moved on; it
+ * never stops the others.
  *
  * - A finished job leaves at its `expires_ms` (set when it finished): first its media (everything
- *   under its blob folder), then, in one Redis step, its record, listing entry, expiry entry and
- *   Idempotency-Key claim. Its charge stays in the ledger. A job whose callback is still pending,
- *   or whose job-finished event has not been handled yet, is held: the callback renders the job,
- *   with fresh links, on every attempt.
+ *   under its blob folder), then its callback, then, in one Redis step, its record, listing entry,
+ *   expiry entry and Idempotency-Key claim. Its charge stays in the ledger. A job whose callback is
+ *   pending, or not yet created (the dispatcher has not handled its end), is held: every attempt
+ *   renders the job with fresh links, so the hold moves its `expires_ms` (where links are cut) too.
  * - An ended callback (delivered or failed) leaves with its attempt log and index entries once its
- *   last attempt is older than the callback retention. A pending callback is never in that index.
- *
- * Download links are cut at the job's `expires_ms` when minted, so no link outlives its media.
+ *   last attempt is older than the callback retention, or with its job, whichever comes first: a
+ *   callback without its job could not be delivered again.
  */
 export class MediaRetention {
   private readonly now: () => number;
+  private stopping = false;
 
   constructor(private readonly deps: RetentionDeps) {
     this.now = deps.now ?? Date.now;
   }
 
-  /** Sweeps until nothing is due or `budgetMs` has passed. */
+  /** Ends a running sweep after the item at hand (shutdown); the next process's sweeps go on. */
+  stop(): void {
+    this.stopping = true;
+  }
+
+  /** Sweeps until nothing is due, `budgetMs` has passed, or {@link stop}. */
   async sweep(budgetMs = 30_000): Promise<SweepReport> {
     const started = this.now();
-    const report: SweepReport = { jobsRemoved: 0, jobsHeld: 0, blobsRemoved: 0, callbacksRemoved: 0, complete: false };
+    const report: SweepReport = { jobsRemoved: 0, jobsHeld: 0, blobsRemoved: 0, callbacksRemoved: 0, errors: 0, complete: false };
+    const goOn = () => !this.stopping && this.now() - started <= budgetMs;
     // Jobs first: a held job waits on its callback, which ends (and is then swept) only later.
     for (;;) {
       const ids = await this.deps.jobs.dueForRemoval(this.now(), BATCH);
-      if (ids.length > 0) await this.sweepJobs(ids, report);
+      const found = new Map((await this.deps.jobs.getMany(ids)).map((job) => [job.id, job]));
+      for (const id of ids) {
+        if (!goOn()) return this.done(report);
+        await this.isolated(report, 'job', id, () => this.sweepJob(id, found.get(id), report));
+      }
       if (ids.length < BATCH) break;
-      if (this.now() - started > budgetMs) return this.done(report);
     }
     for (;;) {
-      const ids = await this.deps.callbacks.endedBefore(this.now() - this.deps.callbackRetentionMs, BATCH);
-      for (const id of ids) if (await this.deps.callbacks.remove(id, this.now() - this.deps.callbackRetentionMs)) report.callbacksRemoved++;
+      const cutoff = this.now() - this.deps.callbackRetentionMs;
+      const ids = await this.deps.callbacks.endedBefore(cutoff, BATCH);
+      for (const id of ids) {
+        if (!goOn()) return this.done(report);
+        await this.isolated(report, 'callback', id, async () => {
+          if (await this.deps.callbacks.remove(id, cutoff)) report.callbacksRemoved++;
+        });
+      }
       if (ids.length < BATCH) break;
-      if (this.now() - started > budgetMs) return this.done(report);
     }
     report.complete = true;
     return this.done(report);
   }
 
-
-  private async sweepJobs(ids: string[], report: SweepReport): Promise<void> {
-    const found = new Map((await this.deps.jobs.getMany(ids)).map((job) => [job.id, job]));
-    for (const id of ids) {
-      const job = found.get(id) ?? (await this.readAlone(id));
-      if (job === 'corrupt') {
-        await this.deps.jobs.postponeRemoval(id, this.now() + CORRUPT_HOLD_MS);
-        continue;
-      }
-      if (!job) {
-        await this.deps.jobs.forgetRemoval(id);
-        continue;
-      }
-      if (await this.stillNeeded(job)) {
-        report.jobsHeld++;
-        await this.deps.jobs.postponeRemoval(id, this.now() + HOLD_MS);
-        continue;
-      }
-      const removed = await removeJob(this.deps, job, this.now());
-      report.blobsRemoved += removed.blobs;
-      if (removed.record) report.jobsRemoved++;
+  private async sweepJob(id: string, read: JobRecord | undefined, report: SweepReport): Promise<void> {
+    const job = read ?? (await this.readAlone(id));
+    if (job === 'corrupt') {
+      await this.deps.jobs.postponeRemoval(id, this.now() + CORRUPT_HOLD_MS);
+      return;
     }
+    if (!job) {
+      await this.deps.jobs.forgetRemoval(id);
+      return;
+    }
+    if (await this.stillNeeded(job)) {
+      report.jobsHeld++;
+      await this.deps.jobs.holdUntil(job, this.now() + HOLD_MS + this.deps.linkTtlMs);
+      return;
+    }
+    const removed = await removeJob(this.deps, job, this.now());
+    report.blobsRemoved += removed.blobs;
+    report.callbacksRemoved += removed.callbacks;
+    if (removed.record) report.jobsRemoved++;
   }
 
-  /** Whether the job's callback still has attempts to make (each renders the job afresh). */
+  /** Whether the job's callback still has attempts to make, or is still to be created. */
   private async stillNeeded(job: JobRecord): Promise<boolean> {
     if (!job.callback_url) return false;
     const callback = await this.deps.callbacks.get(callbackIdFor(job.id, eventTypeFor(job)));
     if (callback) return callback.state === 'pending';
-    // No callback yet: the dispatcher has not handled the job's end (it was down, or behind).
-    return this.deps.events.isPending(jobIds.jobFinished(job.id));
+    return this.deps.jobs.awaitsCallback(job.id);
+  }
+
+  /** One item's work; a failure is logged and the item is looked at again later, the sweep goes on. */
+  private async isolated(report: SweepReport, kind: 'job' | 'callback', id: string, work: () => Promise<void>): Promise<void> {
+    try {
+      await work();
+    } catch (err) {
+      report.errors++;
+      const corrupt = err instanceof CorruptRecordError;
+      this.deps.logger.error(corrupt ? `expired ${kind} record cannot be read; left in place` : `retention could not remove a ${kind}; it is tried again later`, {
+        [kind === 'job' ? 'job_id' : 'message_id']: id,
+        error: String(err),
+      });
+      // A job moves on by itself, so it is not the first of every later batch; a callback's entry
+      // is its last activity, which only a person (or a repeat of the same error) will change.
+      if (kind === 'job') await this.deps.jobs.postponeRemoval(id, this.now() + (corrupt ? CORRUPT_HOLD_MS : HOLD_MS)).catch(() => undefined);
+    }
   }
 
   /** A record `getMany` left out: gone, or unreadable (which only a person can mend). */
@@ -121,12 +150,13 @@ export class MediaRetention {
   }
 
   private done(report: SweepReport): SweepReport {
-    if (report.jobsRemoved + report.jobsHeld + report.callbacksRemoved > 0 || !report.complete) {
+    if (report.jobsRemoved + report.jobsHeld + report.callbacksRemoved + report.errors > 0 || !report.complete) {
       this.deps.logger.info('retention sweep', {
         jobs_removed: report.jobsRemoved,
         jobs_held: report.jobsHeld,
         blobs_removed: report.blobsRemoved,
         callbacks_removed: report.callbacksRemoved,
+        errors: report.errors,
         complete: report.complete,
       });
     }
@@ -135,17 +165,24 @@ export class MediaRetention {
 }
 
 /**
- * Removes a finished job: its media first (everything under its blob folder), then, in one Redis
- * step, its record, listing entry, expiry entry and Idempotency-Key claim; a crash in between
- * leaves the record, so a repeat finds the job and finishes. The charge stays in the ledger.
- * `DELETE /v1/videos/{id}` calls it without `dueBeforeMs` (now, whatever the retention); a callback
- * still pending for the job then fails its next attempt, as for any job that no longer exists.
+ * Removes a finished job: its media first (everything under its blob folder), then its callback
+ * (which could not be delivered without the job), then, in one Redis step, its record, listing
+ * entry, expiry entry and Idempotency-Key claim. A crash in between leaves the record, so a repeat
+ * finds the job and finishes. The charge stays in the ledger. `DELETE /v1/videos/{id}` calls it
+ * without `dueBeforeMs` (now, whatever the retention, a pending callback included).
  */
 export async function removeJob(
-  deps: { jobs: Pick<JobRepository, 'remove'>; blobs: Pick<BlobStore, 'removeAll'> },
+  deps: { jobs: Pick<JobRepository, 'remove'>; callbacks: Pick<CallbackRepository, 'remove'>; blobs: Pick<BlobStore, 'removeAll'> },
   job: JobRecord,
   dueBeforeMs?: number,
-): Promise<{ blobs: number; record: boolean }> {
+): Promise<{ blobs: number; callbacks: number; record: boolean }> {
   const blobs = await deps.blobs.removeAll(blobFolderOf(job));
-  return { blobs, record: await deps.jobs.remove(job, dueBeforeMs) };
+  let callbacks = 0;
+  if (job.callback_url) {
+    // Both event types: the job's end decides which one it has, and a record read earlier may be stale.
+    for (const type of EVENT_TYPES.filter((t) => t.startsWith(`${job.kind}.`))) {
+      if (await deps.callbacks.remove(callbackIdFor(job.id, type), 'with-its-job')) callbacks++;
+    }
+  }
+  return { blobs, callbacks, record: await deps.jobs.remove(job, dueBeforeMs) };
 }

@@ -3,6 +3,7 @@ import type { AttemptTrigger } from '@media/common';
 import { callbackIdFor, EVENT_TYPES, type EventType } from '@media/domain';
 import type { StoreKeys } from './keys';
 import { readIndexPage } from './index-page';
+import { CorruptRecordError } from './jobs';
 import { LuaScript } from './lua-script';
 import { encodeRecord } from './record-json';
 
@@ -196,11 +197,13 @@ return {1, out}
 
 // A new callback and its index entries in one step. The workspace and type indexes are also
 // (re)written for an existing record, harmlessly; the state index only for a new one, since the
-// record may have moved on to another state (the scripts below keep that index in step).
+// record may have moved on to another state (the scripts below keep that index in step). Its job
+// no longer awaits it (KEYS[5], ARGV[4] the job id): retention now reads the callback's own state.
 const CREATE = new LuaScript(`
 local created = redis.call('SET', KEYS[1], ARGV[1], 'NX')
 redis.call('ZADD', KEYS[2], 'NX', ARGV[2], ARGV[3])
 redis.call('ZADD', KEYS[3], 'NX', ARGV[2], ARGV[3])
+redis.call('SREM', KEYS[5], ARGV[4])
 if created then
   redis.call('ZADD', KEYS[4], 'NX', ARGV[2], ARGV[3])
   return 1
@@ -224,20 +227,31 @@ schedule_next(cb, '', ARGV[1])
 return out
 `);
 
-// Removes an ended callback with its attempt log and every index entry, in one step, if it is
-// still ended and its last activity is at or before the cutoff (a manual attempt meanwhile keeps it).
-// KEYS: 1 record, 2 attempt log, 3-5 state indexes, 6 the workspace index, 7 its type index, 8 ended index.
-// ARGV: 1 id, 2 cutoff ms. Answers 1 removed, 0 kept.
+// Removes a callback with its attempt log and every index entry, in one step. With a cutoff (its
+// own retention), only an ended one whose last activity is at or before it (a manual attempt
+// meanwhile keeps it); without ('', its job is going), whatever its state, and with it the ladder's
+// next attempt. A record that cannot be decoded is left alone with its entries.
+// KEYS: 1 record, 2 attempt log, 3-5 state indexes, 6 the workspace index, 7 its type index,
+// 8 ended index, 9 the ladder's schedule. ARGV: 1 id, 2 cutoff ms or ''. Answers 1 removed, 0 kept, -1 unreadable.
 const PURGE = new LuaScript(`
 local raw = redis.call('GET', KEYS[1])
 if raw then
-  local cb = cjson.decode(raw)
-  if cb.state == 'pending' then
-    redis.call('ZREM', KEYS[8], ARGV[1])
-    return 0
+  local ok, cb = pcall(cjson.decode, raw)
+  if not ok or type(cb) ~= 'table' then return -1 end
+  if ARGV[2] ~= '' then
+    if cb.state == 'pending' then
+      redis.call('ZREM', KEYS[8], ARGV[1])
+      return 0
+    end
+    local last = redis.call('ZSCORE', KEYS[8], ARGV[1])
+    if last and tonumber(last) > tonumber(ARGV[2]) then return 0 end
+  elseif cb.state == 'pending' then
+    redis.call('ZREM', KEYS[9], ARGV[1] .. '.' .. (cb.ladder_attempt + 1))
   end
-  local last = redis.call('ZSCORE', KEYS[8], ARGV[1])
-  if last and tonumber(last) > tonumber(ARGV[2]) then return 0 end
+else
+  -- Gone already (a repeat after this step): only the ended entry can be left.
+  redis.call('ZREM', KEYS[8], ARGV[1])
+  return 0
 end
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('ZREM', KEYS[3], ARGV[1])
@@ -328,8 +342,9 @@ export class CallbackRepository {
         this.keys.workspaceCallbacks(callback.workspace_id),
         this.keys.workspaceCallbacksOfType(callback.workspace_id, callback.type),
         this.keys.workspaceCallbacksInState(callback.workspace_id, callback.state),
+        this.keys.awaitingCallback(),
       ],
-      [encodeRecord(callback), callback.created_ms, callback.id],
+      [encodeRecord(callback), callback.created_ms, callback.id, callback.job_id],
     );
     if (set === 1) return { created: true, callback };
     const existing = await this.get(callback.id);
@@ -422,22 +437,32 @@ export class CallbackRepository {
   }
 
   /**
-   * Removes an ended callback, its attempt log and its index entries, if its last activity is still
-   * at or before `cutoffMs`; a callback whose record is gone only leaves the ended index. False when
-   * it was kept (pending again cannot happen, but a manual attempt may have come in meanwhile).
+   * Removes a callback, its attempt log and its index entries. With `cutoffMs`, only an ended one
+   * whose last activity is still at or before it (false when it was kept: a manual attempt came in
+   * meanwhile); with `'with-its-job'`, whatever its state (its job is being removed, so nothing could
+   * be delivered any more). False too for a callback whose record is gone (its ended entry is dropped).
+   *
+   * @throws CorruptRecordError when the record cannot be decoded (it is left as it is)
    */
-  async remove(messageId: string, cutoffMs: number): Promise<boolean> {
-    const record = await this.get(messageId);
-    // Without its record the indexes cannot be named; the record is removed with them, so a
-    // missing one means a repeat after that step, and only the ended entry can be left.
+  async remove(messageId: string, cutoffMs: number | 'with-its-job'): Promise<boolean> {
+    let record: CallbackRecord | undefined;
+    try {
+      record = await this.get(messageId);
+    } catch {
+      throw new CorruptRecordError(messageId);
+    }
+    // Without its record the indexes cannot be named; the script then only drops the ended entry.
     const [workspaceId, type] = record ? [record.workspace_id, record.type] : ['-', '-'];
     const keys = [
       ...this.scriptKeys({ id: messageId, workspace_id: workspaceId }).slice(0, 5),
       this.keys.workspaceCallbacks(workspaceId),
       this.keys.workspaceCallbacksOfType(workspaceId, type),
       this.keys.endedCallbacks(),
+      this.keys.callbackSchedule(),
     ];
-    return (await PURGE.run(this.redis, keys, [messageId, cutoffMs])) === 1;
+    const result = await PURGE.run(this.redis, keys, [messageId, cutoffMs === 'with-its-job' ? '' : cutoffMs]);
+    if (result === -1) throw new CorruptRecordError(messageId);
+    return result === 1;
   }
 
   /**

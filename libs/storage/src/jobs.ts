@@ -30,14 +30,29 @@ if ARGV[2] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[2]) end
 redis.call('SREM', KEYS[3], ARGV[3])
 redis.call('ZREM', KEYS[4], ARGV[3])
 if ARGV[5] ~= '' then redis.call('ZADD', KEYS[5], ARGV[5], ARGV[3]) end
+if ARGV[6] == '1' then redis.call('SADD', KEYS[6], ARGV[3]) end
 redis.call('PUBLISH', ARGV[4], ARGV[3])
 return 1
 `);
 
-// Removes a job's record with its listing-index entry, its expiry entry and the claim of the
-// Idempotency-Key it was made with (if that still names this job), in one step. With a cutoff
-// (the sweep), only while its expiry is still due: a postponement written meanwhile wins.
-// KEYS: 1 record, 2 the workspace's image or video index, 3 expiry, [4 the Idempotency-Key's entry].
+// Moves a finished job's removal to a later time, in its record (the API's expires_at, where links
+// are cut) and in the expiry index alike, unless the record changed since it was read.
+// KEYS: 1 record, 2 expiry. ARGV: 1 job id, 2 the expires_ms read, 3 the new record, 4 the new expires_ms.
+const HOLD = new LuaScript(`
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+local ok, record = pcall(cjson.decode, raw)
+if not ok or type(record) ~= 'table' or tostring(record['expires_ms']) ~= ARGV[2] then return 0 end
+redis.call('SET', KEYS[1], ARGV[3])
+redis.call('ZADD', KEYS[2], 'XX', ARGV[4], ARGV[1])
+return 1
+`);
+
+// Removes a job's record with its listing-index entry, its expiry entry, its awaiting-callback mark
+// and the claim of the Idempotency-Key it was made with (if that still names this job), in one step.
+// With a cutoff (the sweep), only while its expiry is still due: a hold written meanwhile wins.
+// KEYS: 1 record, 2 the workspace's image or video index, 3 expiry, 4 awaiting callback,
+// [5 the Idempotency-Key's entry].
 // ARGV: 1 job id, 2 cutoff ms ('' = unconditional). Answers 1 removed, 0 left (not due any more).
 const PURGE = new LuaScript(`
 if ARGV[2] ~= '' then
@@ -47,11 +62,12 @@ end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
-if KEYS[4] then
-  local claimed = redis.call('GET', KEYS[4])
+redis.call('SREM', KEYS[4], ARGV[1])
+if KEYS[5] then
+  local claimed = redis.call('GET', KEYS[5])
   if claimed then
     local ok, held = pcall(cjson.decode, claimed)
-    if ok and type(held) == 'table' and held.job_id == ARGV[1] then redis.call('DEL', KEYS[4]) end
+    if ok and type(held) == 'table' and held.job_id == ARGV[1] then redis.call('DEL', KEYS[5]) end
   end
 end
 return 1
@@ -146,7 +162,7 @@ export class JobRepository {
    * job that is listed and never run. {@link unqueuedSince} finds such jobs for the repair sweep.
    */
   async create(job: JobRecord): Promise<boolean> {
-    const index = job.kind === 'video' ? this.keys.workspaceVideos(job.workspace_id) : this.keys.workspaceImages(job.workspace_id);
+    const index = this.keys.workspaceJobs(job.workspace_id, job.kind);
     const [[error, set]] = (await this.redis
       .multi()
       .set(this.keys.job(job.id), encodeRecord(job), 'NX')
@@ -168,7 +184,7 @@ export class JobRepository {
    * Idempotency-Key entry; and the deployment-wide intake set.
    */
   async admit(job: JobRecord, options: AdmitOptions): Promise<Admission> {
-    const index = job.kind === 'video' ? this.keys.workspaceVideos(job.workspace_id) : this.keys.workspaceImages(job.workspace_id);
+    const index = this.keys.workspaceJobs(job.workspace_id, job.kind);
     const keys = [this.keys.job(job.id), index, this.keys.intake(), this.keys.workspaceUnfinished(job.workspace_id), this.keys.workspaceLimits(job.workspace_id)];
     const args: (string | number)[] = [encodeRecord(job), job.id, job.created_ms, options.maxWaitingDefault];
     if (options.idempotency) {
@@ -229,7 +245,8 @@ export class JobRepository {
 
   /**
    * Marks the job finished and writes its charge in one transaction, then announces it. A job with
-   * `expires_ms` enters the expiry index in the same step, so no finished job escapes retention.
+   * `expires_ms` enters the expiry index in the same step, so no finished job escapes retention; one
+   * with a `callback_url` is marked as awaiting its callback until the dispatcher creates it.
    * Returns false if it had already finished (nothing is written or charged again).
    */
   async finish(job: JobRecord, charge: LedgerEntry | null): Promise<boolean> {
@@ -242,8 +259,9 @@ export class JobRepository {
         this.keys.workspaceUnfinished(job.workspace_id),
         this.keys.intake(),
         this.keys.jobExpiry(),
+        this.keys.awaitingCallback(),
       ],
-      [encodeRecord(job), charge ? encodeRecord(charge) : '', job.id, this.keys.jobFinishedChannel(), job.expires_ms ?? ''],
+      [encodeRecord(job), charge ? encodeRecord(charge) : '', job.id, this.keys.jobFinishedChannel(), job.expires_ms ?? '', job.callback_url ? '1' : ''],
     );
     if (result === -1) throw new Error(`job ${job.id} does not exist`);
     if (result === -2) throw new CorruptRecordError(job.id);
@@ -255,9 +273,24 @@ export class JobRepository {
     return this.redis.zrangebyscore(this.keys.jobExpiry(), '-inf', nowMs, 'LIMIT', 0, limit);
   }
 
-  /** Moves a job's removal to `untilMs` (something still needs it); a job not in the expiry index stays out. */
+  /** Moves a job's next look to `untilMs` without changing its record (one that cannot be read); a job not in the index stays out. */
   async postponeRemoval(jobId: string, untilMs: number): Promise<void> {
     await this.redis.zadd(this.keys.jobExpiry(), 'XX', untilMs, jobId);
+  }
+
+  /**
+   * Keeps a finished job until `untilMs` (something still needs it): its `expires_at`, and so the
+   * links minted for it from now on, move with its place in the expiry index. False when the record
+   * changed since it was read (the next sweep looks again).
+   */
+  async holdUntil(job: JobRecord, untilMs: number): Promise<boolean> {
+    const held = { ...job, expires_ms: Math.max(job.expires_ms ?? 0, untilMs) };
+    return (await HOLD.run(this.redis, [this.keys.job(job.id), this.keys.jobExpiry()], [job.id, String(job.expires_ms ?? ''), encodeRecord(held), held.expires_ms])) === 1;
+  }
+
+  /** Whether a finished job's callback is still to be created (its job-finished event not yet handled). */
+  async awaitsCallback(jobId: string): Promise<boolean> {
+    return (await this.redis.sismember(this.keys.awaitingCallback(), jobId)) === 1;
   }
 
   /** Drops an expiry entry whose record is gone already (nothing else can be found for it). */
@@ -272,15 +305,15 @@ export class JobRepository {
    * false when a postponement came first. The charge stays in the ledger.
    */
   async remove(job: JobRecord, dueBeforeMs?: number): Promise<boolean> {
-    const index = job.kind === 'video' ? this.keys.workspaceVideos(job.workspace_id) : this.keys.workspaceImages(job.workspace_id);
-    const keys = [this.keys.job(job.id), index, this.keys.jobExpiry()];
+    const index = this.keys.workspaceJobs(job.workspace_id, job.kind);
+    const keys = [this.keys.job(job.id), index, this.keys.jobExpiry(), this.keys.awaitingCallback()];
     if (job.idempotency_key_hash) keys.push(this.keys.idempotency(job.workspace_id, job.idempotency_key_hash));
     return (await PURGE.run(this.redis, keys, [job.id, dueBeforeMs ?? ''])) === 1;
   }
 
   /** Video or image requests of a workspace, newest first by default, after a cursor id. */
   async list(workspaceId: string, kind: JobRecord['kind'], opts: { limit: number; after?: string; order: 'asc' | 'desc'; createdBeforeMs?: number }): Promise<ListPage> {
-    const key = kind === 'video' ? this.keys.workspaceVideos(workspaceId) : this.keys.workspaceImages(workspaceId);
+    const key = this.keys.workspaceJobs(workspaceId, kind);
     return readIndexPage(this.redis, key, { limit: opts.limit, after: opts.after, order: opts.order, maxScore: opts.createdBeforeMs });
   }
 

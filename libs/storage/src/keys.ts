@@ -15,6 +15,8 @@ export class StoreKeys {
   workspaceMembers = (id: string) => `${this.prefix}:ws:${id}:members`;
   workspaceVideos = (id: string) => `${this.prefix}:ws:${id}:videos`;
   workspaceImages = (id: string) => `${this.prefix}:ws:${id}:images`;
+  /** The workspace's listing index of a job's kind (`/v1/videos` or `/v1/images`). */
+  workspaceJobs = (id: string, kind: 'video' | 'image') => (kind === 'video' ? this.workspaceVideos(id) : this.workspaceImages(id));
   workspaceLedger = (id: string) => `${this.prefix}:ws:${id}:ledger`;
   workspaceCallbacks = (id: string) => `${this.prefix}:ws:${id}:callbacks`;
   /** The workspace's callbacks in one delivery state, scored by creation time (the status filter reads it). */
@@ -47,6 +49,8 @@ export class StoreKeys {
   intake = () => `${this.prefix}:intake`;
   /** Finished jobs by when their record and media expire (Unix ms): what the retention sweep removes. */
   jobExpiry = () => `${this.prefix}:expiry:jobs`;
+  /** Finished jobs with a `callback_url` whose callback the dispatcher has not created yet: retention holds them. */
+  awaitingCallback = () => `${this.prefix}:expiry:awaiting-callback`;
   /** Ended callbacks (delivered or failed) by their last activity (Unix ms): the sweep removes them after their retention. */
   endedCallbacks = () => `${this.prefix}:callbacks:ended`;
   idempotency = (workspaceId: string, keyHash: string) => `${this.prefix}:idem:${workspaceId}:${keyHash}`;

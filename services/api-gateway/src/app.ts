@@ -6,7 +6,7 @@ import type { CallbackAdmin, TestCallbacks } from '@media/callbacks';
 import { dashboardRouter } from '@media/dashboard';
 import type { JobPresenter, LinkSigner } from '@media/domain';
 import type { BlobStore } from '@media/blob-store';
-import type { JobRepository, LimitRepository, WorkspaceRepository } from '@media/storage';
+import type { CallbackRepository, JobRepository, LimitRepository, WorkspaceRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
 import { errorHandler, requestContext, requireApiKey, requireRedis } from './http/middleware';
 import { rateLimits } from './http/rate-limit';
@@ -24,6 +24,8 @@ export interface GatewayDeps {
   logger: Logger;
   workspaces: WorkspaceRepository;
   jobs: JobRepository;
+  /** Callback records: a deleted video's callback goes with it. */
+  callbacks: CallbackRepository;
   limits: LimitRepository;
   blobs: BlobStore;
   links: LinkSigner;

@@ -255,7 +255,11 @@ export class JobIntakeService {
       return await this.store(await build(id));
     } catch (err) {
       const stored = await this.jobs.get(id).then((job) => job !== undefined, () => true);
-      if (!stored) await this.waiting.onJobFinished(workspaceId, id).catch(() => undefined);
+      if (!stored) {
+        await this.waiting.onJobFinished(workspaceId, id).catch(() => undefined);
+        // Uploads of a job that was never stored: no record, so retention would never find them.
+        await this.blobs.removeAll(blobFolderOf({ workspace_id: workspaceId, id })).catch(() => undefined);
+      }
       throw err;
     }
   }

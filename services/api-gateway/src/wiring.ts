@@ -6,7 +6,7 @@ import { CallbackUrlGuard } from '@media/callback-guard';
 import { createCallbackAdmin } from '@media/callbacks';
 import { createRedis, FaultInjector, JobQueue, type AppConfig, type Logger } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
-import { configuredLimits, IdempotencyRepository, JobRepository, LimitRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { CallbackRepository, configuredLimits, IdempotencyRepository, JobRepository, LimitRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
 import { createApp } from './app';
 import { JobIntakeService } from './job-intake';
 import { JobWaiter } from './job-waiter';
@@ -57,6 +57,7 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
     logger,
     workspaces: new WorkspaceRepository(redis, keys),
     jobs,
+    callbacks: new CallbackRepository(redis, keys),
     limits,
     blobs,
     links,

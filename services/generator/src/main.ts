@@ -70,12 +70,11 @@ async function main(): Promise<void> {
     jobs,
     callbacks: new CallbackRepository(redis, keys),
     blobs,
-    events,
     logger,
     callbackRetentionMs: config.callbackRetentionSeconds * 1_000,
+    linkTtlMs: config.linkTtlSeconds * 1_000,
   });
   const maintenance = new JobQueue('maintenance', redis, config.keyPrefix, logger);
-  await maintenance.declareSchedulers(config);
   const housekeeping = new QueueConsumer(
     'maintenance',
     {
@@ -103,6 +102,7 @@ async function main(): Promise<void> {
     stopping ??= (async () => {
       logger.info('draining', { signal });
       repairs.stop();
+      retention.stop();
       if ((await drainWithin(Promise.all([consumer.close(), housekeeping.close()]), config.shutdownTimeoutMs)) === 'deadline') {
         // BullMQ's close still waits for running processors, so stop the encoders here; their jobs
         // keep their lock until it lapses, then another generator takes them over.
@@ -119,6 +119,9 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  // Not awaited: a generator starts, and answers its probes, while Redis is away; the declaration
+  // waits in the connection's queue until Redis answers.
+  maintenance.declareSchedulers(config).catch((err: unknown) => logger.error('could not declare the retention sweep', { error: String(err) }));
   const backend = config.generatorBackend;
   logger.info('generator started', {
     concurrency: config.generatorConcurrency,

@@ -472,7 +472,7 @@ function overview(s: OpenApiSettings): string {
     `- **Limits**: per workspace, shared by every gateway replica: a create bucket (${s.rateLimitCreatePerMinute}/min by default) for creation calls, retries and recoveries, a read bucket (${s.rateLimitReadPerMinute}/min) for reads of jobs and callbacks; at most ${s.maxWaitingJobsPerWorkspace} unfinished jobs. Models, files, health and this document are not limited.`,
     `- **Bodies**: JSON up to 1 MiB (${s.maxJsonBytes} bytes for \`/v1/images/edits\`), uploads up to ${s.maxUploadBytes} bytes a file; unknown fields are refused.`,
     `- **Dependency outage**: 503 \`service_unavailable\` with \`Retry-After: ${OUTAGE_RETRY_AFTER_SECONDS}\`, never a 500.`,
-    `- **Media**: a completed video's file is kept ${humanDuration(s.mediaRetentionSeconds * 1000)} (\`expires_at\`); links are valid ${humanDuration(s.linkTtlSeconds * 1000)}.`,
+    `- **Retention**: a finished job (its record, its files and its callback) is kept ${humanDuration(s.mediaRetentionSeconds * 1000)} after it ends (a video's \`expires_at\`); links are valid ${humanDuration(s.linkTtlSeconds * 1000)}, never past \`expires_at\`.`,
     '',
     'Every `*_at` field is integer Unix seconds or null. Lists are `{object: "list", data, first_id, last_id, has_more}`, newest first; pass `last_id` as `after` for the next page.',
   ].join('\n');

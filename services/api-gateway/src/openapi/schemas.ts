@@ -225,7 +225,7 @@ const videoFields: Record<string, Schema> = {
   progress: { type: 'integer', minimum: 0, maximum: 100, description: '100 once completed.' },
   created_at: unixSeconds('When the video was requested'),
   completed_at: orNull(unixSeconds('When it completed; `null` until then')),
-  expires_at: orNull(unixSeconds('When its file is deleted; `null` until completed')),
+  expires_at: orNull(unixSeconds('When the video, its file and its callback are removed (retention, from when it ended, completed or failed); `null` while it runs')),
   seconds: { type: 'integer', minimum: 1 },
   resolution: { type: 'string', pattern: '^\\d+p$' },
   aspect_ratio: { type: 'string', pattern: '^\\d+:\\d+$' },

@@ -70,11 +70,11 @@ export function webhooksDescription(settings: WebhookSettings): string {
     }),
   ];
   return [
-    `A job created with \`callback_url\` is reported there once it ends: one POST per event, body \`{type, timestamp, data}\` as JSON (\`content-type: application/json\`), \`data\` being the job as the API shows it with links valid ${humanDuration(settings.linkTtlSeconds * 1000)} from the attempt (always links, never base64).`,
+    `A job created with \`callback_url\` is reported there once it ends: one POST per event, body \`{type, timestamp, data}\` as JSON (\`content-type: application/json\`), \`data\` being the job as the API shows it with links valid ${humanDuration(settings.linkTtlSeconds * 1000)} from the attempt, never past the job's removal (always links, never base64).`,
     '',
     `**Signing** ([Standard Webhooks](https://www.standardwebhooks.com/)): each \`${SIGNATURE_VERSION}\` entry of \`webhook-signature\` is the base64 of HMAC-SHA256 over \`<webhook-id>.<webhook-timestamp>.<raw body>\`, keyed with the base64-decoded part of the workspace signing secret after \`${SECRET_PREFIX}\`. Verify the raw bytes (re-serialised JSON changes them), compare in constant time, and reject a \`webhook-timestamp\` more than ${DEFAULT_TOLERANCE_SECONDS} s away from now.`,
     '',
-    `**Answer** with any 2xx within ${humanDuration(settings.webhookTimeoutMs)}; redirects are not followed. Anything else (another status, a redirect, no answer in time, no connection) is a failed attempt, and the next one follows this ladder; after attempt ${settings.webhookRetryScheduleMs.length + 1} the callback is \`failed\`. A manual retry (\`POST /v1/callbacks/{id}/retry\`) sends it again at any time with the same \`webhook-id\`.`,
+    `**Answer** with any 2xx within ${humanDuration(settings.webhookTimeoutMs)}; redirects are not followed. Anything else (another status, a redirect, no answer in time, no connection) is a failed attempt, and the next one follows this ladder; after attempt ${settings.webhookRetryScheduleMs.length + 1} the callback is \`failed\`. A manual retry (\`POST /v1/callbacks/{id}/retry\`) sends it again, with the same \`webhook-id\`, for as long as the callback and its job are kept.`,
     '',
     ...ladder,
   ].join('\n');

@@ -2,7 +2,7 @@ import { Router, type Response } from 'express';
 import { isFinished, type JobPresenter, type VideoJob } from '@media/domain';
 import { removeJob } from '@media/retention';
 import type { BlobStore } from '@media/blob-store';
-import type { JobRepository } from '@media/storage';
+import type { CallbackRepository, JobRepository } from '@media/storage';
 import { ApiError } from '../http/api-error';
 import { requireBodyType } from '../http/middleware';
 import type { RateLimits } from '../http/rate-limit';
@@ -15,6 +15,7 @@ import { parseIdempotencyKey, parseListQuery, parseRemixRequest, parseVideoReque
 export interface VideoRoutesDeps {
   intake: JobIntakeService;
   jobs: JobRepository;
+  callbacks: CallbackRepository;
   blobs: BlobStore;
   presenter: JobPresenter;
   maxUploadBytes: number;
@@ -66,9 +67,10 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
     res.json(deps.presenter.video(await findVideo(res.locals.workspaceId, req.params.id)));
   });
 
-  // OpenAI's `videos.delete`: the video's media and record go now, whatever its retention. A
-  // running job cannot be deleted (its generator would write it again); its charge stays billed.
-  router.delete('/:id', limitRead, async (req, res) => {
+  // OpenAI's `videos.delete`: the video's media, record and callback go now, whatever their
+  // retention. A running job cannot be deleted (its generator would write it again); its charge
+  // stays billed. A write, so it counts against the creation bucket.
+  router.delete('/:id', limitCreate, async (req, res) => {
     const job = await findVideo(res.locals.workspaceId, req.params.id);
     if (!isFinished(job.status)) {
       throw new ApiError(409, 'invalid_request_error', `Video '${job.id}' is ${job.status}; it can be deleted once it has completed or failed.`, null, 'video_in_progress');

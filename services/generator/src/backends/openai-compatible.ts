@@ -300,7 +300,8 @@ function imageParams(model: string, request: ImageRequest) {
     size: request.size,
     output_format: request.format,
     ...(request.background === 'auto' ? {} : { background: request.background }),
-    ...(request.compression === null ? {} : { output_compression: request.compression }),
+    // OpenAI takes it for jpeg and webp only; the gateway accepts (and ignores) it for png.
+    ...(request.compression === null || request.format === 'png' ? {} : { output_compression: request.compression }),
   };
 }
 

@@ -52,12 +52,6 @@ export class JobQueue<Q extends QueueName> {
     }
   }
 
-  /** Whether a job with this id is still to run (waiting, delayed or running); false once it finished, failed or is gone. */
-  async isPending(jobId: string): Promise<boolean> {
-    const state = await this.queue.getJobState(jobId);
-    return state === 'waiting' || state === 'delayed' || state === 'active' || state === 'prioritized' || state === 'waiting-children';
-  }
-
   /** Removes a waiting or delayed job; false if it is running or gone. */
   async remove(jobId: string): Promise<boolean> {
     try {

@@ -92,11 +92,13 @@ return 1
 // unfinished set, 5 the workspace's limit overrides, [6 the Idempotency-Key's entry].
 // ARGV: 1 record, 2 job id, 3 created_ms, 4 default cap, [5 key entry (JSON job_id, fingerprint), 6 its TTL s].
 // Answers {1} stored, {2} a job with this id exists, {3, waiting, max} at the cap, {4, job id} the
-// key names another job of the same request, {5} the key was used for a different request.
+// key names another job of the same request, {5} the key was used for a different request, {6} the
+// claim was to be found (ARGV[7] = '1', the rebuild of a replayed job) and is gone: its job was removed.
 const ADMIT = new LuaScript(`
 if #KEYS == 6 then
   local claimed = redis.call('GET', KEYS[6])
   if not claimed then
+    if ARGV[7] == '1' then return {6} end
     redis.call('SET', KEYS[6], ARGV[5], 'EX', ARGV[6])
   else
     local held = cjson.decode(claimed)
@@ -127,13 +129,21 @@ export type Admission =
   /** The Idempotency-Key was claimed earlier, with the same request, for this job id. */
   | { outcome: 'replay'; jobId: string }
   /** The Idempotency-Key was claimed earlier for a different request. */
-  | { outcome: 'mismatch' };
+  | { outcome: 'mismatch' }
+  /** `claimMustExist` was set and the claim is gone (its job was removed meanwhile); nothing was written. */
+  | { outcome: 'claim_gone' };
 
 export interface AdmitOptions {
   /** The cap of a workspace without an override of `max_waiting_jobs`. */
   maxWaitingDefault: number;
   /** An Idempotency-Key to claim for this job first (see `IdempotencyRepository.entry`). */
   idempotency?: IdempotencyEntry;
+  /**
+   * The job is rebuilt under the id an existing claim named (a crash fell between claiming and
+   * storing): store it only while that claim still exists. If the job was removed meanwhile (its
+   * claim goes with it), storing it again would make a second job and charge under the old id.
+   */
+  claimMustExist?: boolean;
 }
 
 /** A stored job record that cannot be read back; retrying cannot help, so callers fail the job. */
@@ -189,7 +199,7 @@ export class JobRepository {
     const args: (string | number)[] = [encodeRecord(job), job.id, job.created_ms, options.maxWaitingDefault];
     if (options.idempotency) {
       keys.push(options.idempotency.redisKey);
-      args.push(options.idempotency.value, options.idempotency.ttlSeconds);
+      args.push(options.idempotency.value, options.idempotency.ttlSeconds, options.claimMustExist ? '1' : '0');
     }
     const [code, a, b] = (await ADMIT.run(this.redis, keys, args)) as [number, (number | string)?, number?];
     switch (code) {
@@ -203,6 +213,8 @@ export class JobRepository {
         return { outcome: 'replay', jobId: String(a) };
       case 5:
         return { outcome: 'mismatch' };
+      case 6:
+        return { outcome: 'claim_gone' };
       default:
         throw new Error(`unexpected admission answer ${String(code)}`);
     }

@@ -99,6 +99,24 @@ describe('JobRepository', () => {
     await redis.zrem(keys.intake(), 'video_a1', 'video_a2', 'video_a4', 'video_a6');
   });
 
+  it('stores a replayed job under its claimed id only while the claim lasts (the job may have been removed meanwhile)', async () => {
+    const idempotency = new IdempotencyRepository(redis, keys, 60);
+    const ws = `ws_rebuild_${randomBytes(4).toString('hex')}`;
+    const job = (id: string) => ({ ...video(id, Date.now()), workspace_id: ws });
+    const claim = idempotency.entry(ws, 'k', 'f', 'video_r1');
+    // A crash left the claim without its job: the rebuild stores it.
+    await redis.set(claim.redisKey, claim.value, 'EX', 60);
+    expect(await jobs.admit(job('video_r1'), { maxWaitingDefault: 5, idempotency: claim, claimMustExist: true })).toEqual({ outcome: 'stored' });
+    // The job is removed (DELETE or retention), its claim with it; a rebuild that raced the removal stores nothing.
+    expect(await jobs.remove({ ...job('video_r1'), idempotency_key_hash: claim.redisKey.split(':').at(-1) })).toBe(true);
+    expect(await redis.exists(claim.redisKey)).toBe(0);
+    expect(await jobs.admit(job('video_r1'), { maxWaitingDefault: 5, idempotency: claim, claimMustExist: true })).toEqual({ outcome: 'claim_gone' });
+    expect(await jobs.get('video_r1')).toBeUndefined();
+    expect(await redis.exists(claim.redisKey)).toBe(0);
+    await redis.zrem(keys.intake(), 'video_r1');
+    await redis.srem(keys.workspaceUnfinished(ws), 'video_r1');
+  });
+
   it('scopes reads to the owning workspace', async () => {
     await jobs.create(video('video_scoped', Date.now()));
     expect(await jobs.getForWorkspace('ws_jobs', 'video_scoped')).toBeDefined();

@@ -180,8 +180,9 @@ export class JobIntakeService {
     let job = await build(proposedId);
     let idempotency = entry(job.id);
     let reclaimed = false;
+    let claimMustExist = false;
     for (;;) {
-      const admission = await this.jobs.admit(job, { maxWaitingDefault: this.waiting.defaults.max_waiting_jobs, idempotency });
+      const admission = await this.jobs.admit(job, { maxWaitingDefault: this.waiting.defaults.max_waiting_jobs, idempotency, claimMustExist });
       switch (admission.outcome) {
         case 'stored':
           this.faults.at('intake.stored');
@@ -208,11 +209,20 @@ export class JobIntakeService {
             if (!isFinished(existing.status)) await this.enqueue(existing);
             return { job: existing, replayed: true };
           }
-          // A crash between claiming the key and storing the job: finish creating it under the claimed id.
+          // A crash between claiming the key and storing the job: finish creating it under the claimed
+          // id, as long as the claim lasts (a job removed meanwhile takes its claim along).
           job = await build(admission.jobId);
           idempotency = entry(job.id);
+          claimMustExist = true;
           continue;
         }
+        case 'claim_gone':
+          // The replayed job was removed (deleted, or retention) between the two steps: the call
+          // is a new request now, as it would have been a moment later.
+          job = await build(proposedId);
+          idempotency = entry(job.id);
+          claimMustExist = false;
+          continue;
       }
     }
   }

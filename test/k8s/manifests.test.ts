@@ -127,7 +127,7 @@ describe('prod autoscaling and policies', () => {
     expect(policy.spec.egress[0].ports).toEqual([{ port: 443, protocol: 'TCP' }]);
   });
 
-  it('alerts on the five conditions of the runbook, each linked to its section', () => {
+  it('alerts on the six conditions of the runbook, each linked to its section', () => {
     const rule = prod.find((o) => o.kind === 'PrometheusRule')!;
     const alerts = rule.spec.groups.flatMap((g: any) => g.rules);
     const runbook = readFileSync(resolve(ROOT, 'docs/operations.md'), 'utf8');
@@ -137,6 +137,7 @@ describe('prod autoscaling and policies', () => {
       'MediaDispatcherLag',
       'MediaWorkerWedged',
       'MediaRedisMemoryNearLimit',
+      'MediaRetentionBehind',
     ]);
     for (const a of alerts) expect(runbook).toMatch(new RegExp(`^### ${a.alert}$`, 'm'));
   });

@@ -106,6 +106,9 @@ describe('metrics move as work happens', () => {
     expect(sample(generator, 'media_charges_usd_total')).toBeGreaterThan(0);
     expect(sample(generator, 'media_generation_job_duration_seconds_count', { kind: 'image', outcome: 'completed' })).toBe(1);
     expect(sample(generator, 'media_queue_jobs', { queue: 'generation', state: 'waiting' })).toBe(0);
+    // Retention's backlog, read from Redis at scrape time: nothing is past its (7-day) retention here.
+    expect(sample(generator, 'media_retention_due', { kind: 'job' })).toBe(0);
+    expect(sample(generator, 'media_retention_due', { kind: 'callback' })).toBe(0);
 
     // Six automatic attempts, every one a 500: the callback ends failed. The counter moves just after
     // the attempt is recorded (the state the gauge reads), so wait for both.

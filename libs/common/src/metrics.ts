@@ -40,7 +40,13 @@ export interface HttpMetrics {
   request(route: string, method: string, status: number, seconds: number): void;
 }
 
+/** What the retention sweep reports, once per sweep. */
+export interface RetentionMetrics {
+  swept(counts: { jobsRemoved: number; callbacksRemoved: number; blobsRemoved: number; jobsHeld: number; errors: number }): void;
+}
+
 export const NO_GENERATION_METRICS: GenerationMetrics = { jobFinished: () => undefined, charged: () => undefined };
+export const NO_RETENTION_METRICS: RetentionMetrics = { swept: () => undefined };
 export const NO_CALLBACK_METRICS: CallbackMetrics = { attempt: () => undefined };
 
 /** Callback latencies span a receiver's first answer (seconds) to the end of the ladder (~10.6 h). */
@@ -196,6 +202,44 @@ export function registerQueueGauges(registry: Registry, depth: QueueDepth, queue
 }
 
 const SCRAPE_READ_TIMEOUT_MS = 2_000;
+
+/**
+ * The retention sweep's counters. What is due and not yet removed is a gauge read at scrape time
+ * (`media_retention_due{kind}`, see the generator's wiring): a sweep that stopped shows as that
+ * number growing, whatever the counters say.
+ */
+export class PromRetentionMetrics implements RetentionMetrics {
+  private readonly removed: Counter<'kind'>;
+  private readonly held: Counter;
+  private readonly errors: Counter;
+
+  constructor(registry: Registry) {
+    this.removed = new Counter({
+      name: 'media_retention_removed_total',
+      help: 'What retention removed: finished jobs (kind job), callbacks with their attempt logs (callback), media blobs (blob).',
+      labelNames: ['kind'],
+      registers: [registry],
+    });
+    this.held = new Counter({
+      name: 'media_retention_held_total',
+      help: 'Due jobs kept for now because their callback was pending or not yet made.',
+      registers: [registry],
+    });
+    this.errors = new Counter({
+      name: 'media_retention_errors_total',
+      help: 'Jobs or callbacks retention could not remove this time (logged; tried again later).',
+      registers: [registry],
+    });
+  }
+
+  swept(counts: { jobsRemoved: number; callbacksRemoved: number; blobsRemoved: number; jobsHeld: number; errors: number }): void {
+    this.removed.inc({ kind: 'job' }, counts.jobsRemoved);
+    this.removed.inc({ kind: 'callback' }, counts.callbacksRemoved);
+    this.removed.inc({ kind: 'blob' }, counts.blobsRemoved);
+    this.held.inc(counts.jobsHeld);
+    this.errors.inc(counts.errors);
+  }
+}
 
 /** A gauge whose labelled values are read at scrape time, e.g. `media_callbacks{status}`. */
 export function registerScrapedGauge<L extends string>(

@@ -150,12 +150,18 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
   it('goes on past an item that fails, and looks at that one again later', async () => {
     const broken = await finishedImage(`req_${kind}g`, { expires: clock + 1 });
     const fine = await finishedImage(`req_${kind}h`, { expires: clock + 1 });
+    const reported: unknown[] = [];
     const failing = new MediaRetention({
       jobs, callbacks, logger, callbackRetentionMs: 2 * HOUR, linkTtlMs: 24 * HOUR, now: () => clock,
+      metrics: { swept: (counts) => reported.push(counts) },
       blobs: { removeAll: (folder) => (folder.endsWith(broken.id) ? Promise.reject(new Error('AccessDenied')) : blobs.removeAll(folder)) },
     });
     clock += 2;
+    expect(await failing.due()).toEqual({ jobs: 2, callbacks: 0 });
     expect(await failing.sweep()).toMatchObject({ jobsRemoved: 1, errors: 1, complete: true });
+    expect(reported).toEqual([expect.objectContaining({ jobsRemoved: 1, blobsRemoved: 4, errors: 1 })]);
+    // Moved on an hour: not due, so not counted as behind.
+    expect(await failing.due()).toEqual({ jobs: 0, callbacks: 0 });
     expect(await jobs.get(fine.id)).toBeUndefined();
     expect(await jobs.get(broken.id)).toBeDefined();
     expect(Number(await redis.zscore(keys.jobExpiry(), broken.id))).toBe(clock + HOUR);

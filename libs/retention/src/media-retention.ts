@@ -1,13 +1,17 @@
-import type { Logger } from '@media/common';
+import { NO_RETENTION_METRICS, type Logger, type RetentionMetrics } from '@media/common';
 import { blobFolderOf, callbackIdFor, EVENT_TYPES, eventTypeFor, type JobRecord } from '@media/domain';
 import type { BlobStore } from '@media/blob-store';
 import { CorruptRecordError, type CallbackRepository, type JobRepository } from '@media/storage';
 
 export interface RetentionDeps {
-  jobs: Pick<JobRepository, 'get' | 'getMany' | 'dueForRemoval' | 'holdUntil' | 'postponeRemoval' | 'forgetRemoval' | 'remove' | 'awaitsCallback'>;
-  callbacks: Pick<CallbackRepository, 'get' | 'endedBefore' | 'remove'>;
+  jobs: Pick<
+    JobRepository,
+    'get' | 'getMany' | 'dueForRemoval' | 'countDueForRemoval' | 'holdUntil' | 'postponeRemoval' | 'forgetRemoval' | 'remove' | 'awaitsCallback'
+  >;
+  callbacks: Pick<CallbackRepository, 'get' | 'endedBefore' | 'countEndedBefore' | 'remove'>;
   blobs: Pick<BlobStore, 'removeAll'>;
   logger: Logger;
+  metrics?: RetentionMetrics;
   /** How long an ended callback is kept after its last attempt (CALLBACK_RETENTION_SECONDS). */
   callbackRetentionMs: number;
   /** LINK_TTL_SECONDS in ms: a job held for its callback stays at least this long after the hold, so the next attempt's links are whole. */
@@ -60,6 +64,16 @@ export class MediaRetention {
   /** Ends a running sweep after the item at hand (shutdown); the next process's sweeps go on. */
   stop(): void {
     this.stopping = true;
+  }
+
+  /** What is due and not yet removed (`media_retention_due{kind}`): a number that grows means sweeps stopped or keep failing. */
+  async due(): Promise<{ jobs: number; callbacks: number }> {
+    const now = this.now();
+    const [jobs, callbacks] = await Promise.all([
+      this.deps.jobs.countDueForRemoval(now),
+      this.deps.callbacks.countEndedBefore(now - this.deps.callbackRetentionMs),
+    ]);
+    return { jobs, callbacks };
   }
 
   /** Sweeps until nothing is due, `budgetMs` has passed, or {@link stop}. */
@@ -150,6 +164,7 @@ export class MediaRetention {
   }
 
   private done(report: SweepReport): SweepReport {
+    (this.deps.metrics ?? NO_RETENTION_METRICS).swept(report);
     if (report.jobsRemoved + report.jobsHeld + report.callbacksRemoved + report.errors > 0 || !report.complete) {
       this.deps.logger.info('retention sweep', {
         jobs_removed: report.jobsRemoved,

@@ -431,6 +431,11 @@ export class CallbackRepository {
     ];
   }
 
+  /** How many ended callbacks had their last activity at or before `cutoffMs`. */
+  async countEndedBefore(cutoffMs: number): Promise<number> {
+    return this.redis.zcount(this.keys.endedCallbacks(), '-inf', cutoffMs);
+  }
+
   /** Ids of ended callbacks whose last activity was at or before `cutoffMs`, oldest first. */
   async endedBefore(cutoffMs: number, limit: number): Promise<string[]> {
     return this.redis.zrangebyscore(this.keys.endedCallbacks(), '-inf', cutoffMs, 'LIMIT', 0, limit);

@@ -285,6 +285,11 @@ export class JobRepository {
     return this.redis.zrangebyscore(this.keys.jobExpiry(), '-inf', nowMs, 'LIMIT', 0, limit);
   }
 
+  /** How many finished jobs are due for removal at `nowMs` and not yet removed (held ones are not due). */
+  async countDueForRemoval(nowMs: number): Promise<number> {
+    return this.redis.zcount(this.keys.jobExpiry(), '-inf', nowMs);
+  }
+
   /** Moves a job's next look to `untilMs` without changing its record (one that cannot be read); a job not in the index stays out. */
   async postponeRemoval(jobId: string, untilMs: number): Promise<void> {
     await this.redis.zadd(this.keys.jobExpiry(), 'XX', untilMs, jobId);

@@ -9,9 +9,11 @@ import {
   loadConfig,
   pingRedis,
   PromGenerationMetrics,
+  PromRetentionMetrics,
   QueueConsumer,
   QueueDepth,
   registerQueueGauges,
+  registerScrapedGauge,
   startOpsServer,
 } from '@media/common';
 import { createBlobStore } from '@media/blob-store';
@@ -73,7 +75,20 @@ async function main(): Promise<void> {
     logger,
     callbackRetentionMs: config.callbackRetentionSeconds * 1_000,
     linkTtlMs: config.linkTtlSeconds * 1_000,
+    metrics: new PromRetentionMetrics(registry),
   });
+  registerScrapedGauge(
+    registry,
+    { name: 'media_retention_due', help: 'Finished jobs and ended callbacks due for removal and not yet removed (held jobs are not due).', labelNames: ['kind'] },
+    async () => {
+      const due = await retention.due();
+      return [
+        [{ kind: 'job' }, due.jobs],
+        [{ kind: 'callback' }, due.callbacks],
+      ];
+    },
+    logger,
+  );
   const maintenance = new JobQueue('maintenance', redis, config.keyPrefix, logger);
   const housekeeping = new QueueConsumer(
     'maintenance',

@@ -42,7 +42,7 @@ async function main(): Promise<void> {
     jobs,
     blobs,
     events,
-    backend: createGeneratorBackend(config),
+    backend: createGeneratorBackend(config, logger),
     moderation: new ModerationPolicy(config.moderationBlocklist),
     logger,
     timeoutMs: config.generationTimeoutMs,

@@ -1,4 +1,4 @@
-import { ConfigError, type AppConfig } from '@media/common';
+import { ConfigError, type AppConfig, type Logger } from '@media/common';
 import { findModel } from '@media/domain';
 import { defaultFfmpegPath, ImageRenderer, VideoEncoder } from '../media';
 import type { GeneratorBackend } from './backend';
@@ -6,7 +6,7 @@ import { OpenAiCompatibleBackend } from './openai-compatible';
 import { ProceduralBackend } from './procedural';
 
 /** The backend GENERATOR_BACKEND names, for the generator's wiring. */
-export function createGeneratorBackend(config: Pick<AppConfig, 'generatorBackend' | 'generationTimeoutMs' | 'ffmpegPath'>): GeneratorBackend {
+export function createGeneratorBackend(config: Pick<AppConfig, 'generatorBackend' | 'generationTimeoutMs' | 'ffmpegPath'>, logger?: Logger): GeneratorBackend {
   const ffmpegPath = config.ffmpegPath ?? defaultFfmpegPath();
   const settings = config.generatorBackend;
   switch (settings.kind) {
@@ -22,6 +22,7 @@ export function createGeneratorBackend(config: Pick<AppConfig, 'generatorBackend
         modelMap: settings.modelMap,
         timeoutMs: config.generationTimeoutMs,
         ffmpegPath,
+        logger,
       });
     }
   }

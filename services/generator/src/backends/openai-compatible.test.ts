@@ -280,12 +280,31 @@ describe('openai-compatible backend: videos', () => {
     await rm(output, { force: true });
   });
 
-  it('is transient when a poll meets a server error', async () => {
-    upstream.script('videos.retrieve', () => apiError(502, 'Bad gateway', { type: 'server_error' }));
-    const err = await failure(backend().makeVideo(videoRequest(uniquePrompt('polled'), join(dir, 'polled.mp4')), () => undefined, signal()));
-    expect(err).toBeInstanceOf(UpstreamUnavailableError);
-    expect(err.message).toMatch(/answered 502: Bad gateway/);
-    await expect(stat(join(dir, 'polled.mp4'))).rejects.toThrow(/ENOENT/);
+  it('polls on past polls that fail for a passing reason, and creates no second video upstream', async () => {
+    upstream.script('videos.retrieve', (n) => (n <= 2 ? apiError(502, 'Bad gateway', { type: 'server_error' }) : undefined));
+    const prompt = uniquePrompt('polled');
+    const output = join(dir, 'polled.mp4');
+    await backend().makeVideo(videoRequest(prompt, output), () => undefined, signal());
+    expect(upstream.requestsTo('videos.create', prompt)).toHaveLength(1);
+    expect((await stat(output)).size).toBeGreaterThan(0);
+    await rm(output, { force: true });
+  });
+
+  it("ends on the job's timeout when every poll fails, with its reason", async () => {
+    upstream.script('videos.retrieve', () => apiError(503, 'Unavailable', { type: 'server_error' }));
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new Error('Generation timed out.')), 300);
+    const err = await failure(backend().makeVideo(videoRequest(uniquePrompt('never'), join(dir, 'never.mp4')), () => undefined, controller.signal));
+    clearTimeout(timer);
+    expect(err.message).toBe('Generation timed out.');
+    await expect(stat(join(dir, 'never.mp4'))).rejects.toThrow(/ENOENT/);
+  });
+
+  it('fails at once when a poll is refused for good (the video is unknown upstream)', async () => {
+    upstream.script('videos.retrieve', () => apiError(404, 'No such video', { type: 'invalid_request_error' }));
+    const err = await failure(backend().makeVideo(videoRequest(uniquePrompt('gone'), join(dir, 'gone.mp4')), () => undefined, signal()));
+    expect(err).toBeInstanceOf(PermanentGenerationError);
+    expect(err.message).toMatch(/404/);
   });
 });
 

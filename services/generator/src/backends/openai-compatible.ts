@@ -10,6 +10,7 @@ import OpenAI, { toFile } from 'openai';
 import type { ImagesResponse } from 'openai/resources/images';
 import type { Video, VideoSeconds, VideoSize } from 'openai/resources/videos';
 import sharp from 'sharp';
+import type { Logger } from '@media/common';
 import { MEDIA_TYPES, sniffImageFormat, sniffMediaFormat, type ImageFormat } from '@media/blob-store';
 import { PermanentGenerationError } from '../errors';
 import type { GeneratorBackend, ImageEditRequest, ImageRequest, VideoRequest } from './backend';
@@ -31,6 +32,8 @@ export interface OpenAiCompatibleOptions {
   ffmpegPath: string;
   /** Gaps between polls of a video: the first, doubling up to the last. */
   pollMs?: { first: number; max: number };
+  /** Where a failed poll is noted (it is not an error: polling goes on). */
+  logger?: Logger;
 }
 
 /** Transient trouble with the model server (5xx, 429, unreachable, slow): thrown so that BullMQ tries again. */
@@ -126,7 +129,7 @@ export class OpenAiCompatibleBackend implements GeneratorBackend {
       for (let gap = this.pollMs.first; video.status === 'queued' || video.status === 'in_progress'; gap = Math.min(gap * 2, this.pollMs.max)) {
         if (Number.isFinite(video.progress)) onProgress(Math.max(0, Math.min(99, Math.floor(video.progress))));
         await sleep(gap, undefined, { signal });
-        video = await this.client.videos.retrieve(created.id, { signal });
+        video = (await this.stillPolling(created.id, signal)) ?? video;
       }
       if (video.status !== 'completed') throw this.videoFailed(video);
       const content = await this.client.videos.downloadContent(created.id, {}, { signal });
@@ -135,6 +138,21 @@ export class OpenAiCompatibleBackend implements GeneratorBackend {
       await pipeline(body, capped(MAX_VIDEO_BYTES, 'video'), createWriteStream(request.outputPath), { signal });
       await this.checkVideo(request.outputPath, signal);
     });
+  }
+
+  /**
+   * One poll of a video being made. A poll that fails for a passing reason (5xx, 429, no answer) is
+   * shrugged off until the next one, the generation timeout bounding them all: failing the attempt
+   * instead would make BullMQ's retry create, and pay for, a second video upstream.
+   */
+  private async stillPolling(id: string, signal: AbortSignal): Promise<Video | undefined> {
+    try {
+      return await this.client.videos.retrieve(id, { signal });
+    } catch (err) {
+      if (signal.aborted || !(this.translate(err) instanceof UpstreamUnavailableError)) throw err;
+      this.options.logger?.warn('video poll failed; polling on', { upstream_video_id: id, error: String(this.translate(err)) });
+      return undefined;
+    }
   }
 
   private upstreamModel(ours: string): string {

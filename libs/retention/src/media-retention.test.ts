@@ -169,6 +169,19 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
     expect(await retention.sweep()).toMatchObject({ jobsRemoved: 1, errors: 0 });
   });
 
+  it('leaves a callback whose record cannot be read, and looks at it again a day later', async () => {
+    const id = 'msg_corrupt1';
+    await redis.set(keys.callback(id), '{not json');
+    await redis.zadd(keys.endedCallbacks(), clock - 3 * HOUR, id);
+    expect(await retention.sweep()).toMatchObject({ callbacksRemoved: 0, errors: 1, complete: true });
+    expect(await redis.get(keys.callback(id))).toBe('{not json');
+    // Due again a day from now, not at every sweep in between.
+    expect(Number(await redis.zscore(keys.endedCallbacks(), id))).toBe(clock + 24 * HOUR - 2 * HOUR);
+    expect(await retention.sweep()).toMatchObject({ errors: 0 });
+    await redis.del(keys.callback(id));
+    await redis.zrem(keys.endedCallbacks(), id);
+  });
+
   it('removes an ended callback with its attempts and every index entry only after its retention, counted from its last attempt', async () => {
     const job = await finishedImage(`req_${kind}c`, { expires: clock + 100 * HOUR, callback: true });
     const failed = await callbackFor(job, 'failed');

@@ -8,7 +8,7 @@ export interface RetentionDeps {
     JobRepository,
     'get' | 'getMany' | 'dueForRemoval' | 'countDueForRemoval' | 'holdUntil' | 'postponeRemoval' | 'forgetRemoval' | 'remove' | 'awaitsCallback'
   >;
-  callbacks: Pick<CallbackRepository, 'get' | 'endedBefore' | 'countEndedBefore' | 'remove'>;
+  callbacks: Pick<CallbackRepository, 'get' | 'endedBefore' | 'countEndedBefore' | 'remove' | 'postponeRemoval'>;
   blobs: Pick<BlobStore, 'removeAll'>;
   logger: Logger;
   metrics?: RetentionMetrics;
@@ -146,9 +146,13 @@ export class MediaRetention {
         [kind === 'job' ? 'job_id' : 'message_id']: id,
         error: String(err),
       });
-      // A job moves on by itself, so it is not the first of every later batch; a callback's entry
-      // is its last activity, which only a person (or a repeat of the same error) will change.
-      if (kind === 'job') await this.deps.jobs.postponeRemoval(id, this.now() + (corrupt ? CORRUPT_HOLD_MS : HOLD_MS)).catch(() => undefined);
+      // Moved on, so it is not the first of every later batch: looked at again in an hour (a day if
+      // its record is corrupt, which only a person can mend). A callback's place is its last
+      // activity, so it moves to the time that makes it due again then.
+      const later = this.now() + (corrupt ? CORRUPT_HOLD_MS : HOLD_MS);
+      const postponed =
+        kind === 'job' ? this.deps.jobs.postponeRemoval(id, later) : this.deps.callbacks.postponeRemoval(id, later - this.deps.callbackRetentionMs);
+      await postponed.catch(() => undefined);
     }
   }
 

@@ -431,6 +431,11 @@ export class CallbackRepository {
     ];
   }
 
+  /** Moves an ended callback's place in the ended index to `lastActivityMs` (retention could not remove it now); one not there stays out. */
+  async postponeRemoval(messageId: string, lastActivityMs: number): Promise<void> {
+    await this.redis.zadd(this.keys.endedCallbacks(), 'XX', lastActivityMs, messageId);
+  }
+
   /** How many ended callbacks had their last activity at or before `cutoffMs`. */
   async countEndedBefore(cutoffMs: number): Promise<number> {
     return this.redis.zcount(this.keys.endedCallbacks(), '-inf', cutoffMs);

@@ -3,8 +3,7 @@ import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
-import { eventually, freePort } from './stack';
+import { freePort, redisAnswers } from './stack';
 
 /**
  * A redis-server of the test's own, on a free loopback port, with AOF and fsync on every write as
@@ -40,16 +39,7 @@ export class PrivateRedis {
       ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''],
       { stdio: 'ignore' },
     );
-    await eventually(async () => {
-      const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      probe.on('error', () => undefined);
-      try {
-        await probe.connect();
-        return (await probe.ping()) === 'PONG' ? true : undefined;
-      } finally {
-        probe.disconnect();
-      }
-    }, 10_000, 'private redis-server to answer');
+    await redisAnswers({ url: this.url }, 'private redis-server to answer');
   }
 
   /** A clean shutdown: Redis flushes its append-only file and exits. */

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
-import { eventually } from './stack';
+import { eventually, redisAnswers } from './stack';
 
 /**
  * A real Redis Cluster of the test's own: three primaries (no replicas) on free loopback ports,
@@ -71,16 +71,7 @@ export class TestRedisCluster {
       this.children.push(child);
     }
     for (const port of this.ports) {
-      await eventually(async () => {
-        const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-        probe.on('error', () => undefined);
-        try {
-          await probe.connect();
-          return (await probe.ping()) === 'PONG' ? true : undefined;
-        } finally {
-          probe.disconnect();
-        }
-      }, 10_000, `cluster node ${port} to answer`);
+      await redisAnswers({ port }, `cluster node ${port} to answer`);
     }
     const create = spawnSync(
       'redis-cli',

@@ -40,6 +40,10 @@ export interface AppConfig {
   logLevel: string;
   generatorConcurrency: number;
   dispatcherConcurrency: number;
+  /** Attempts in flight to one callback destination (origin) across every dispatcher. */
+  destinationMaxInFlight: number;
+  /** The same cap while the destination is in the slow lane (its recent attempts timed out or were slow). */
+  destinationSlowMaxInFlight: number;
   generationTimeoutMs: number;
   generationAttempts: number;
   /** BullMQ lock; a killed worker's job is picked up again after roughly this long. */
@@ -235,7 +239,10 @@ const schema = Joi.object({
   CALLBACK_CA_FILE: Joi.string(),
   LOG_LEVEL: Joi.string().valid('error', 'warn', 'info', 'debug').default('info'),
   GENERATOR_CONCURRENCY: Joi.number().integer().min(1).max(64).default(2),
-  DISPATCHER_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(50),
+  // Attempts are I/O: a process holds hundreds of them in flight at little cost (README, "Isolation").
+  DISPATCHER_CONCURRENCY: Joi.number().integer().min(1).max(5000).default(500),
+  CALLBACK_DESTINATION_MAX_IN_FLIGHT: Joi.number().integer().min(1).max(10_000).default(100),
+  CALLBACK_DESTINATION_SLOW_MAX_IN_FLIGHT: Joi.number().integer().min(1).max(10_000).default(20),
   GENERATION_TIMEOUT_MS: Joi.number().integer().min(1_000).default(300_000),
   GENERATION_ATTEMPTS: Joi.number().integer().min(1).max(10).default(3),
   JOB_LOCK_MS: Joi.number().integer().min(1_000).default(10_000),
@@ -321,6 +328,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     logLevel: value.LOG_LEVEL,
     generatorConcurrency: value.GENERATOR_CONCURRENCY,
     dispatcherConcurrency: value.DISPATCHER_CONCURRENCY,
+    destinationMaxInFlight: value.CALLBACK_DESTINATION_MAX_IN_FLIGHT,
+    destinationSlowMaxInFlight: value.CALLBACK_DESTINATION_SLOW_MAX_IN_FLIGHT,
     generationTimeoutMs: value.GENERATION_TIMEOUT_MS,
     generationAttempts: value.GENERATION_ATTEMPTS,
     jobLockMs: value.JOB_LOCK_MS,

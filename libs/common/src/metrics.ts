@@ -33,6 +33,8 @@ export interface CallbackMetrics {
    * was the callback's first, or the one that delivered it.
    */
   attempt(outcome: 'delivered' | 'failed', error: string, latency: { firstAttemptSeconds?: number; deliveredSeconds?: number }): void;
+  /** An attempt set aside because its destination had no free slot. */
+  deferred(): void;
 }
 
 /** What the gateway reports per HTTP request; `route` is the route pattern, never the raw path. */
@@ -47,7 +49,7 @@ export interface RetentionMetrics {
 
 export const NO_GENERATION_METRICS: GenerationMetrics = { jobFinished: () => undefined, charged: () => undefined };
 export const NO_RETENTION_METRICS: RetentionMetrics = { swept: () => undefined };
-export const NO_CALLBACK_METRICS: CallbackMetrics = { attempt: () => undefined };
+export const NO_CALLBACK_METRICS: CallbackMetrics = { attempt: () => undefined, deferred: () => undefined };
 
 /** Callback latencies span a receiver's first answer (seconds) to the end of the ladder (~10.6 h). */
 const CALLBACK_BUCKETS = [0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1_800, 3_600, 7_200, 14_400, 28_800, 43_200];
@@ -124,8 +126,14 @@ export class PromCallbackMetrics implements CallbackMetrics {
   private readonly attempts: Counter<'outcome' | 'error'>;
   private readonly firstAttempt: Histogram;
   private readonly delivered: Histogram;
+  private readonly deferrals: Counter;
 
   constructor(registry: Registry) {
+    this.deferrals = new Counter({
+      name: 'media_callback_deferrals_total',
+      help: 'Callback attempts set aside because their destination had no free slot (they hold no worker while they wait).',
+      registers: [registry],
+    });
     this.attempts = new Counter({
       name: 'media_callback_attempts_total',
       help: 'Callback attempts, by outcome and error class (none when delivered).',
@@ -150,6 +158,10 @@ export class PromCallbackMetrics implements CallbackMetrics {
     this.attempts.inc({ outcome, error });
     if (latency.firstAttemptSeconds !== undefined) this.firstAttempt.observe(Math.max(0, latency.firstAttemptSeconds));
     if (latency.deliveredSeconds !== undefined) this.delivered.observe(Math.max(0, latency.deliveredSeconds));
+  }
+
+  deferred(): void {
+    this.deferrals.inc();
   }
 }
 

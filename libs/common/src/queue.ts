@@ -1,6 +1,6 @@
-import { Job, Queue, Worker, type JobsOptions } from 'bullmq';
+import { DelayedError, Job, Queue, Worker, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { PermanentJobError } from './errors';
+import { DeferJobError, PermanentJobError } from './errors';
 import type { Logger } from './logger';
 import { QueueDepth, withTimeout } from './queue-depth';
 import { SchedulePromoter } from './queue-schedule';
@@ -49,6 +49,21 @@ export class JobQueue<Q extends QueueName> {
     for (const [name, scheduler] of Object.entries(schedulers)) {
       if (!scheduler) continue;
       await this.queue.upsertJobScheduler(name, { every: config[scheduler.everyMsFrom] }, { name, data: scheduler.payload as never });
+    }
+  }
+
+  /**
+   * Makes a delayed job runnable now. `missing` when no such job exists (it ran and was removed,
+   * or was cancelled); `not-delayed` when it is waiting or running already.
+   */
+  async promote(jobId: string): Promise<'promoted' | 'missing' | 'not-delayed'> {
+    const job = await this.queue.getJob(jobId);
+    if (!job) return 'missing';
+    try {
+      await job.promote();
+      return 'promoted';
+    } catch {
+      return 'not-delayed';
     }
   }
 
@@ -180,7 +195,7 @@ export class QueueConsumer<Q extends QueueName> {
     const logger = opts.logger.child({ queue: name });
     this.worker = new Worker(
       name,
-      async (job: Job) => {
+      async (job: Job, token?: string) => {
         // Own names only: a job named after an Object.prototype member must not find one.
         const handler = Object.hasOwn(handlers, job.name)
           ? (handlers[job.name as JobNameOf<Q>] as (p: unknown, j: Job) => Promise<void>)
@@ -189,6 +204,12 @@ export class QueueConsumer<Q extends QueueName> {
         this.inFlight++;
         try {
           await handler(job.data, job);
+        } catch (err) {
+          if (!(err instanceof DeferJobError)) throw err;
+          await job.moveToDelayed(err.untilMs, token);
+          if (await err.afterDeferred?.()) await job.promote().catch(() => undefined);
+          // Tells BullMQ the job was moved on purpose: not a try, not a failure.
+          throw new DelayedError();
         } finally {
           this.inFlight--;
         }

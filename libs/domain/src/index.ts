@@ -2,3 +2,4 @@ export * from './jobs';
 export * from './links';
 export * from './models';
 export * from './presenter';
+export * from './destinations';

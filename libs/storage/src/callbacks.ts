@@ -122,6 +122,8 @@ export interface CallbackListQuery {
   createdBeforeMs?: number;
 }
 
+const DEFER = LuaScript.load('callback-defer');
+
 /** Ids read per step while a combined state + type filter scans the state index. */
 const FILTER_SCAN_CHUNK = 100;
 
@@ -405,6 +407,14 @@ export class CallbackRepository {
     ])) as [number, string];
     if (code === -1) throw new Error(`callback ${callback.id} does not exist`);
     return { recorded: code === 1, callback: JSON.parse(raw) as CallbackRecord };
+  }
+
+  /**
+   * Shows a deferred automatic attempt's new time as the callback's `next_attempt_ms`, unless the
+   * callback ended or recorded that attempt meanwhile.
+   */
+  async deferNext(messageId: string, ladderAttempt: number, atMs: number): Promise<void> {
+    await DEFER.run(this.redis, [this.keys.callback(messageId)], [ladderAttempt, atMs]);
   }
 
   /** Ends a still-pending callback as `failed`; returns the record as it now stands. */

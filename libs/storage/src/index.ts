@@ -9,3 +9,4 @@ export * from './workspaces';
 export * from './record-json';
 export * from './sessions';
 export * from './test-callbacks';
+export * from './destinations';

@@ -58,6 +58,16 @@ export class StoreKeys {
   callbackAttempts = (messageId: string) => `${this.prefix}:cb:${messageId}:attempts`;
   /** The ladder's future automatic attempts, due time per delivery job id (the deliveries queue's schedule). */
   callbackSchedule = () => scheduleKey(this.keyPrefix, 'callback-deliveries');
+  /** Attempts holding a slot of one callback destination (delivery job id → lease deadline ms). */
+  destinationLeases = (id: string) => `${this.prefix}:dest:${id}:leases`;
+  /** Attempts waiting for a slot of one destination (delivery job id → due ms, the order they are served in). */
+  destinationParked = (id: string) => `${this.prefix}:dest:${id}:parked`;
+  /** One destination's origin and its slow-lane and throttle state (hash). */
+  destinationState = (id: string) => `${this.prefix}:dest:${id}`;
+  /** Destinations with recent activity, by last activity (Unix ms): what metrics read. */
+  destinations = () => `${this.prefix}:destinations`;
+  /** The destinations a workspace's callbacks went to lately, by last use: what its dashboard shows. */
+  workspaceDestinations = (id: string) => `${this.prefix}:ws:${id}:destinations`;
   linkKey = () => `${this.prefix}:system:link-signing-key`;
   /** Pub/sub channel on which finished job ids are announced (synchronous image calls wait on it). */
   jobFinishedChannel = () => `${this.prefix}:job-finished`;

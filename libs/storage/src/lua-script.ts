@@ -1,5 +1,11 @@
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Redis } from 'ioredis';
+
+/** Beside src/ and dist/ alike, so the same path serves the tests (ts-jest) and the services (dist). */
+const LUA_DIR = join(__dirname, '..', 'lua');
+const INCLUDE = /^--- @include "([a-z0-9/-]+)"$/gm;
 
 /**
  * A Lua script run by its SHA-1 (EVALSHA), so that a hot path sends a few bytes of arguments
@@ -16,6 +22,14 @@ export class LuaScript {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
+  /**
+   * A script from `lua/<name>.lua` of this package, its `--- @include "includes/<part>"` lines
+   * replaced by those files (BullMQ's convention), read once when the module loads.
+   */
+  static load(name: string): LuaScript {
+    return new LuaScript(expand(name, new Set()));
+  }
+
   async run(redis: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
       return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
@@ -24,4 +38,13 @@ export class LuaScript {
       return redis.eval(this.source, keys.length, ...keys, ...args);
     }
   }
+}
+
+/** `name` with its includes expanded; `within` holds the files being expanded, to refuse a cycle. */
+function expand(name: string, within: Set<string>): string {
+  if (within.has(name)) throw new Error(`Lua include cycle at ${name}`);
+  within.add(name);
+  const text = readFileSync(join(LUA_DIR, `${name}.lua`), 'utf8').replace(INCLUDE, (_line, part: string) => expand(part, within));
+  within.delete(name);
+  return text;
 }

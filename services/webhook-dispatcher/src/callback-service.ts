@@ -1,9 +1,31 @@
 import { CallbackUrlRejectedError, type CheckedTarget } from '@media/callback-guard';
-import { FaultInjector, jobIds, NO_CALLBACK_METRICS, PermanentJobError, type AttemptTrigger, type CallbackMetrics, type GaveUpJob, type JobQueue, type Logger } from '@media/common';
-import { callbackIdFor, eventTypeFor, isFinished, type JobPresenter, type JobRecord } from '@media/domain';
+import {
+  DeferJobError,
+  FaultInjector,
+  jobIds,
+  NO_CALLBACK_METRICS,
+  PermanentJobError,
+  type AttemptTrigger,
+  type CallbackMetrics,
+  type GaveUpJob,
+  type JobQueue,
+  type Logger,
+} from '@media/common';
+import {
+  callbackIdFor,
+  destinationOf,
+  eventTypeFor,
+  isFinished,
+  signalOf,
+  type Destination,
+  type DestinationSignal,
+  type JobPresenter,
+  type JobRecord,
+} from '@media/domain';
 import {
   attemptKey,
   CorruptRecordError,
+  type DestinationGate,
   type CallbackAttempt,
   type CallbackRecord,
   type CallbackRepository,
@@ -11,7 +33,7 @@ import {
   type NewCallbackAttempt,
   type WorkspaceRepository,
 } from '@media/storage';
-import { classifyRejection, classifyStatus } from './classify';
+import { classifyRejection, errorOf } from './classify';
 import { buildBody, buildHeaders } from './envelope';
 import { UndeliverableCallbackError } from './errors';
 import { maxAttempts, nextAttemptAt } from './ladder';
@@ -33,12 +55,16 @@ export interface CallbackServiceDeps {
   presenter: Pick<JobPresenter, 'render'>;
   guard: { check(url: string): Promise<CheckedTarget> };
   sender: { send(target: CheckedTarget, body: Buffer, headers: Record<string, string>): Promise<Exchange> };
-  deliveries: Pick<JobQueue<'callback-deliveries'>, 'add' | 'remove'>;
+  /** Per-destination slots shared by every dispatcher: what keeps one receiver from holding everyone's workers. */
+  destinations: Pick<DestinationGate, 'acquire' | 'release' | 'holds'>;
+  deliveries: Pick<JobQueue<'callback-deliveries'>, 'add' | 'remove' | 'promote'>;
   /** Where a given-up job-finished event is queued again. */
   events?: Pick<JobQueue<'job-events'>, 'add'>;
   logger: Logger;
   /** Gaps before automatic attempts 2..n (WEBHOOK_RETRY_SCHEDULE). */
   retryScheduleMs: readonly number[];
+  /** WEBHOOK_TIMEOUT_MS: what an attempt's duration is measured against to call its destination slow. */
+  attemptTimeoutMs: number;
   docsUrl: string;
   now?: () => number;
   faults?: FaultInjector;
@@ -132,10 +158,18 @@ export class CallbackService {
       await this.deps.deliveries.add('deliver', first, { jobId: jobIds.delivery(callback.id, 1, 'scheduled') });
       return callback;
     }
+    const firstJobId = jobIds.delivery(callback.id, 1, 'scheduled');
     try {
       // The job was read a moment ago; the attempt renders it afresh anyway (fresh links).
-      await this.deliverCallback(callback, first, jobIds.delivery(callback.id, 1, 'scheduled'), { job, secrets });
+      await this.deliverCallback(callback, first, firstJobId, { job, secrets });
     } catch (err) {
+      if (err instanceof DeferJobError) {
+        // Its destination has no free slot: attempt 1 waits as a delayed delivery job instead of
+        // holding this worker, under the id its slot will be handed to when one comes free.
+        await this.deps.deliveries.add('deliver', first, { jobId: firstJobId, delay: Math.max(0, err.untilMs - this.now()) });
+        if (await err.afterDeferred?.()) await this.deps.deliveries.promote(firstJobId);
+        return callback;
+      }
       if (!(err instanceof UndeliverableCallbackError)) throw err;
       // What the deliveries queue's give-up path does for a permanent failure: the callback ends.
       const ended = await this.deps.callbacks.giveUp(callback, this.now());
@@ -177,10 +211,9 @@ export class CallbackService {
       if (callback.ladder_attempt >= request.attempt) return undefined;
     }
 
-    const exchange = await this.attempt(callback, known);
+    const exchange = await this.attemptWithinSlot(callback, request, queueJobId, known);
     this.faults.at('delivery.sent');
-    // No status and no transport error would be a stream that ended without an answer: not delivered.
-    const error = exchange.transportError ?? (exchange.status === null ? 'reset' : classifyStatus(exchange.status));
+    const error = errorOf(exchange);
     const ladder = request.trigger === 'scheduled' ? request.attempt : null;
     const endedMs = exchange.sentMs + exchange.durationMs;
     const attempt: NewCallbackAttempt = {
@@ -327,6 +360,67 @@ export class CallbackService {
       return await this.deps.jobs.get(jobId);
     } catch (err) {
       throw err instanceof CorruptRecordError ? permanent() : err;
+    }
+  }
+
+  /**
+   * {@link attempt} inside one of its destination's slots. With none free, the attempt is parked
+   * and this throws {@link DeferJobError}: the caller sets its job aside (it holds no worker) until
+   * a slot is handed to it, or until the time its turn comes at the latest.
+   */
+  private async attemptWithinSlot(callback: CallbackRecord, request: DeliveryRequest, queueJobId: string, known?: KnownInputs): Promise<Exchange> {
+    const destination = destinationOf(callback.url);
+    const now = this.now();
+    const slot = await this.deps.destinations.acquire({
+      destination,
+      workspaceId: callback.workspace_id,
+      leaseId: queueJobId,
+      // Automatic attempts queue in the order the ladder made them due; manual ones from when asked.
+      dueMs: request.trigger === 'scheduled' ? Math.min(now, callback.next_attempt_ms ?? now) : now,
+      nowMs: now,
+    });
+    if (!slot.granted) {
+      this.metrics.deferred();
+      if (request.trigger === 'scheduled') await this.deps.callbacks.deferNext(callback.id, request.attempt, slot.wakeAtMs);
+      this.deps.logger.debug('callback attempt deferred; destination saturated', {
+        message_id: callback.id,
+        destination: destination.origin,
+        limit: slot.limit,
+        position: slot.position,
+        until: new Date(slot.wakeAtMs).toISOString(),
+      });
+      throw new DeferJobError(slot.wakeAtMs, () => this.deps.destinations.holds(destination, queueJobId));
+    }
+    await this.wake(destination, slot.woken);
+    let signal: DestinationSignal = { slow: false, throttleMs: 0 };
+    try {
+      const exchange = await this.attempt(callback, known);
+      signal = signalOf({ ...exchange, error: errorOf(exchange), retryAfterMs: null }, { attemptTimeoutMs: this.deps.attemptTimeoutMs });
+      return exchange;
+    } finally {
+      // A slot that cannot be given back now (Redis away) lapses at its lease's deadline.
+      const woken = await this.deps.destinations.release(destination, queueJobId, signal, this.now()).catch((err: unknown) => {
+        this.deps.logger.warn('destination slot not given back; it lapses by itself', { destination: destination.origin, error: String(err) });
+        return [];
+      });
+      await this.wake(destination, woken);
+    }
+  }
+
+  /**
+   * Makes runnable the parked attempts that were just handed slots. A slot handed to a job that is
+   * gone (delivered by hand, or removed with its callback) is given back at once, which may wake others.
+   */
+  private async wake(destination: Destination, woken: string[]): Promise<void> {
+    const queue = [...woken];
+    for (let jobId = queue.shift(); jobId !== undefined; jobId = queue.shift()) {
+      try {
+        if ((await this.deps.deliveries.promote(jobId)) !== 'missing') continue;
+        queue.push(...(await this.deps.destinations.release(destination, jobId, { slow: false, throttleMs: 0 }, this.now())));
+      } catch (err) {
+        // Its delayed job still runs at its fallback time, and its reserved slot lapses.
+        this.deps.logger.warn('could not wake a deferred callback attempt', { job: jobId, error: String(err) });
+      }
     }
   }
 

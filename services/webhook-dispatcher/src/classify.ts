@@ -1,5 +1,12 @@
 import type { CallbackUrlRejectedError } from '@media/callback-guard';
 import type { AttemptErrorClass } from '@media/storage';
+import type { Exchange } from './webhook-sender';
+
+/** What one exchange came to: null when delivered, else the attempt's error class. */
+export function errorOf(exchange: Pick<Exchange, 'status' | 'transportError'>): AttemptErrorClass | null {
+  // No status and no transport error would be a stream that ended without an answer: not delivered.
+  return exchange.transportError ?? (exchange.status === null ? 'reset' : classifyStatus(exchange.status));
+}
 
 /** What an HTTP status means for a delivery: null (delivered) for 2xx, else why it failed. */
 export function classifyStatus(status: number): AttemptErrorClass | null {

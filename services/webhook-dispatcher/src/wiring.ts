@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
 import { FaultInjector, JobQueue, type AppConfig, type CallbackMetrics, type Logger } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
-import { CallbackRepository, JobRepository, loadLinkSigningKey, StoreKeys, TestCallbackRepository, WorkspaceRepository } from '@media/storage';
+import { CallbackRepository, DestinationGate, JobRepository, loadLinkSigningKey, StoreKeys, TestCallbackRepository, WorkspaceRepository } from '@media/storage';
 import { CallbackService } from './callback-service';
 import { TestCallbackService } from './test-callback-service';
 import { WebhookSender } from './webhook-sender';
@@ -14,6 +14,7 @@ export interface CallbackServiceHandle {
   /** The dashboard's test callbacks, sent with the same guard, signing and sender. */
   tests: TestCallbackService;
   callbacks: CallbackRepository;
+  destinations: DestinationGate;
   /** Releases the queue producer and the HTTP agents; the Redis connection stays the caller's. */
   close(): Promise<void>;
 }
@@ -43,17 +44,23 @@ export async function createCallbackService(
     {
       timeoutMs: config.webhookTimeoutMs,
       extraCaPem,
-      // As many idle sockets per receiver as one consumer can have attempts in flight: with fewer, a
-      // burst to one receiver closes sockets its next jobs reopen at once (bench, concurrency 50: a
-      // cap of 16 opened 533 TLS connections per 2000 callbacks, 602/s; a cap of 50 none, 1157/s).
-      // Beyond a burst, LIFO reuse and the idle timeout shrink the pool again within seconds.
-      pool: { maxIdleSocketsPerKey: config.dispatcherConcurrency },
+      // As many idle sockets per receiver as this process can have attempts in flight to it (its
+      // concurrency, and never more than the destination's cap): with fewer, a burst to one receiver
+      // closes sockets its next jobs reopen at once (bench, concurrency 50: a cap of 16 opened 533
+      // TLS connections per 2000 callbacks, 602/s; a cap of 50 none, 1157/s). Beyond a burst, LIFO
+      // reuse and the idle timeout shrink the pool again within seconds.
+      pool: { maxIdleSocketsPerKey: Math.min(config.dispatcherConcurrency, config.destinationMaxInFlight) },
     },
     overrides.now,
   );
   const deliveries = new JobQueue('callback-deliveries', redis, config.keyPrefix, logger);
   const events = new JobQueue('job-events', redis, config.keyPrefix, logger);
   const callbacks = new CallbackRepository(redis, keys);
+  const destinations = new DestinationGate(redis, keys, {
+    maxInFlight: config.destinationMaxInFlight,
+    slowMaxInFlight: config.destinationSlowMaxInFlight,
+    attemptTimeoutMs: config.webhookTimeoutMs,
+  });
   const service = new CallbackService({
     callbacks,
     jobs: new JobRepository(redis, keys),
@@ -61,10 +68,12 @@ export async function createCallbackService(
     presenter: new JobPresenter(links),
     guard: new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs }, overrides.resolver),
     sender,
+    destinations,
     deliveries,
     events,
     logger,
     retryScheduleMs: config.webhookRetryScheduleMs,
+    attemptTimeoutMs: config.webhookTimeoutMs,
     docsUrl: config.docsUrl,
     now: overrides.now,
     faults: overrides.faults,
@@ -83,6 +92,7 @@ export async function createCallbackService(
     service,
     tests,
     callbacks,
+    destinations,
     close: async () => {
       sender.close();
       await Promise.all([deliveries.close(), events.close()]);

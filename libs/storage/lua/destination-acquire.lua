@@ -1,0 +1,66 @@
+--[[
+  Takes a slot of a destination for one attempt, or parks the attempt when the destination has
+  none free. Parked attempts are served oldest due first, before any newcomer.
+
+  Input:
+    KEYS[1] the destination's leases
+    KEYS[2] its parked attempts
+    KEYS[3] its state
+    KEYS[4] every destination with recent activity (sorted set: id -> last activity ms)
+    KEYS[5] the workspace's destinations (sorted set: id -> last use ms)
+
+    ARGV[1] destination id
+    ARGV[2] lease id: the attempt's delivery job id
+    ARGV[3] now ms
+    ARGV[4] lease ms: how long the slot is held at most
+    ARGV[5] the attempt's due time ms: its place in the parked order
+    ARGV[6] base cap
+    ARGV[7] slow lane cap
+    ARGV[8] origin, for people
+    ARGV[9] ms that idle destination keys are kept
+
+  Output:
+    {1, limit, woken ids...}           granted (also when a lease was already held in its name:
+                                        reserved for it at wake-up, or its own before a crash)
+    {0, wake at ms, limit, position}   parked; wake at = when its turn comes at the latest if every
+                                        attempt ahead of it takes its whole lease (the delayed job's
+                                        fallback, and the callback's next_attempt_at)
+]]
+--- @include "includes/destination-slots"
+
+local now = tonumber(ARGV[3])
+local lease_ms = tonumber(ARGV[4])
+local keep_ms = tonumber(ARGV[9])
+
+redis.call('ZADD', KEYS[4], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - keep_ms)
+redis.call('ZADD', KEYS[5], now, ARGV[1])
+-- A workspace sending to ever new hosts keeps only its latest few on record.
+redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -51)
+redis.call('PEXPIRE', KEYS[5], keep_ms)
+redis.call('HSET', KEYS[3], 'origin', ARGV[8])
+redis.call('PEXPIRE', KEYS[3], keep_ms)
+
+drop_lapsed(now)
+local limit = effective_limit(now, tonumber(ARGV[6]), tonumber(ARGV[7]))
+local woken = wake(now, limit, lease_ms)
+
+local granted = redis.call('ZSCORE', KEYS[1], ARGV[2])
+if not granted and redis.call('ZCARD', KEYS[1]) < limit then granted = true end
+if granted then
+  redis.call('ZADD', KEYS[1], now + lease_ms, ARGV[2])
+  redis.call('ZREM', KEYS[2], ARGV[2])
+  local reply = {1, limit}
+  for _, id in ipairs(woken) do
+    if id ~= ARGV[2] then table.insert(reply, id) end
+  end
+  return reply
+end
+
+redis.call('ZADD', KEYS[2], 'NX', ARGV[5], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], keep_ms)
+local position = redis.call('ZRANK', KEYS[2], ARGV[2])
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local earliest = now
+if first[2] then earliest = math.max(now, tonumber(first[2])) end
+return {0, earliest + math.floor(position / limit) * lease_ms, limit, position}

@@ -1,0 +1,107 @@
+import type { Redis } from 'ioredis';
+import { leaseMsFor, SLOW_LANE_MS, type Destination, type DestinationLimits, type DestinationSignal, type DestinationStatus } from '@media/domain';
+import type { StoreKeys } from './keys';
+import { LuaScript } from './lua-script';
+
+const ACQUIRE = LuaScript.load('destination-acquire');
+const RELEASE = LuaScript.load('destination-release');
+const STATUS = LuaScript.load('destination-status');
+
+/** Keys of a destination that sees no traffic go after this long; a day covers the ladder's longest gap. */
+const IDLE_KEEP_MS = 86_400_000;
+/** What metrics and the dashboard call recent activity. */
+const RECENT_MS = 15 * 60_000;
+
+/** One attempt asking for a slot. */
+export interface SlotRequest {
+  destination: Destination;
+  workspaceId: string;
+  /** The attempt's delivery job id: the lease is held in its name, and it is what a parked attempt is woken by. */
+  leaseId: string;
+  /** When the attempt became due: parked attempts are served in this order. */
+  dueMs: number;
+  nowMs: number;
+}
+
+export type SlotAnswer =
+  /** `woken`: parked attempts that were handed a slot on the way, whose delayed jobs the caller promotes. */
+  | { granted: true; woken: string[] }
+  /** No slot free: the attempt is parked; `wakeAtMs` is when its turn comes at the latest (see the script). */
+  | { granted: false; wakeAtMs: number; limit: number; position: number };
+
+/**
+ * The slots of callback destinations, shared by every dispatcher through Redis: at most the cap in
+ * force of one destination's attempts are in flight at once, and an attempt that finds none free
+ * is parked (it holds no worker) and woken, oldest due first, as slots come back. A slot is a
+ * lease with a deadline, so one whose dispatcher died comes free by itself.
+ */
+export class DestinationGate {
+  private readonly leaseMs: number;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: StoreKeys,
+    private readonly limits: DestinationLimits,
+  ) {
+    this.leaseMs = leaseMsFor(limits);
+  }
+
+  async acquire(request: SlotRequest): Promise<SlotAnswer> {
+    const { destination: d } = request;
+    const reply = (await ACQUIRE.run(
+      this.redis,
+      [this.keys.destinationLeases(d.id), this.keys.destinationParked(d.id), this.keys.destinationState(d.id), this.keys.destinations(), this.keys.workspaceDestinations(request.workspaceId)],
+      [d.id, request.leaseId, request.nowMs, this.leaseMs, request.dueMs, this.limits.maxInFlight, this.limits.slowMaxInFlight, d.origin, IDLE_KEEP_MS],
+    )) as (number | string)[];
+    if (reply[0] === 1) return { granted: true, woken: reply.slice(2).map(String) };
+    return { granted: false, wakeAtMs: Number(reply[1]), limit: Number(reply[2]), position: Number(reply[3]) };
+  }
+
+  /** Gives the slot back with what the attempt said about the destination; returns the parked attempts woken. */
+  async release(destination: Destination, leaseId: string, signal: DestinationSignal, nowMs: number): Promise<string[]> {
+    const reply = (await RELEASE.run(
+      this.redis,
+      [this.keys.destinationLeases(destination.id), this.keys.destinationParked(destination.id), this.keys.destinationState(destination.id)],
+      [leaseId, nowMs, this.leaseMs, this.limits.maxInFlight, this.limits.slowMaxInFlight, signal.slow ? SLOW_LANE_MS : 0, signal.throttleMs, IDLE_KEEP_MS],
+    )) as (number | string)[];
+    return reply.slice(1).map(String);
+  }
+
+  /** Whether a slot is held in this attempt's name: a parked attempt can be woken before its delayed job exists. */
+  async holds(destination: Destination, leaseId: string): Promise<boolean> {
+    return (await this.redis.zscore(this.keys.destinationLeases(destination.id), leaseId)) !== null;
+  }
+
+  /** Destinations with activity in the last quarter hour, over every workspace (metrics). */
+  async recent(nowMs: number): Promise<DestinationStatus[]> {
+    const ids = await this.redis.zrangebyscore(this.keys.destinations(), nowMs - RECENT_MS, '+inf');
+    return this.statuses(ids, nowMs);
+  }
+
+  /** The destinations a workspace's callbacks went to lately, most recent first (its dashboard). */
+  async ofWorkspace(workspaceId: string, nowMs: number): Promise<DestinationStatus[]> {
+    const ids = await this.redis.zrevrangebyscore(this.keys.workspaceDestinations(workspaceId), '+inf', nowMs - IDLE_KEEP_MS);
+    return this.statuses(ids, nowMs);
+  }
+
+  private async statuses(ids: string[], nowMs: number): Promise<DestinationStatus[]> {
+    return Promise.all(
+      ids.map(async (id) => {
+        const [inFlight, deferred, limit, origin, slowUntil, throttledUntil] = (await STATUS.run(
+          this.redis,
+          [this.keys.destinationLeases(id), this.keys.destinationParked(id), this.keys.destinationState(id)],
+          [nowMs, this.limits.maxInFlight, this.limits.slowMaxInFlight],
+        )) as [number, number, number, string, number, number];
+        return {
+          id,
+          origin: origin || '(unknown)',
+          inFlight,
+          deferred,
+          limit,
+          slowUntilMs: slowUntil || null,
+          throttledUntilMs: throttledUntil || null,
+        };
+      }),
+    );
+  }
+}

@@ -37,6 +37,10 @@ export class TestReceiver {
   readonly requests: ReceivedRequest[] = [];
   /** TCP connections accepted, whether or not a request followed. */
   connections = 0;
+  /** Requests whose exchange is open now: received, and neither answered in full nor cut off. */
+  inFlight = 0;
+  /** The most requests open at once since the receiver started (or since `resetMaxInFlight`). */
+  maxInFlight = 0;
   private readonly scripts = new Map<string, Script>();
   private readonly sockets = new Set<Socket>();
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -73,6 +77,10 @@ export class TestReceiver {
     return this.requests.filter((r) => r.path === path);
   }
 
+  resetMaxInFlight(): void {
+    this.maxInFlight = this.inFlight;
+  }
+
   async stop(): Promise<void> {
     for (const timer of this.timers) clearTimeout(timer);
     for (const socket of this.sockets) socket.destroy();
@@ -82,6 +90,10 @@ export class TestReceiver {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const receivedMs = Date.now();
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    // Fires once, when the answer is sent or the sender gives up on the connection.
+    res.once('close', () => this.inFlight--);
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const path = req.url ?? '/';

@@ -1,0 +1,158 @@
+// Per-destination slots against two real dispatcher processes sharing one Redis: the cap holds
+// across replicas, a parked attempt holds no worker (another destination's callbacks go straight
+// through even when the bad destination has more attempts than the dispatchers have workers), the
+// slow lane and back-pressure lower the cap, every parked attempt is still made, and a deferred
+// attempt's next_attempt_at says when. Jobs are written to the store as finished and announced on
+// the job-events queue, as the generator does, so the only timing in play is the dispatchers'.
+import { randomBytes } from 'node:crypto';
+import { createLogger, JobQueue, jobIds } from '@media/common';
+import { callbackIdFor, destinationOf, type ImageJob } from '@media/domain';
+import { CallbackRepository, DestinationGate } from '@media/storage';
+import { eventually, TestStack, type TestWorkspace } from '../support/stack';
+import { baseEnv } from './support/harness';
+import { makeTestPki, type TestPki } from './support/pki';
+import { TestReceiver } from './support/receiver';
+
+const TIMEOUT_MS = 1_500;
+const CAP = 3;
+const SLOW_CAP = 2;
+
+let pki: TestPki;
+let stack: TestStack;
+let events: JobQueue<'job-events'>;
+let callbacks: CallbackRepository;
+let gate: DestinationGate;
+let a: TestWorkspace;
+let b: TestWorkspace;
+const receivers: TestReceiver[] = [];
+
+beforeAll(async () => {
+  pki = makeTestPki();
+  stack = await TestStack.start(['webhook-dispatcher'], {
+    ...baseEnv(pki),
+    // Two workers per queue per process, four over both replicas: fewer than the bad destination's
+    // attempts, so a parked attempt that held a worker would stall everyone else.
+    DISPATCHER_CONCURRENCY: '2',
+    CALLBACK_DESTINATION_MAX_IN_FLIGHT: String(CAP),
+    CALLBACK_DESTINATION_SLOW_MAX_IN_FLIGHT: String(SLOW_CAP),
+    WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
+    WEBHOOK_RETRY_SCHEDULE: '200ms,200ms,200ms,200ms,200ms',
+  });
+  await stack.startService('webhook-dispatcher');
+  events = new JobQueue('job-events', stack.redis, stack.prefix, createLogger('test', 'error'));
+  callbacks = new CallbackRepository(stack.redis, stack.keys);
+  gate = new DestinationGate(stack.redis, stack.keys, { maxInFlight: CAP, slowMaxInFlight: SLOW_CAP, attemptTimeoutMs: TIMEOUT_MS });
+  [a, b] = [await stack.createWorkspace('a'), await stack.createWorkspace('b')];
+}, 60_000);
+
+afterAll(async () => {
+  await events?.close();
+  await stack?.stop();
+  for (const receiver of receivers) await receiver.stop();
+  pki?.cleanup();
+});
+
+async function receiver(): Promise<TestReceiver> {
+  const started = await TestReceiver.start(pki);
+  receivers.push(started);
+  return started;
+}
+
+/** A finished image job with a callback, announced as the generator would; returns its callback id. */
+async function finished(workspace: TestWorkspace, url: string): Promise<{ messageId: string; finishedMs: number }> {
+  const id = `req_${randomBytes(8).toString('hex')}`;
+  const now = Date.now();
+  const job: ImageJob = {
+    id, workspace_id: workspace.workspaceId, kind: 'image', operation: 'generation', model: 'pixel-1', prompt: 'p', seed: 1,
+    status: 'completed', created_ms: now - 1_000, finished_ms: now, cost: 0.005, error: null, callback_url: url, request_id: id,
+    n: 1, size: '256x256', output_format: 'png', response_format: 'url', inputs: [], mask: null, outputs: [`${workspace.workspaceId}/${id}/0.png`],
+  };
+  await stack.jobs.create(job);
+  await events.add('job-finished', { jobId: id }, { jobId: jobIds.jobFinished(id) });
+  return { messageId: callbackIdFor(id, 'image.completed'), finishedMs: now };
+}
+
+/** Job end → the receiver's answer, for callbacks that are delivered. */
+async function deliveryLatencies(target: TestReceiver, path: string, count: number): Promise<number[]> {
+  const sent = await Promise.all(Array.from({ length: count }, () => finished(b, target.url(path))));
+  return Promise.all(
+    sent.map(async ({ messageId, finishedMs }) => {
+      const request = await eventually(() => target.requestsTo(path).find((r) => r.headers['webhook-id'] === messageId && r.answeredMs), 20_000, `delivery of ${messageId}`);
+      return request.answeredMs! - finishedMs;
+    }),
+  );
+}
+
+const max = (values: number[]) => Math.max(...values);
+
+it('keeps a hanging destination to its cap across replicas while other destinations go straight through, and still makes all six attempts', async () => {
+  const healthy = await receiver();
+  const hanging = await receiver();
+  hanging.script('/hang', () => 'hang');
+
+  const baseline = await deliveryLatencies(healthy, '/before', 6);
+
+  const bad = await Promise.all(Array.from({ length: 6 }, () => finished(a, hanging.url('/hang'))));
+  await eventually(() => (hanging.inFlight >= CAP ? true : undefined), 10_000, 'the hanging destination to fill its slots');
+  // A deferred attempt holds no worker and says when it will be made.
+  const deferred = await eventually(async () => {
+    const [status] = (await gate.recent(Date.now())).filter((s) => s.id === destinationOf(hanging.url('/')).id);
+    return status && status.deferred > 0 ? status : undefined;
+  }, 10_000, 'attempts to be deferred');
+  expect(deferred.inFlight).toBeLessThanOrEqual(CAP);
+  // A deferred attempt's next_attempt_at moves from when it was due to when its turn comes.
+  await eventually(async () => {
+    const waiting = (await callbacks.getMany(bad.map((c) => c.messageId))).filter((c) => c.attempt_count === 0);
+    return waiting.length > 0 && waiting.every((cb) => cb.next_attempt_ms! > cb.created_ms) ? true : undefined;
+  }, 5_000, 'the deferred attempts to show when they will be made');
+
+  const during = await deliveryLatencies(healthy, '/during', 6);
+  // Other destinations do not wait behind the hanging one's attempts: a ratio to the baseline
+  // measured above, with a second's allowance for a busy machine.
+  expect(max(during)).toBeLessThanOrEqual(Math.max(2 * max(baseline), max(baseline) + 1_000));
+
+  // Every hanging callback still gets its six attempts, each cut at the deadline.
+  for (const { messageId } of bad) {
+    const ended = await eventually(async () => {
+      const cb = await callbacks.get(messageId);
+      return cb?.state === 'failed' ? cb : undefined;
+    }, 90_000, `${messageId} to fail`);
+    expect(ended.ladder_attempt).toBe(6);
+    const attempts = await callbacks.attempts(messageId);
+    expect(attempts.map((x) => x.error)).toEqual(Array(6).fill('timeout'));
+  }
+  expect(hanging.requestsTo('/hang')).toHaveLength(6 * 6);
+  // The cap held over both replicas the whole time, and the slow lane's lower cap once the first
+  // attempts had timed out.
+  expect(hanging.maxInFlight).toBeLessThanOrEqual(CAP);
+  const metrics = await Promise.all(
+    stack.processes.filter((p) => p.name === 'webhook-dispatcher').map(async (p) => (await fetch(`${p.opsUrl}/metrics`)).text()),
+  );
+  const deferrals = metrics.map((text) => Number(/^media_callback_deferrals_total\{[^}]*\} (\d+)/m.exec(text)?.[1] ?? 0));
+  expect(deferrals.reduce((x, y) => x + y, 0)).toBeGreaterThan(0);
+}, 120_000);
+
+it('lowers a destination to the slow lane’s cap once its attempts time out', async () => {
+  const hanging = await receiver();
+  hanging.script('/slow', () => 'hang');
+  const first = await finished(a, hanging.url('/slow'));
+  await eventually(async () => ((await callbacks.get(first.messageId))?.attempt_count ? true : undefined), 10_000, 'a first timeout');
+  hanging.resetMaxInFlight();
+  const more = await Promise.all(Array.from({ length: 6 }, () => finished(a, hanging.url('/slow'))));
+  await eventually(async () => ((await callbacks.getMany(more.map((c) => c.messageId))).every((c) => c.attempt_count >= 1) ? true : undefined), 30_000, 'every first attempt');
+  expect(hanging.maxInFlight).toBeLessThanOrEqual(SLOW_CAP);
+}, 60_000);
+
+it('halves the cap of a destination that answers 429 with Retry-After, for as long as it asks', async () => {
+  const pushing = await receiver();
+  pushing.script('/busy', () => ({ status: 429, headers: { 'retry-after': '30' }, afterMs: 300 }));
+  const sent = await Promise.all(Array.from({ length: 6 }, () => finished(a, pushing.url('/busy'))));
+  await eventually(() => (pushing.requestsTo('/busy').filter((r) => r.answeredMs).length >= CAP ? true : undefined), 10_000, 'the first answers');
+  pushing.resetMaxInFlight();
+  await eventually(async () => ((await callbacks.getMany(sent.map((c) => c.messageId))).every((c) => c.attempt_count >= 1) ? true : undefined), 30_000, 'every first attempt');
+  // One at a time since it pushed back (3 halved to 1), well within the 30 s it asked for.
+  expect(pushing.maxInFlight).toBeLessThanOrEqual(1);
+  const [status] = (await gate.recent(Date.now())).filter((s) => s.id === destinationOf(pushing.url('/')).id);
+  expect(status).toMatchObject({ limit: 1 });
+  expect(status.throttledUntilMs).toBeGreaterThan(Date.now());
+}, 60_000);

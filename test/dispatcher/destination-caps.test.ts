@@ -156,3 +156,15 @@ it('halves the cap of a destination that answers 429 with Retry-After, for as lo
   expect(status).toMatchObject({ limit: 1 });
   expect(status.throttledUntilMs).toBeGreaterThan(Date.now());
 }, 60_000);
+
+it('shows on-call the busiest destinations by origin, and how many are saturated, slow or throttled, without a series per receiver', async () => {
+  const text = await (await fetch(`${stack.service('webhook-dispatcher').opsUrl}/metrics`)).text();
+  const series = text.split('\n').filter((line) => line.startsWith('media_callback_destination_attempts{'));
+  // Every destination the tests above used is named (fewer than the labelled ten), plus `other`.
+  for (const r of receivers) expect(series.some((line) => line.includes(`destination="https://localhost:${r.port}"`))).toBe(true);
+  expect(series.some((line) => line.includes('destination="other"'))).toBe(true);
+  const count = (state: string) => Number(new RegExp(`^media_callback_destinations\\{[^}]*state="${state}"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1]);
+  // The 429 receiver is still throttled, the hanging ones still in the slow lane.
+  expect(count('throttled')).toBeGreaterThanOrEqual(1);
+  expect(count('slow')).toBeGreaterThanOrEqual(1);
+});

@@ -15,6 +15,7 @@ import {
   startOpsServer,
   warnIfCallbackChecksRelaxed,
 } from '@media/common';
+import { registerDestinationGauges } from './destination-gauges';
 import { createCallbackService } from './wiring';
 
 async function main(): Promise<void> {
@@ -39,7 +40,7 @@ async function main(): Promise<void> {
     isReady: async () => consumers.length > 0 && (await pingRedis(redis)),
     health: () => Promise.all(consumers.map((c) => c.health())),
   });
-  const { service, tests, callbacks, close } = await createCallbackService(config, redis, logger, { faults, metrics: new PromCallbackMetrics(registry) });
+  const { service, tests, callbacks, destinations, close } = await createCallbackService(config, redis, logger, { faults, metrics: new PromCallbackMetrics(registry) });
   const consumerOptions = {
     connection: redis,
     keyPrefix: config.keyPrefix,
@@ -61,8 +62,9 @@ async function main(): Promise<void> {
     },
     { ...consumerOptions, onGaveUp: (job) => service.onEventGaveUp(job) },
   );
-  // Each attempt waits on a receiver for up to WEBHOOK_TIMEOUT_MS, so concurrency is what keeps one
-  // slow receiver from holding up everyone else's callbacks.
+  // Each attempt waits on a receiver for up to WEBHOOK_TIMEOUT_MS. What keeps one slow receiver from
+  // holding everyone's workers is its destination's cap (an attempt over it is set aside and holds no
+  // worker); concurrency is sized for many receivers at once, as attempts cost little but waiting.
   const deliveries = new QueueConsumer(
     'callback-deliveries',
     {
@@ -80,6 +82,7 @@ async function main(): Promise<void> {
   await Promise.all([events.waitUntilReady(), deliveries.waitUntilReady()]);
   consumers.push(events, deliveries);
   registerQueueGauges(registry, new QueueDepth(redis, config.keyPrefix), ['job-events', 'callback-deliveries'], logger);
+  registerDestinationGauges(registry, destinations, logger);
   registerScrapedGauge(
     registry,
     { name: 'media_callbacks', help: 'Callbacks by delivery status, over every workspace.', labelNames: ['status'] },

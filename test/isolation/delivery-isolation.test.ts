@@ -1,0 +1,119 @@
+// Two customers on one real stack (gateway, generator, two dispatcher replicas, one Redis), with the
+// production timeout: workspace A's receivers go dark (one never answers, one answers 503 after 14 s)
+// while hundreds of A's callbacks are due, more than the dispatchers have workers. Workspace B's
+// callbacks to a healthy receiver must arrive as fast as they did before A's trouble (a ratio to
+// B's baseline measured here), and every one of A's callbacks must still get its six attempts.
+import { api, eventually, TestStack, type TestWorkspace } from '../support/stack';
+import { baseEnv } from '../dispatcher/support/harness';
+import { makeTestPki, type TestPki } from '../dispatcher/support/pki';
+import { TestReceiver } from '../dispatcher/support/receiver';
+import { CallbackRepository } from '@media/storage';
+import { callbackIdFor } from '@media/domain';
+
+/** Workers per queue per dispatcher; two replicas make 200, fewer than A's 210 dark callbacks. */
+const CONCURRENCY = 100;
+const CAP = 95;
+const HANGING = 110;
+const SLOW = 100;
+const B_RUN = 20;
+
+let pki: TestPki;
+let stack: TestStack;
+let healthy: TestReceiver;
+let hanging: TestReceiver;
+let slow: TestReceiver;
+let a: TestWorkspace;
+let b: TestWorkspace;
+
+beforeAll(async () => {
+  pki = makeTestPki();
+  [healthy, hanging, slow] = await Promise.all([TestReceiver.start(pki), TestReceiver.start(pki), TestReceiver.start(pki)]);
+  hanging.script('/dark', () => 'hang');
+  slow.script('/slow', () => ({ status: 503, body: 'busy', afterMs: 14_000 }));
+  stack = await TestStack.start(['api-gateway', 'generator', 'webhook-dispatcher'], {
+    ...baseEnv(pki),
+    DISPATCHER_CONCURRENCY: String(CONCURRENCY),
+    // The caps bind here: without them A alone would take every worker. The slow lane's cap is the
+    // base cap so that A's 1,260 attempts of up to 15 s fit in the test's time; its lower cap is
+    // covered in test/dispatcher/destination-caps.test.ts.
+    CALLBACK_DESTINATION_MAX_IN_FLIGHT: String(CAP),
+    CALLBACK_DESTINATION_SLOW_MAX_IN_FLIGHT: String(CAP),
+    // The production timeout; only the ladder's gaps are short, so six attempts fit in the test.
+    WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s,1s,1s',
+    JOB_LOCK_MS: '10000',
+    RATE_LIMIT_CREATE_PER_MINUTE: '1000',
+  });
+  await stack.startService('webhook-dispatcher');
+  [a, b] = [await stack.createWorkspace('a'), await stack.createWorkspace('b')];
+}, 60_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  for (const receiver of [healthy, hanging, slow]) await receiver?.stop();
+  pki?.cleanup();
+});
+
+async function submit(workspace: TestWorkspace, url: string): Promise<{ id: string; submittedMs: number }> {
+  const submittedMs = Date.now();
+  const res = await api(stack, workspace.apiKey)('/v1/images/generations', {
+    method: 'POST',
+    json: { model: 'pixel-1', prompt: 'a small red boat', size: '256x256', callback_url: url },
+  });
+  if (res.status !== 202) throw new Error(`creation answered ${res.status}: ${res.text}`);
+  return { id: res.json.id as string, submittedMs };
+}
+
+/** B's run: submission → the healthy receiver's answer, per callback, in ms. */
+async function runB(path: string): Promise<number[]> {
+  const sent = await Promise.all(Array.from({ length: B_RUN }, () => submit(b, healthy.url(path))));
+  return Promise.all(
+    sent.map(async ({ id, submittedMs }) => {
+      const messageId = callbackIdFor(id, 'image.completed');
+      const got = await eventually(() => healthy.requestsTo(path).find((r) => r.headers['webhook-id'] === messageId && r.answeredMs), 30_000, `B's ${id}`);
+      return got.answeredMs! - submittedMs;
+    }),
+  );
+}
+
+const p99 = (values: number[]) => [...values].sort((x, y) => x - y)[Math.ceil(values.length * 0.99) - 1]!;
+
+it('keeps B’s callbacks at their baseline while A’s receivers hang, and makes every one of A’s six attempts', async () => {
+  const baseline = await runB('/baseline');
+
+  const submitA = async (count: number, url: string) => {
+    const ids: string[] = [];
+    for (let i = 0; i < count; i += 20) ids.push(...(await Promise.all(Array.from({ length: Math.min(20, count - i) }, () => submit(a, url)))).map((s) => s.id));
+    return ids;
+  };
+  const dark = await submitA(HANGING, hanging.url('/dark'));
+  const slowIds = await submitA(SLOW, slow.url('/slow'));
+  // A's first attempts are hanging: every A job made, and both destinations full.
+  await eventually(async () => ((await stack.redis.scard(stack.keys.workspaceUnfinished(a.workspaceId))) === 0 ? true : undefined), 60_000, "A's jobs to be made");
+  await eventually(() => (hanging.inFlight >= CAP && slow.inFlight >= CAP ? true : undefined), 30_000, "A's destinations to fill their slots");
+
+  const during = await runB('/during');
+  const bound = Math.max(2 * p99(baseline), p99(baseline) + 1_000);
+  console.log(`B p99: baseline ${p99(baseline)} ms, while A hangs ${p99(during)} ms (bound ${bound} ms); A in flight: ${hanging.inFlight} + ${slow.inFlight}`);
+  expect(p99(during)).toBeLessThanOrEqual(bound);
+
+  // Every one of A's callbacks gets its six attempts, each cut or answered within the timeout.
+  const callbacks = new CallbackRepository(stack.redis, stack.keys);
+  const all = [...dark.map((id) => ({ id, error: 'timeout' })), ...slowIds.map((id) => ({ id, error: 'http_error' }))];
+  for (const { id, error } of all) {
+    const messageId = callbackIdFor(id, 'image.completed');
+    const ended = await eventually(async () => {
+      const cb = await callbacks.get(messageId);
+      return cb?.state === 'failed' ? cb : undefined;
+    }, 180_000, `A's ${id} to fail`);
+    expect(ended.ladder_attempt).toBe(6);
+    expect((await callbacks.attempts(messageId)).map((x) => x.error)).toEqual(Array(6).fill(error));
+  }
+  // At least once: a worker that loses its lock under load may repeat an attempt (same webhook-id),
+  // which the receiver de-duplicates; it is recorded once.
+  expect(hanging.requestsTo('/dark').length).toBeGreaterThanOrEqual(HANGING * 6);
+  expect(slow.requestsTo('/slow').length).toBeGreaterThanOrEqual(SLOW * 6);
+  console.log(`A's attempts received: ${hanging.requestsTo('/dark').length} of ${HANGING * 6} (hanging), ${slow.requestsTo('/slow').length} of ${SLOW * 6} (slow)`);
+  // No destination ever had more attempts in flight than its cap, over both replicas.
+  expect(hanging.maxInFlight).toBeLessThanOrEqual(CAP);
+  expect(slow.maxInFlight).toBeLessThanOrEqual(CAP);
+}, 300_000);

@@ -4,6 +4,7 @@ import { api, BLOB_STORES, eventually } from '../support/stack';
 import { TestRedisCluster } from '../support/redis-cluster';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { JobClient } from '../dispatcher/support/jobs';
+import { TestReceiver } from '../dispatcher/support/receiver';
 
 /**
  * The whole stack on a real three-primary Redis Cluster: the same services, only
@@ -17,7 +18,8 @@ describe.each(BLOB_STORES)('the stack on Redis Cluster, media on %s', (blobStore
   beforeAll(async () => {
     cluster = await TestRedisCluster.start();
     // Long gaps: attempt 2 of the ladder is certainly still waiting when the manual retry is made.
-    h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '10m,10m,10m,10m,10m' }, { redisCluster: cluster, blobStore });
+    // A low destination cap, so that attempts are deferred and woken through the cluster too.
+    h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '10m,10m,10m,10m,10m', CALLBACK_DESTINATION_MAX_IN_FLIGHT: '2' }, { redisCluster: cluster, blobStore });
   }, 120_000);
 
   afterAll(async () => {
@@ -91,6 +93,20 @@ describe.each(BLOB_STORES)('the stack on Redis Cluster, media on %s', (blobStore
     const listed = await api(h.stack, h.workspace.apiKey)('/v1/callbacks?status=delivered');
     expect(listed.status).toBe(200);
     expect(listed.json.data.map((cb: { id: string }) => cb.id)).toContain(messageId);
+  });
+
+  it('keeps a slow destination to its cap, deferring the rest and making them as slots come back', async () => {
+    const slow = await TestReceiver.start(h.pki);
+    try {
+      slow.script('/slow', () => ({ status: 200, afterMs: 600 }));
+      const ids = await Promise.all(Array.from({ length: 6 }, () => h.jobs.image(slow.url('/slow'))));
+      for (const id of ids) expect((await h.settled(await h.messageIdOf(id), ['delivered'])).callback.attempt_count).toBe(1);
+      expect(slow.maxInFlight).toBeLessThanOrEqual(2);
+      const metrics = await (await fetch(`${h.stack.service('webhook-dispatcher').opsUrl}/metrics`)).text();
+      expect(Number(/^media_callback_deferrals_total\{[^}]*\} (\d+)/m.exec(metrics)?.[1])).toBeGreaterThan(0);
+    } finally {
+      await slow.stop();
+    }
   });
 
   it('signs with both secrets after a rotation made by the admin CLI', async () => {

@@ -53,18 +53,13 @@ export class JobQueue<Q extends QueueName> {
   }
 
   /**
-   * Makes a delayed job runnable now. `missing` when no such job exists (it ran and was removed,
-   * or was cancelled); `not-delayed` when it is waiting or running already.
+   * Makes a delayed job runnable now; nothing happens when no such job exists, or when it is
+   * waiting or running already.
    */
-  async promote(jobId: string): Promise<'promoted' | 'missing' | 'not-delayed'> {
+  async promote(jobId: string): Promise<void> {
     const job = await this.queue.getJob(jobId);
-    if (!job) return 'missing';
-    try {
-      await job.promote();
-      return 'promoted';
-    } catch {
-      return 'not-delayed';
-    }
+    // BullMQ refuses to promote a job that is not delayed; that is the "already runnable" case.
+    await job?.promote().catch(() => undefined);
   }
 
   /** Removes a waiting or delayed job; false if it is running or gone. */

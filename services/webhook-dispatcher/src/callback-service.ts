@@ -204,11 +204,12 @@ export class CallbackService {
     queueJobId: string,
     known?: KnownInputs,
   ): Promise<CallbackAttempt | undefined> {
-    if (request.trigger === 'scheduled') {
-      // Delivered by a manual retry meanwhile, or already ended: the ladder stops here.
-      if (callback.state !== 'pending') return undefined;
-      // Recorded before a crash (or a repeated promotion): its follow-up was scheduled with it.
-      if (callback.ladder_attempt >= request.attempt) return undefined;
+    // Delivered by a manual retry meanwhile, or already ended: the ladder stops here. Or recorded
+    // before a crash (or a repeated promotion): its follow-up was scheduled with it. Either way a
+    // slot handed to this attempt while it was deferred goes to the next in line.
+    if (request.trigger === 'scheduled' && (callback.state !== 'pending' || callback.ladder_attempt >= request.attempt)) {
+      await this.giveBack(destinationOf(callback.url), queueJobId, QUIET);
+      return undefined;
     }
 
     const exchange = await this.attemptWithinSlot(callback, request, queueJobId, known);
@@ -391,36 +392,38 @@ export class CallbackService {
       });
       throw new DeferJobError(slot.wakeAtMs, () => this.deps.destinations.holds(destination, queueJobId));
     }
-    await this.wake(destination, slot.woken);
-    let signal: DestinationSignal = { slow: false, throttleMs: 0 };
+    await this.wake(slot.woken);
+    let signal: DestinationSignal = QUIET;
     try {
       const exchange = await this.attempt(callback, known);
       signal = signalOf({ ...exchange, error: errorOf(exchange), retryAfterMs: null }, { attemptTimeoutMs: this.deps.attemptTimeoutMs });
       return exchange;
     } finally {
-      // A slot that cannot be given back now (Redis away) lapses at its lease's deadline.
-      const woken = await this.deps.destinations.release(destination, queueJobId, signal, this.now()).catch((err: unknown) => {
-        this.deps.logger.warn('destination slot not given back; it lapses by itself', { destination: destination.origin, error: String(err) });
-        return [];
-      });
-      await this.wake(destination, woken);
+      await this.giveBack(destination, queueJobId, signal);
     }
   }
 
+  /** Gives an attempt's slot back (with what it learnt of the destination) and wakes whom that frees a slot for. */
+  private async giveBack(destination: Destination, leaseId: string, signal: DestinationSignal): Promise<void> {
+    // A slot that cannot be given back now (Redis away) lapses at its lease's deadline.
+    const woken = await this.deps.destinations.release(destination, leaseId, signal, this.now()).catch((err: unknown) => {
+      this.deps.logger.warn('destination slot not given back; it lapses by itself', { destination: destination.origin, error: String(err) });
+      return [];
+    });
+    await this.wake(woken);
+  }
+
   /**
-   * Makes runnable the parked attempts that were just handed slots. A slot handed to a job that is
-   * gone (delivered by hand, or removed with its callback) is given back at once, which may wake others.
+   * Makes runnable the parked attempts that were just handed slots. One whose delayed job does not
+   * exist (yet) keeps its slot: an attempt 1 deferred by its event's handler is parked a moment
+   * before its delayed job is added, and promotes itself once added if a slot is held in its name
+   * ({@link DeferJobError.afterDeferred}). A job that is gone for good (delivered by hand meanwhile)
+   * leaves its slot to lapse at the lease's deadline.
    */
-  private async wake(destination: Destination, woken: string[]): Promise<void> {
-    const queue = [...woken];
-    for (let jobId = queue.shift(); jobId !== undefined; jobId = queue.shift()) {
-      try {
-        if ((await this.deps.deliveries.promote(jobId)) !== 'missing') continue;
-        queue.push(...(await this.deps.destinations.release(destination, jobId, { slow: false, throttleMs: 0 }, this.now())));
-      } catch (err) {
-        // Its delayed job still runs at its fallback time, and its reserved slot lapses.
-        this.deps.logger.warn('could not wake a deferred callback attempt', { job: jobId, error: String(err) });
-      }
+  private async wake(woken: string[]): Promise<void> {
+    for (const jobId of woken) {
+      // Its delayed job still runs at its fallback time if this fails.
+      await this.deps.deliveries.promote(jobId).catch((err: unknown) => this.deps.logger.warn('could not wake a deferred callback attempt', { job: jobId, error: String(err) }));
     }
   }
 
@@ -464,6 +467,9 @@ export class CallbackService {
     return this.deps.sender.send(target, body, headers);
   }
 }
+
+/** An outcome that says nothing about the destination (no attempt was made). */
+const QUIET: DestinationSignal = { slow: false, throttleMs: 0 };
 
 /** What a caller of an attempt may have read already; each is read by the attempt otherwise. */
 interface KnownInputs {

@@ -1,0 +1,108 @@
+// How a deferred attempt waits and is woken, with the dispatcher's classes in process and no worker
+// on the deliveries queue, so what the service queued stays there to be looked at. The destination
+// has one slot, held by the test in another attempt's name.
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { bullPrefix, createLogger, jobIds, loadConfig } from '@media/common';
+import { destinationOf, type ImageJob } from '@media/domain';
+import { createAccounts } from '@media/accounts';
+import { CallbackRepository, JobRepository, StoreKeys } from '@media/storage';
+import { createCallbackService, type CallbackServiceHandle } from '../../services/webhook-dispatcher/src/wiring';
+import { deleteKeysUnder, REDIS_URL } from '../support/stack';
+import { makeTestPki, type TestPki } from './support/pki';
+import { TestReceiver } from './support/receiver';
+
+const prefix = `test-${randomBytes(6).toString('hex')}`;
+const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+const keys = new StoreKeys(prefix);
+const jobs = new JobRepository(redis, keys);
+const store = new CallbackRepository(redis, keys);
+const deliveries = new Queue('callback-deliveries', { connection: redis, prefix: bullPrefix(prefix, 'callback-deliveries') });
+const QUIET = { slow: false, throttleMs: 0 };
+let pki: TestPki;
+let receiver: TestReceiver;
+let handle: CallbackServiceHandle;
+let workspaceId: string;
+
+beforeAll(async () => {
+  pki = makeTestPki();
+  receiver = await TestReceiver.start(pki);
+  workspaceId = (await createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 86_400 }, redis).createWorkspace('deferral', 'owner@deferral.test')).workspace.id;
+  const config = loadConfig({ KEY_PREFIX: prefix, CALLBACK_CA_FILE: pki.caFile, CALLBACK_ALLOWED_CIDRS: '127.0.0.0/8', WEBHOOK_TIMEOUT_MS: '3000', CALLBACK_DESTINATION_MAX_IN_FLIGHT: '1' });
+  handle = await createCallbackService(config, redis, createLogger('test', 'error'));
+});
+
+afterAll(async () => {
+  await handle?.close();
+  await deliveries.close();
+  await deleteKeysUnder(redis, prefix);
+  redis.disconnect();
+  await receiver?.stop();
+  pki?.cleanup();
+});
+
+async function finishedJob(path: string): Promise<string> {
+  const id = `req_${randomBytes(8).toString('hex')}`;
+  const now = Date.now();
+  const job: ImageJob = {
+    id, workspace_id: workspaceId, kind: 'image', operation: 'generation', model: 'pixel-1', prompt: 'p', seed: 1, status: 'completed',
+    created_ms: now - 1_000, finished_ms: now, cost: 0.005, error: null, callback_url: receiver.url(path), request_id: id,
+    n: 1, size: '256x256', output_format: 'png', response_format: 'url', inputs: [], mask: null, outputs: [`${workspaceId}/${id}/0.png`],
+  };
+  await jobs.create(job);
+  return id;
+}
+
+/** Takes the destination's one slot in the name of an attempt elsewhere. */
+const occupy = async (leaseId: string) => {
+  const now = Date.now();
+  const answer = await handle.destinations.acquire({ destination: destinationOf(receiver.url('/')), workspaceId, leaseId, dueMs: now, nowMs: now });
+  expect(answer.granted).toBe(true);
+};
+
+it('defers attempt 1 as a delayed delivery job when the destination is full, shows when it will be made, and wakes it when the slot comes back', async () => {
+  await occupy('elsewhere.1');
+  const callback = (await handle.service.onJobFinished(await finishedJob('/deferred'), 'now'))!;
+  expect(receiver.requestsTo('/deferred')).toHaveLength(0);
+  const first = (await deliveries.getJob(jobIds.delivery(callback.id, 1, 'scheduled')))!;
+  expect(await first.isDelayed()).toBe(true);
+  const record = (await store.get(callback.id))!;
+  expect(record).toMatchObject({ state: 'pending', attempt_count: 0 });
+  // next_attempt_at: when its turn comes at the latest (the holder's lease runs out).
+  expect(record.next_attempt_ms!).toBeGreaterThan(Date.now() + 3_000);
+
+  // The holder ends: its slot is handed to the deferred attempt, whose job becomes runnable now.
+  await handle.service['giveBack'](destinationOf(receiver.url('/')), 'elsewhere.1', QUIET);
+  expect(await first.isWaiting()).toBe(true);
+  // Run as the queue would: the slot is held in its name, so it is made.
+  expect(await handle.service.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, first.id!)).toMatchObject({ ladder_attempt: 1, status: 200 });
+  expect(receiver.requestsTo('/deferred')).toHaveLength(1);
+});
+
+it('honours a slot handed to an attempt before its delayed job existed', async () => {
+  await occupy('elsewhere.2');
+  const jobId = await finishedJob('/early');
+  const callback = (await handle.service.onJobFinished(jobId, 'queued'))!;
+  const leaseId = jobIds.delivery(callback.id, 1, 'scheduled');
+  // Parked by its own acquire (as an event's handler does just before it adds the delayed job)…
+  const now = Date.now();
+  expect((await handle.destinations.acquire({ destination: destinationOf(callback.url), workspaceId, leaseId, dueMs: now, nowMs: now })).granted).toBe(false);
+  // …and woken before that job is added: the slot stays reserved in its name, not given away.
+  await handle.service['giveBack'](destinationOf(callback.url), 'elsewhere.2', QUIET);
+  expect(await handle.destinations.holds(destinationOf(callback.url), leaseId)).toBe(true);
+  expect(await handle.service.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, leaseId)).toMatchObject({ ladder_attempt: 1, status: 200 });
+});
+
+it('gives a slot handed to an attempt that no longer needs it to the next in line', async () => {
+  receiver.script('/done', () => ({ status: 200 }));
+  const callback = (await handle.service.onJobFinished(await finishedJob('/done'), 'now'))!;
+  expect(await store.get(callback.id)).toMatchObject({ state: 'delivered' });
+  const destination = destinationOf(callback.url);
+  // A stale repeat of attempt 1 holding a slot in its name: it finds the callback delivered.
+  const now = Date.now();
+  const leaseId = jobIds.delivery(callback.id, 1, 'scheduled');
+  expect((await handle.destinations.acquire({ destination, workspaceId, leaseId, dueMs: now, nowMs: now })).granted).toBe(true);
+  expect(await handle.service.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, leaseId)).toBeUndefined();
+  expect(await handle.destinations.holds(destination, leaseId)).toBe(false);
+});

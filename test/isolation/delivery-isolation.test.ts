@@ -8,7 +8,7 @@ import { baseEnv } from '../dispatcher/support/harness';
 import { makeTestPki, type TestPki } from '../dispatcher/support/pki';
 import { TestReceiver } from '../dispatcher/support/receiver';
 import { CallbackRepository } from '@media/storage';
-import { callbackIdFor } from '@media/domain';
+import { callbackIdFor, leaseMsFor } from '@media/domain';
 
 /** Workers per queue per dispatcher; two replicas make 200, fewer than A's 210 dark callbacks. */
 const CONCURRENCY = 100;
@@ -16,6 +16,8 @@ const CAP = 95;
 const HANGING = 110;
 const SLOW = 100;
 const B_RUN = 20;
+/** The production timeout, plus what a slot's lease adds to it. */
+const LEASE_MS = leaseMsFor({ attemptTimeoutMs: 15_000 });
 
 let pki: TestPki;
 let stack: TestStack;
@@ -98,16 +100,27 @@ it('keeps B’s callbacks at their baseline while A’s receivers hang, and make
 
   // Every one of A's callbacks gets its six attempts, each cut or answered within the timeout.
   const callbacks = new CallbackRepository(stack.redis, stack.keys);
-  const all = [...dark.map((id) => ({ id, error: 'timeout' })), ...slowIds.map((id) => ({ id, error: 'http_error' }))];
-  for (const { id, error } of all) {
+  const all = [...dark.map((id) => ({ id, error: 'timeout', line: HANGING })), ...slowIds.map((id) => ({ id, error: 'http_error', line: SLOW }))];
+  let latest = 0;
+  for (const { id, error, line } of all) {
     const messageId = callbackIdFor(id, 'image.completed');
     const ended = await eventually(async () => {
       const cb = await callbacks.get(messageId);
       return cb?.state === 'failed' ? cb : undefined;
     }, 180_000, `A's ${id} to fail`);
     expect(ended.ladder_attempt).toBe(6);
-    expect((await callbacks.attempts(messageId)).map((x) => x.error)).toEqual(Array(6).fill(error));
+    const attempts = await callbacks.attempts(messageId);
+    expect(attempts.map((x) => x.error)).toEqual(Array(6).fill(error));
+    // How late isolation made each attempt, against when the ladder made it due: at most a lease
+    // (timeout + 5 s) per round of slots ahead of it, as the README says.
+    attempts.forEach((x, i) => {
+      const due = i === 0 ? ended.event_ms : attempts[i - 1]!.sent_ms + attempts[i - 1]!.duration_ms + 1_000;
+      const late = x.sent_ms - due;
+      latest = Math.max(latest, late);
+      expect(late).toBeLessThanOrEqual(Math.ceil(line / CAP) * LEASE_MS);
+    });
   }
+  console.log(`latest attempt of A: ${latest} ms after it was due (bound ${Math.ceil(HANGING / CAP) * LEASE_MS} ms)`);
   // At least once: a worker that loses its lock under load may repeat an attempt (same webhook-id),
   // which the receiver de-duplicates; it is recorded once.
   expect(hanging.requestsTo('/dark').length).toBeGreaterThanOrEqual(HANGING * 6);

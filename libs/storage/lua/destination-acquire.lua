@@ -22,9 +22,12 @@
   Output:
     {1, limit, woken ids...}           granted (also when a lease was already held in its name:
                                         reserved for it at wake-up, or its own before a crash)
-    {0, wake at ms, limit, position}   parked; wake at = when its turn comes at the latest if every
+    {0, wake at ms, limit, position, woken ids...}
+                                       parked; wake at = when its turn comes at the latest if every
                                         attempt ahead of it takes its whole lease (the delayed job's
                                         fallback, and the callback's next_attempt_at)
+  Woken ids are parked attempts handed a slot on the way (slots had come free by lapsing), whose
+  delayed jobs the caller promotes.
 ]]
 --- @include "includes/destination-slots"
 
@@ -63,4 +66,6 @@ local position = redis.call('ZRANK', KEYS[2], ARGV[2])
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local earliest = now
 if first[2] then earliest = math.max(now, tonumber(first[2])) end
-return {0, earliest + math.floor(position / limit) * lease_ms, limit, position}
+local reply = {0, earliest + math.floor(position / limit) * lease_ms, limit, position}
+for _, id in ipairs(woken) do table.insert(reply, id) end
+return reply

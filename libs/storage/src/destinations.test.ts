@@ -78,6 +78,15 @@ describe('DestinationGate', () => {
     expect(await ask(d, 'newcomer', later)).toEqual({ granted: true, woken: ['other'] });
   });
 
+  it('hands lapsed slots to the parked attempts first, and says so even when the caller itself is parked', async () => {
+    const d = fresh();
+    const now = 3_500_000;
+    for (let i = 0; i < 4; i++) await ask(d, `held.${i}`, now);
+    for (let i = 0; i < 5; i++) expect((await ask(d, `parked.${i}`, now, now + i)).granted).toBe(false);
+    const answer = await ask(d, 'newcomer', now + LEASE_MS + 1);
+    expect(answer).toMatchObject({ granted: false, position: 1, woken: ['parked.0', 'parked.1', 'parked.2', 'parked.3'] });
+  });
+
   it('caps a destination whose attempts were slow at the slow lane’s cap, for the slow lane’s time', async () => {
     const d = fresh();
     const now = 4_000_000;

@@ -27,7 +27,7 @@ export type SlotAnswer =
   /** `woken`: parked attempts that were handed a slot on the way, whose delayed jobs the caller promotes. */
   | { granted: true; woken: string[] }
   /** No slot free: the attempt is parked; `wakeAtMs` is when its turn comes at the latest (see the script). */
-  | { granted: false; wakeAtMs: number; limit: number; position: number };
+  | { granted: false; wakeAtMs: number; limit: number; position: number; woken: string[] };
 
 /**
  * The slots of callback destinations, shared by every dispatcher through Redis: at most the cap in
@@ -54,7 +54,7 @@ export class DestinationGate {
       [d.id, request.leaseId, request.nowMs, this.leaseMs, request.dueMs, this.limits.maxInFlight, this.limits.slowMaxInFlight, d.origin, IDLE_KEEP_MS],
     )) as (number | string)[];
     if (reply[0] === 1) return { granted: true, woken: reply.slice(2).map(String) };
-    return { granted: false, wakeAtMs: Number(reply[1]), limit: Number(reply[2]), position: Number(reply[3]) };
+    return { granted: false, wakeAtMs: Number(reply[1]), limit: Number(reply[2]), position: Number(reply[3]), woken: reply.slice(4).map(String) };
   }
 
   /** Gives the slot back with what the attempt said about the destination; returns the parked attempts woken. */

@@ -380,6 +380,7 @@ export class CallbackService {
       dueMs: request.trigger === 'scheduled' ? Math.min(now, callback.next_attempt_ms ?? now) : now,
       nowMs: now,
     });
+    await this.wake(slot.woken);
     if (!slot.granted) {
       this.metrics.deferred();
       if (request.trigger === 'scheduled') await this.deps.callbacks.deferNext(callback.id, request.attempt, slot.wakeAtMs);
@@ -392,7 +393,6 @@ export class CallbackService {
       });
       throw new DeferJobError(slot.wakeAtMs, () => this.deps.destinations.holds(destination, queueJobId));
     }
-    await this.wake(slot.woken);
     let signal: DestinationSignal = QUIET;
     try {
       const exchange = await this.attempt(callback, known);

@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { bullPrefix, createLogger, jobIds, loadConfig } from '@media/common';
 import { destinationOf, type ImageJob } from '@media/domain';
 import { createAccounts } from '@media/accounts';
-import { CallbackRepository, JobRepository, StoreKeys } from '@media/storage';
+import { attemptKey, CallbackRepository, JobRepository, StoreKeys } from '@media/storage';
 import { createCallbackService, type CallbackServiceHandle } from '../../services/webhook-dispatcher/src/wiring';
 import { deleteKeysUnder, REDIS_URL } from '../support/stack';
 import { makeTestPki, type TestPki } from './support/pki';
@@ -57,15 +57,16 @@ async function finishedJob(path: string): Promise<string> {
 /** Takes the destination's one slot in the name of an attempt elsewhere. */
 const occupy = async (leaseId: string) => {
   const now = Date.now();
-  const answer = await handle.destinations.acquire({ destination: destinationOf(receiver.url('/')), workspaceId, leaseId, dueMs: now, nowMs: now });
+  const answer = await handle.destinations.acquire({ destination: destinationOf(receiver.url('/')), workspaceId, leaseId, parkAs: `${leaseId}.d1`, dueMs: now, nowMs: now });
   expect(answer.granted).toBe(true);
 };
 
-it('defers attempt 1 as a delayed delivery job when the destination is full, shows when it will be made, and wakes it when the slot comes back', async () => {
+it('defers attempt 1 as a delayed delivery job of its own when the destination is full, shows when it will be made, and wakes it when the slot comes back', async () => {
   await occupy('elsewhere.1');
   const callback = (await handle.service.onJobFinished(await finishedJob('/deferred'), 'now'))!;
   expect(receiver.requestsTo('/deferred')).toHaveLength(0);
-  const first = (await deliveries.getJob(jobIds.delivery(callback.id, 1, 'scheduled')))!;
+  const first = (await deliveries.getJob(jobIds.deferral(jobIds.delivery(callback.id, 1, 'scheduled'), 1)))!;
+  expect(first.data).toEqual({ messageId: callback.id, attempt: 1, trigger: 'scheduled', deferrals: 1 });
   expect(await first.isDelayed()).toBe(true);
   const record = (await store.get(callback.id))!;
   expect(record).toMatchObject({ state: 'pending', attempt_count: 0 });
@@ -76,7 +77,7 @@ it('defers attempt 1 as a delayed delivery job when the destination is full, sho
   await handle.service['giveBack'](destinationOf(receiver.url('/')), 'elsewhere.1', QUIET);
   expect(await first.isWaiting()).toBe(true);
   // Run as the queue would: the slot is held in its name, so it is made.
-  expect(await handle.service.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, first.id!)).toMatchObject({ ladder_attempt: 1, status: 200 });
+  expect(await handle.service.deliver(first.data, first.id!)).toMatchObject({ ladder_attempt: 1, status: 200 });
   expect(receiver.requestsTo('/deferred')).toHaveLength(1);
 });
 
@@ -85,13 +86,14 @@ it('honours a slot handed to an attempt before its delayed job existed', async (
   const jobId = await finishedJob('/early');
   const callback = (await handle.service.onJobFinished(jobId, 'queued'))!;
   const leaseId = jobIds.delivery(callback.id, 1, 'scheduled');
-  // Parked by its own acquire (as an event's handler does just before it adds the delayed job)…
+  const parkAs = jobIds.deferral(leaseId, 1);
+  // Parked (as an attempt is just before its delayed job is added)…
   const now = Date.now();
-  expect((await handle.destinations.acquire({ destination: destinationOf(callback.url), workspaceId, leaseId, dueMs: now, nowMs: now })).granted).toBe(false);
-  // …and woken before that job is added: the slot stays reserved in its name, not given away.
+  expect((await handle.destinations.acquire({ destination: destinationOf(callback.url), workspaceId, leaseId, parkAs, dueMs: now, nowMs: now })).granted).toBe(false);
+  // …and woken before that job exists: the slot stays reserved in its name, not given away.
   await handle.service['giveBack'](destinationOf(callback.url), 'elsewhere.2', QUIET);
-  expect(await handle.destinations.holds(destinationOf(callback.url), leaseId)).toBe(true);
-  expect(await handle.service.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, leaseId)).toMatchObject({ ladder_attempt: 1, status: 200 });
+  expect(await handle.destinations.holds(destinationOf(callback.url), parkAs)).toBe(true);
+  expect(await handle.service.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled', deferrals: 1 }, parkAs)).toMatchObject({ ladder_attempt: 1, status: 200 });
 });
 
 it('gives a slot handed to an attempt that no longer needs it to the next in line', async () => {
@@ -102,7 +104,19 @@ it('gives a slot handed to an attempt that no longer needs it to the next in lin
   // A stale repeat of attempt 1 holding a slot in its name: it finds the callback delivered.
   const now = Date.now();
   const leaseId = jobIds.delivery(callback.id, 1, 'scheduled');
-  expect((await handle.destinations.acquire({ destination, workspaceId, leaseId, dueMs: now, nowMs: now })).granted).toBe(true);
+  expect((await handle.destinations.acquire({ destination, workspaceId, leaseId, parkAs: `${leaseId}.d1`, dueMs: now, nowMs: now })).granted).toBe(true);
   expect(await handle.service.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, leaseId)).toBeUndefined();
   expect(await handle.destinations.holds(destination, leaseId)).toBe(false);
+});
+
+it('records a deferred manual attempt under the id it was requested with, where the dashboard looks for it', async () => {
+  receiver.script('/manual', () => ({ status: 200 }));
+  const callback = (await handle.service.onJobFinished(await finishedJob('/manual'), 'queued'))!;
+  await occupy('elsewhere.3');
+  const requestId = jobIds.delivery(callback.id, 1, 'manual');
+  expect(await handle.service.deliver({ messageId: callback.id, attempt: 1, trigger: 'manual' }, requestId)).toBeUndefined();
+  const deferred = (await deliveries.getJob(jobIds.deferral(requestId, 1)))!;
+  await handle.service['giveBack'](destinationOf(callback.url), 'elsewhere.3', QUIET);
+  expect(await handle.service.deliver(deferred.data, deferred.id!)).toMatchObject({ trigger: 'manual', status: 200 });
+  expect(await store.attempt(callback.id, attemptKey('manual', 0, requestId))).toMatchObject({ status: 200 });
 });

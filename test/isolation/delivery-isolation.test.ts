@@ -126,6 +126,12 @@ it('keeps B’s callbacks at their baseline while A’s receivers hang, and make
   expect(hanging.requestsTo('/dark').length).toBeGreaterThanOrEqual(HANGING * 6);
   expect(slow.requestsTo('/slow').length).toBeGreaterThanOrEqual(SLOW * 6);
   console.log(`A's attempts received: ${hanging.requestsTo('/dark').length} of ${HANGING * 6} (hanging), ${slow.requestsTo('/slow').length} of ${SLOW * 6} (slow)`);
+  // Where a repeat came from, when one did: the dispatchers' warnings and their lines about it.
+  const seen = new Map<string, number>();
+  for (const r of [...hanging.requests, ...slow.requests]) seen.set(r.headers['webhook-id']!, (seen.get(r.headers['webhook-id']!) ?? 0) + 1);
+  const dispatchers = stack.processes.filter((p) => p.name === 'webhook-dispatcher');
+  const warnings = dispatchers.flatMap((p) => p.lines.filter((l) => l.level === 'warn' || l.level === 'error'));
+  console.log(`repeats: ${[...seen].filter(([, n]) => n > 6).map(([k]) => k).join(', ') || 'none'}\n${warnings.slice(0, 30).map((l) => JSON.stringify(l)).join('\n')}`);
   // No destination ever had more attempts in flight than its cap, over both replicas.
   expect(hanging.maxInFlight).toBeLessThanOrEqual(CAP);
   expect(slow.maxInFlight).toBeLessThanOrEqual(CAP);

@@ -23,19 +23,3 @@ export class PermanentJobError extends UnrecoverableError {
     return match ? { code: match[1], detail: match[2] } : undefined;
   }
 }
-
-/**
- * Thrown by a handler to set its job aside until `untilMs` without counting a try or holding a
- * worker: the consumer moves it to BullMQ's delayed set. `afterDeferred`, when given, runs once the
- * job waits there; if it answers true the job is made runnable at once (it was woken while being
- * set aside).
- */
-export class DeferJobError extends Error {
-  constructor(
-    readonly untilMs: number,
-    readonly afterDeferred?: () => Promise<boolean>,
-  ) {
-    super(`deferred until ${new Date(untilMs).toISOString()}`);
-    this.name = 'DeferJobError';
-  }
-}

@@ -1,6 +1,6 @@
-import { DelayedError, Job, Queue, Worker, type JobsOptions } from 'bullmq';
+import { Job, Queue, Worker, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { DeferJobError, PermanentJobError } from './errors';
+import { PermanentJobError } from './errors';
 import type { Logger } from './logger';
 import { QueueDepth, withTimeout } from './queue-depth';
 import { SchedulePromoter } from './queue-schedule';
@@ -190,7 +190,7 @@ export class QueueConsumer<Q extends QueueName> {
     const logger = opts.logger.child({ queue: name });
     this.worker = new Worker(
       name,
-      async (job: Job, token?: string) => {
+      async (job: Job) => {
         // Own names only: a job named after an Object.prototype member must not find one.
         const handler = Object.hasOwn(handlers, job.name)
           ? (handlers[job.name as JobNameOf<Q>] as (p: unknown, j: Job) => Promise<void>)
@@ -199,12 +199,6 @@ export class QueueConsumer<Q extends QueueName> {
         this.inFlight++;
         try {
           await handler(job.data, job);
-        } catch (err) {
-          if (!(err instanceof DeferJobError)) throw err;
-          await job.moveToDelayed(err.untilMs, token);
-          if (await err.afterDeferred?.()) await job.promote().catch(() => undefined);
-          // Tells BullMQ the job was moved on purpose: not a try, not a failure.
-          throw new DelayedError();
         } finally {
           this.inFlight--;
         }
@@ -219,6 +213,9 @@ export class QueueConsumer<Q extends QueueName> {
       },
     );
     logRedisErrors(this.worker, logger, `worker:${name}`);
+    // A job whose lock lapsed while it ran (its worker died, or stalled past JOB_LOCK_MS) runs again:
+    // for callbacks that may be a second POST with the same webhook-id.
+    this.worker.on('stalled', (jobId) => logger.warn('job stalled; it runs again', { job: jobId }));
     // Every sign that the worker loop turns: it took a job, ended one, or looked and found none.
     for (const event of ['active', 'completed', 'failed', 'drained', 'ready'] as const) {
       this.worker.on(event, () => (this.lastActivityMs = Date.now()));

@@ -17,8 +17,12 @@ export interface JobCatalogue {
     'job-finished': { jobId: string; requeue?: number };
   };
   'callback-deliveries': {
-    /** `requeue`: how many times BullMQ gave up on this attempt before (transient trouble); absent at first. */
-    deliver: { messageId: string; attempt: number; trigger: AttemptTrigger; requeue?: number };
+    /**
+     * `requeue`: how many times BullMQ gave up on this attempt before (transient trouble); absent at first.
+     * `deferrals`: how many times the attempt found its destination without a free slot and went on as
+     * a new delayed job (see `jobIds.deferral`); absent at first.
+     */
+    deliver: { messageId: string; attempt: number; trigger: AttemptTrigger; requeue?: number; deferrals?: number };
     /** A dashboard test callback: the request (URL, workspace) and its outcome live under this id in the store. */
     'test-callback': { testId: string };
   };
@@ -131,6 +135,14 @@ export const jobIds = {
       : requeue === 0
         ? `${messageId}.${attempt}`
         : `${messageId}.${attempt}.r${requeue}`,
+  /**
+   * An attempt set aside for the `n`th time because its destination had no free slot: a job of its
+   * own, so that a slot handed to it can never be confused with the job that set it aside (BullMQ
+   * tracks a running job's lock by its id).
+   */
+  deferral: (jobId: string, n: number) => `${jobIds.beforeDeferral(jobId)}.d${n}`,
+  /** The id an attempt was queued under before any deferral (a manual attempt is recorded under it). */
+  beforeDeferral: (jobId: string) => jobId.replace(/\.d[0-9]+$/, ''),
   /** A manual attempt of a bulk recovery: one per callback per recovery, however often the recovery is re-run. */
   recoveryDelivery: (messageId: string, recoveryId: string) => `${messageId}.recovery.${recoveryId}`,
 };

@@ -10,7 +10,7 @@
     KEYS[5] the workspace's destinations (sorted set: id -> last use ms)
 
     ARGV[1] destination id
-    ARGV[2] lease id: the attempt's delivery job id
+    ARGV[2] lease id: the id of the job making the attempt (a slot reserved for it is found under it)
     ARGV[3] now ms
     ARGV[4] lease ms: how long the slot is held at most
     ARGV[5] the attempt's due time ms: its place in the parked order
@@ -18,6 +18,8 @@
     ARGV[7] slow lane cap
     ARGV[8] origin, for people
     ARGV[9] ms that idle destination keys are kept
+    ARGV[10] park as: the id of the job the attempt goes on as if parked (a slot is reserved under it
+             when its turn comes)
 
   Output:
     {1, limit, woken ids...}           granted (also when a lease was already held in its name:
@@ -52,7 +54,7 @@ local granted = redis.call('ZSCORE', KEYS[1], ARGV[2])
 if not granted and redis.call('ZCARD', KEYS[1]) < limit then granted = true end
 if granted then
   redis.call('ZADD', KEYS[1], now + lease_ms, ARGV[2])
-  redis.call('ZREM', KEYS[2], ARGV[2])
+  redis.call('ZREM', KEYS[2], ARGV[2], ARGV[10])
   local reply = {1, limit}
   for _, id in ipairs(woken) do
     if id ~= ARGV[2] then table.insert(reply, id) end
@@ -60,9 +62,12 @@ if granted then
   return reply
 end
 
-redis.call('ZADD', KEYS[2], 'NX', ARGV[5], ARGV[2])
+-- A job parked before and run at its fallback time keeps its place in line under its next id.
+local place = redis.call('ZSCORE', KEYS[2], ARGV[2]) or ARGV[5]
+redis.call('ZREM', KEYS[2], ARGV[2])
+redis.call('ZADD', KEYS[2], 'NX', place, ARGV[10])
 redis.call('PEXPIRE', KEYS[2], keep_ms)
-local position = redis.call('ZRANK', KEYS[2], ARGV[2])
+local position = redis.call('ZRANK', KEYS[2], ARGV[10])
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local earliest = now
 if first[2] then earliest = math.max(now, tonumber(first[2])) end

@@ -20,7 +20,7 @@ afterAll(async () => {
 /** A destination of its own per test, so the tests share nothing. */
 const fresh = () => destinationOf(`https://r-${randomBytes(4).toString('hex')}.example:8443/hook?token=x`);
 const ask = (destination: ReturnType<typeof fresh>, leaseId: string, nowMs: number, dueMs = nowMs) =>
-  gate.acquire({ destination, workspaceId: 'ws_gate', leaseId, dueMs, nowMs });
+  gate.acquire({ destination, workspaceId: 'ws_gate', leaseId, parkAs: leaseId, dueMs, nowMs });
 
 describe('destinationOf', () => {
   it('is the origin: scheme, host and port, never the path or query', () => {
@@ -78,6 +78,21 @@ describe('DestinationGate', () => {
     expect(await ask(d, 'newcomer', later)).toEqual({ granted: true, woken: ['other'] });
   });
 
+  it('parks an attempt under the id of the job it goes on as, and keeps its place in line when that job is parked again', async () => {
+    const d = fresh();
+    const now = 3_200_000;
+    for (let i = 0; i < 4; i++) await ask(d, `held.${i}`, now);
+    const first = await gate.acquire({ destination: d, workspaceId: 'ws_gate', leaseId: 'x', parkAs: 'x.d1', dueMs: now - 50, nowMs: now });
+    await gate.acquire({ destination: d, workspaceId: 'ws_gate', leaseId: 'y', parkAs: 'y.d1', dueMs: now, nowMs: now });
+    expect(first).toMatchObject({ granted: false, position: 0 });
+    // x.d1 runs at its fallback time while the slots are still taken: it is first in line as x.d2.
+    const again = await gate.acquire({ destination: d, workspaceId: 'ws_gate', leaseId: 'x.d1', parkAs: 'x.d2', dueMs: now + 10, nowMs: now + 10 });
+    expect(again).toMatchObject({ granted: false, position: 0 });
+    expect(await gate.release(d, 'held.0', QUIET, now + 20)).toEqual(['x.d2']);
+    expect(await gate.holds(d, 'x.d2')).toBe(true);
+    expect(await gate.holds(d, 'x.d1')).toBe(false);
+  });
+
   it('hands lapsed slots to the parked attempts first, and says so even when the caller itself is parked', async () => {
     const d = fresh();
     const now = 3_500_000;
@@ -127,7 +142,7 @@ describe('DestinationGate', () => {
   it('lists recent destinations over every workspace for metrics', async () => {
     const d = fresh();
     const now = Date.now();
-    await gate.acquire({ destination: d, workspaceId: 'ws_other', leaseId: 'm', dueMs: now, nowMs: now });
+    await gate.acquire({ destination: d, workspaceId: 'ws_other', leaseId: 'm', parkAs: 'm.d1', dueMs: now, nowMs: now });
     const recent = await gate.recent(now);
     expect(recent.find((s) => s.id === d.id)).toMatchObject({ origin: d.origin, inFlight: 1, deferred: 0 });
     expect((await gate.ofWorkspace('ws_gate', now)).some((s) => s.id === d.id)).toBe(false);

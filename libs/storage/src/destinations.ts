@@ -16,8 +16,10 @@ const RECENT_MS = 15 * 60_000;
 export interface SlotRequest {
   destination: Destination;
   workspaceId: string;
-  /** The attempt's delivery job id: the lease is held in its name, and it is what a parked attempt is woken by. */
+  /** The id of the job making the attempt: the slot is held in its name (and one reserved for it is found under it). */
   leaseId: string;
+  /** The id of the job the attempt goes on as if it is parked: its slot will be reserved under this id. */
+  parkAs: string;
   /** When the attempt became due: parked attempts are served in this order. */
   dueMs: number;
   nowMs: number;
@@ -51,7 +53,7 @@ export class DestinationGate {
     const reply = (await ACQUIRE.run(
       this.redis,
       [this.keys.destinationLeases(d.id), this.keys.destinationParked(d.id), this.keys.destinationState(d.id), this.keys.destinations(), this.keys.workspaceDestinations(request.workspaceId)],
-      [d.id, request.leaseId, request.nowMs, this.leaseMs, request.dueMs, this.limits.maxInFlight, this.limits.slowMaxInFlight, d.origin, IDLE_KEEP_MS],
+      [d.id, request.leaseId, request.nowMs, this.leaseMs, request.dueMs, this.limits.maxInFlight, this.limits.slowMaxInFlight, d.origin, IDLE_KEEP_MS, request.parkAs],
     )) as (number | string)[];
     if (reply[0] === 1) return { granted: true, woken: reply.slice(2).map(String) };
     return { granted: false, wakeAtMs: Number(reply[1]), limit: Number(reply[2]), position: Number(reply[3]), woken: reply.slice(4).map(String) };
@@ -67,7 +69,7 @@ export class DestinationGate {
     return reply.slice(1).map(String);
   }
 
-  /** Whether a slot is held in this attempt's name: a parked attempt can be woken before its delayed job exists. */
+  /** Whether a slot is held in this job's name: a parked attempt can be woken before its delayed job exists. */
   async holds(destination: Destination, leaseId: string): Promise<boolean> {
     return (await this.redis.zscore(this.keys.destinationLeases(destination.id), leaseId)) !== null;
   }

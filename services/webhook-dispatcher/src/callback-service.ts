@@ -1,6 +1,5 @@
 import { CallbackUrlRejectedError, type CheckedTarget } from '@media/callback-guard';
 import {
-  DeferJobError,
   FaultInjector,
   jobIds,
   NO_CALLBACK_METRICS,
@@ -45,6 +44,7 @@ export interface DeliveryRequest {
   attempt: number;
   trigger: AttemptTrigger;
   requeue?: number;
+  deferrals?: number;
 }
 
 /** The dependencies, narrowed to what the service calls so tests can hand in fakes. */
@@ -158,18 +158,10 @@ export class CallbackService {
       await this.deps.deliveries.add('deliver', first, { jobId: jobIds.delivery(callback.id, 1, 'scheduled') });
       return callback;
     }
-    const firstJobId = jobIds.delivery(callback.id, 1, 'scheduled');
     try {
       // The job was read a moment ago; the attempt renders it afresh anyway (fresh links).
-      await this.deliverCallback(callback, first, firstJobId, { job, secrets });
+      await this.deliverCallback(callback, first, jobIds.delivery(callback.id, 1, 'scheduled'), { job, secrets });
     } catch (err) {
-      if (err instanceof DeferJobError) {
-        // Its destination has no free slot: attempt 1 waits as a delayed delivery job instead of
-        // holding this worker, under the id its slot will be handed to when one comes free.
-        await this.deps.deliveries.add('deliver', first, { jobId: firstJobId, delay: Math.max(0, err.untilMs - this.now()) });
-        if (await err.afterDeferred?.()) await this.deps.deliveries.promote(firstJobId);
-        return callback;
-      }
       if (!(err instanceof UndeliverableCallbackError)) throw err;
       // What the deliveries queue's give-up path does for a permanent failure: the callback ends.
       const ended = await this.deps.callbacks.giveUp(callback, this.now());
@@ -213,6 +205,8 @@ export class CallbackService {
     }
 
     const exchange = await this.attemptWithinSlot(callback, request, queueJobId, known);
+    // Set aside: it goes on as a delayed job of its own when a slot is free.
+    if (exchange === 'deferred') return undefined;
     this.faults.at('delivery.sent');
     const error = errorOf(exchange);
     const ladder = request.trigger === 'scheduled' ? request.attempt : null;
@@ -232,7 +226,8 @@ export class CallbackService {
     const next = ladder !== null && error !== null ? nextAttemptAt(this.deps.retryScheduleMs, ladder, endedMs) : null;
     const { recorded, callback: after } = await this.deps.callbacks.recordAttempt(
       callback,
-      attemptKey(request.trigger, request.attempt, queueJobId),
+      // A manual attempt is recorded under the id it was requested with, however often it was deferred.
+      attemptKey(request.trigger, request.attempt, jobIds.beforeDeferral(queueJobId)),
       attempt,
       next,
       this.now(),
@@ -365,17 +360,27 @@ export class CallbackService {
   }
 
   /**
-   * {@link attempt} inside one of its destination's slots. With none free, the attempt is parked
-   * and this throws {@link DeferJobError}: the caller sets its job aside (it holds no worker) until
-   * a slot is handed to it, or until the time its turn comes at the latest.
+   * {@link attempt} inside one of its destination's slots. With none free the attempt is parked in
+   * its destination's line and goes on as a new delayed job (`jobIds.deferral`): the job in hand
+   * ends, so the attempt holds no worker while it waits. The delayed job is made runnable when a
+   * slot is handed to it, or at the latest when its turn comes even if every attempt ahead of it
+   * takes its whole lease.
    */
-  private async attemptWithinSlot(callback: CallbackRecord, request: DeliveryRequest, queueJobId: string, known?: KnownInputs): Promise<Exchange> {
+  private async attemptWithinSlot(
+    callback: CallbackRecord,
+    request: DeliveryRequest,
+    queueJobId: string,
+    known?: KnownInputs,
+  ): Promise<Exchange | 'deferred'> {
     const destination = destinationOf(callback.url);
     const now = this.now();
+    const deferrals = (request.deferrals ?? 0) + 1;
+    const parkAs = jobIds.deferral(queueJobId, deferrals);
     const slot = await this.deps.destinations.acquire({
       destination,
       workspaceId: callback.workspace_id,
       leaseId: queueJobId,
+      parkAs,
       // Automatic attempts queue in the order the ladder made them due; manual ones from when asked.
       dueMs: request.trigger === 'scheduled' ? Math.min(now, callback.next_attempt_ms ?? now) : now,
       nowMs: now,
@@ -384,6 +389,9 @@ export class CallbackService {
     if (!slot.granted) {
       this.metrics.deferred();
       if (request.trigger === 'scheduled') await this.deps.callbacks.deferNext(callback.id, request.attempt, slot.wakeAtMs);
+      await this.deps.deliveries.add('deliver', { ...request, deferrals }, { jobId: parkAs, delay: Math.max(0, slot.wakeAtMs - this.now()) });
+      // Its turn may have come between parking it and adding its job, when there was no job to wake.
+      if (await this.deps.destinations.holds(destination, parkAs)) await this.deps.deliveries.promote(parkAs);
       this.deps.logger.debug('callback attempt deferred; destination saturated', {
         message_id: callback.id,
         destination: destination.origin,
@@ -391,7 +399,7 @@ export class CallbackService {
         position: slot.position,
         until: new Date(slot.wakeAtMs).toISOString(),
       });
-      throw new DeferJobError(slot.wakeAtMs, () => this.deps.destinations.holds(destination, queueJobId));
+      return 'deferred';
     }
     let signal: DestinationSignal = QUIET;
     try {
@@ -415,10 +423,9 @@ export class CallbackService {
 
   /**
    * Makes runnable the parked attempts that were just handed slots. One whose delayed job does not
-   * exist (yet) keeps its slot: an attempt 1 deferred by its event's handler is parked a moment
-   * before its delayed job is added, and promotes itself once added if a slot is held in its name
-   * ({@link DeferJobError.afterDeferred}). A job that is gone for good (delivered by hand meanwhile)
-   * leaves its slot to lapse at the lease's deadline.
+   * exist (yet) keeps its slot: an attempt is parked a moment before its delayed job is added, and
+   * promotes that job once added if a slot is held in its name. A job that is gone for good
+   * (removed with its callback) leaves its slot to lapse at the lease's deadline.
    */
   private async wake(woken: string[]): Promise<void> {
     for (const jobId of woken) {

@@ -1,10 +1,9 @@
 import type { Redis } from 'ioredis';
-import type { AttemptTrigger } from '@media/common';
+import { LuaScript, type AttemptTrigger } from '@media/common';
 import { callbackIdFor, EVENT_TYPES, type EventType } from '@media/domain';
 import type { StoreKeys } from './keys';
 import { readIndexPage } from './index-page';
 import { CorruptRecordError } from './jobs';
-import { LuaScript } from './lua-script';
 import { encodeRecord } from './record-json';
 
 /** Where a callback stands: still on its ladder, answered with a 2xx, or out of automatic attempts. */

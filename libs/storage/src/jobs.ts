@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
+import { LuaScript } from '@media/common';
 import { isFinished, type JobRecord, type LedgerEntry } from '@media/domain';
 import { readIndexPage, type IndexPage } from './index-page';
 import type { IdempotencyEntry } from './idempotency';
 import type { StoreKeys } from './keys';
-import { LuaScript } from './lua-script';
 import { encodeRecord } from './record-json';
 
 // A record that cjson cannot decode (written before encodeRecord existed, or by hand) must not

@@ -195,7 +195,10 @@ export class TestStack {
   readonly jobs: JobRepository;
   /** Workspace accounts on this stack's keys (minting and storing credentials, as the CLI does). */
   readonly accounts: WorkspaceAccounts;
+  /** The latest process started of each service. */
   readonly services = new Map<ServiceName, ServiceProcess>();
+  /** Every process started, replicas and restarts included: stop() ends them all. */
+  private readonly processes: ServiceProcess[] = [];
   baseUrl = '';
   mediaDir = '';
   env: NodeJS.ProcessEnv = {};
@@ -257,6 +260,7 @@ export class TestStack {
     // Each process its own ops port: several services of a stack share this machine.
     const service = new ServiceProcess(name, { ...this.env, OPS_PORT: String(await freePort()), ...extraEnv });
     this.services.set(name, service);
+    this.processes.push(service);
     await service.start(READY[name]);
     return service;
   }
@@ -273,7 +277,7 @@ export class TestStack {
   }
 
   async stop(): Promise<void> {
-    await Promise.all([...this.services.values()].map((s) => s.kill('SIGKILL')));
+    await Promise.all(this.processes.map((s) => s.kill('SIGKILL')));
     await deleteKeysUnder(this.redis, this.prefix);
     this.redis.disconnect();
     await this.blobs?.close();

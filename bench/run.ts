@@ -6,12 +6,13 @@
  * (`bench-<run>-<phase>`), deleted when the phase ends, and the whole run stops by itself at a
  * deadline, cleaning up on the way out.
  *
- * Phases, in order (BENCH_ONLY=dispatcher,gateway,latency,memory,generation picks some):
+ * Phases, in order (BENCH_ONLY=dispatcher,gateway,latency,memory,generation,isolation picks some):
  *   dispatcher  bench/dispatcher.ts  callbacks/s of one dispatcher vs plain got POST loops
  *   gateway     bench/gateway.ts     async image acceptance of one gateway vs bare Express (autocannon)
  *   latency     bench/latency.ts     job end → receiver's first byte, whole stack, paced jobs
  *   memory      bench/memory.ts      Redis memory per pending callback, by key kind
  *   generation  bench/generation.ts  sync image and video generation times (no peer)
+ *   isolation   bench/isolation.ts   one workspace's latency while another has a backlog, vs idle
  *
  * Timings are reports, not tests: the exit code is non-zero only when a phase could not run or a
  * figure is invalid (e.g. the gateway answered anything but 202 under load).
@@ -20,6 +21,7 @@
  * BENCH_IN_FLIGHT=50, DISPATCHER_CONCURRENCY=50, BENCH_AC_CONNECTIONS=50, BENCH_AC_PIPELINING=1,
  * BENCH_AC_SECONDS=10, BENCH_AC_WARMUP_SECONDS=2, BENCH_LATENCY_RATES=20,10, BENCH_LATENCY_SECONDS=15,
  * GENERATOR_CONCURRENCY=2, BENCH_MEMORY_JOBS=1000, BENCH_MEMORY_WARMUP=20, BENCH_GENERATION_ROUNDS=5,
+ * BENCH_ISOLATION_SAMPLES=20, BENCH_ISOLATION_BACKLOG=600,
  * BENCH_OUT=bench/results/latest.json, REDIS_URL, BENCH_CPU_PROF=<dir> (each service writes a V8 CPU
  * profile there when it stops), BENCH_REDIS=cluster (every phase on a three-primary Redis Cluster that
  * the run starts on loopback, instead of REDIS_URL).
@@ -31,6 +33,7 @@ import { TestRedisCluster } from '../test/support/redis-cluster';
 import { benchDispatcher, type DispatcherResult } from './dispatcher';
 import { benchGateway, type GatewayResult } from './gateway';
 import { benchGeneration, type GenerationResult } from './generation';
+import { benchIsolation, type IsolationResult } from './isolation';
 import { benchLatency, type LatencyResult } from './latency';
 import { benchMemory, type MemoryResult } from './memory';
 import {
@@ -50,7 +53,7 @@ import {
   type MachineInfo,
 } from './support';
 
-const PHASES = ['dispatcher', 'gateway', 'latency', 'memory', 'generation'] as const;
+const PHASES = ['dispatcher', 'gateway', 'latency', 'memory', 'generation', 'isolation'] as const;
 type Phase = (typeof PHASES)[number];
 
 interface Results {
@@ -59,6 +62,7 @@ interface Results {
   latency?: LatencyResult;
   memory?: MemoryResult;
   generation?: GenerationResult;
+  isolation?: IsolationResult;
 }
 
 /** One line of the final table. */
@@ -77,6 +81,9 @@ const GOALS = {
   latencyP50Ms: 5,
   latencyP99Ms: 25,
   memoryBytes: 1.5 * 1024,
+  /** Another workspace's backlog may cost a small job this many of the backlog's render times, at most (p50, p99). */
+  isolationRendersP50: 3,
+  isolationRendersP99: 5,
 };
 
 const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
@@ -155,6 +162,43 @@ function tableRows(r: Results): Row[] {
       });
     }
   }
+  if (r.isolation?.generation) {
+    const g = r.isolation.generation;
+    const render = g.largeRenderMs.p50Ms;
+    const backlog = `A: ${g.backlogQueued} large queued`;
+    for (const kind of ['sync', 'async'] as const) {
+      for (const [p, renders] of [['p50', GOALS.isolationRendersP50], ['p99', GOALS.isolationRendersP99]] as const) {
+        const during = g[kind].duringBacklog[`${p}Ms`];
+        const idle = g[kind].baseline[`${p}Ms`];
+        const limit = idle + renders * render;
+        rows.push({
+          figure: `B's ${kind} image 256x256 while ${backlog}, ${p}`,
+          ours: `${fmt(during)} ms`,
+          peer: `B idle: ${fmt(idle)} ms`,
+          ratio: fmt(during / idle, 1),
+          goal: `≤ idle + ${renders} × A's render (${fmt(limit)} ms)`,
+          met: yesNo(during <= limit),
+        });
+      }
+    }
+  }
+  if (r.isolation?.delivery) {
+    const d = r.isolation.delivery;
+    const [shipped, before] = d.runs;
+    for (const p of ['p50', 'p99'] as const) {
+      const idle = shipped[`baseline${p.toUpperCase() as 'P50' | 'P99'}Ms`];
+      const during = shipped[`during${p.toUpperCase() as 'P50' | 'P99'}Ms`];
+      const limit = Math.max(2 * idle, idle + 1_000);
+      rows.push({
+        figure: `B's callback, job end → first byte, while A's receiver hangs (${d.darkCallbacks} due), ${p}`,
+        ours: `${fmt(during)} ms`,
+        peer: `B idle: ${fmt(idle)} ms; before isolation: ${fmt(before[`during${p.toUpperCase() as 'P50' | 'P99'}Ms`])} ms`,
+        ratio: fmt(during / idle, 1),
+        goal: `≤ 2 × idle or idle + 1 s (${fmt(limit)} ms)`,
+        met: yesNo(during <= limit),
+      });
+    }
+  }
   return rows;
 }
 
@@ -214,6 +258,28 @@ function printDetails(r: Results): void {
   if (r.generation) {
     const g = r.generation;
     console.log(`\ngeneration: sync image 1024x1024 min ${fmt(g.image.minMs)} p50 ${fmt(g.image.p50Ms)} max ${fmt(g.image.maxMs)} ms (n=${g.image.n}); video 4 s 720p + audio min ${fmt(g.video.minMs)} p50 ${fmt(g.video.p50Ms)} max ${fmt(g.video.maxMs)} ms (n=${g.video.n})`);
+  }
+  if (r.isolation?.generation) {
+    const g = r.isolation.generation;
+    console.log(
+      `\ngeneration isolation: 1 gateway, 1 generator, GENERATOR_CONCURRENCY ${g.generatorConcurrency}; A's large image 1536x1024 (high) alone p50 ${fmt(g.largeRenderMs.p50Ms)} max ${fmt(g.largeRenderMs.maxMs)} ms;` +
+        ` A queued ${g.backlogQueued}, ${g.backlogLeftWhenDone} still unfinished when B was done`,
+    );
+    printTable(
+      ['B, 256x256', 'n', 'idle p50', 'during p50', 'ratio', 'idle p99', 'during p99', 'ratio'],
+      (['sync', 'async'] as const).map((kind) => {
+        const { baseline: idle, duringBacklog: during } = g[kind];
+        return [kind, String(during.n), fmt(idle.p50Ms), fmt(during.p50Ms), fmt(during.p50Ms / idle.p50Ms, 1), fmt(idle.p99Ms), fmt(during.p99Ms), fmt(during.p99Ms / idle.p99Ms, 1)];
+      }),
+    );
+  }
+  if (r.isolation?.delivery) {
+    const d = r.isolation.delivery;
+    console.log(`\ndelivery isolation: 1 gateway, 1 generator, 1 dispatcher; A: ${d.darkCallbacks} callbacks to a receiver that never answers (WEBHOOK_TIMEOUT_MS 15000); B: ${d.bCallbacks} callbacks at 10/s to a healthy one`);
+    printTable(
+      ['settings', 'A hanging', 'B idle p50', 'B during p50', 'B idle p99', 'B during p99', 'p99 ratio'],
+      d.runs.map((run) => [run.label, String(run.darkInFlight), fmt(run.baselineP50Ms), fmt(run.duringP50Ms), fmt(run.baselineP99Ms), fmt(run.duringP99Ms), fmt(run.duringP99Ms / run.baselineP99Ms, 1)]),
+    );
   }
 }
 
@@ -276,6 +342,7 @@ async function main(): Promise<number> {
         results.memory = await benchMemory(ctx);
       },
       generation: async () => void (results.generation = await benchGeneration(ctx)),
+      isolation: async () => void (results.isolation = await benchIsolation(ctx)),
     };
     for (const phase of phases) {
       if (remainingMs() <= 0) {

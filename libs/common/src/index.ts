@@ -13,3 +13,4 @@ export * from './queue-schedule';
 export * from './metrics';
 export * from './ops-server';
 export * from './keyspace';
+export * from './lua-script';

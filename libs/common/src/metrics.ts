@@ -199,7 +199,7 @@ export function registerQueueGauges(registry: Registry, depth: QueueDepth, queue
   });
   new Gauge({
     name: 'media_queue_oldest_waiting_seconds',
-    help: 'Age of the oldest job that could run now (waiting, or delayed and due), per queue.',
+    help: 'Age of the oldest job that could run now (waiting, prioritized, or delayed and due), per queue.',
     labelNames: ['queue'],
     registers: [registry],
     async collect() {

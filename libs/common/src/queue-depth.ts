@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { bullKey } from './keyspace';
+import { LuaScript } from './lua-script';
 import { scheduleKey } from './queue-schedule';
 import type { QueueName } from './queues';
 
@@ -11,7 +12,7 @@ export interface QueueDepthReading {
   jobs: Record<QueueState, number>;
   /** What a worker has to do now: waiting + prioritized + delayed_due (what the autoscalers count). */
   backlog: number;
-  /** Age of the oldest job that could run now (waiting, or delayed and due), 0 when there is none. */
+  /** Age of the oldest job that could run now (waiting, prioritized, or delayed and due), 0 when there is none. */
   oldestWaitingSeconds: number;
   /** Paused by an operator (Bull Board): its waiting work is not the workers' fault. */
   paused: boolean;
@@ -22,6 +23,36 @@ export interface QueueDepthReading {
  * now" is every score up to the last one of this millisecond.
  */
 const DELAYED_SCORE_FACTOR = 0x1000;
+
+/** How many priority levels {@link OLDEST_PRIORITIZED} looks at, at most. */
+const MAX_PRIORITY_LEVELS = 5_000;
+
+// The prioritized job that has waited longest. BullMQ 6 scores a prioritized job
+// `priority * 2^32 + counter` (getPriorityScore.lua), the counter rising with every entry, so the
+// set's head is the job that runs next, not the oldest one: with fair scheduling (generationPriority)
+// a deep backlog's jobs wait behind younger ones of lower rank. The oldest is the first of its
+// priority level (FIFO within one), so one look per level present finds it: O(levels x log n),
+// where the levels are bounded by the workspaces' waiting-jobs caps, not by the jobs queued.
+// Flagged no-writes so that it runs, like the pipeline's reads, on a Redis paused for writes.
+// KEYS: 1 the queue's prioritized set. ARGV: 1 most levels to look at.
+// Answers the job id, or false when the set is empty.
+const OLDEST_PRIORITIZED = new LuaScript(`#!lua flags=no-writes
+local step = 0x100000000
+local from = '-inf'
+local oldest, oldestCounter
+for _ = 1, tonumber(ARGV[1]) do
+  local first = redis.call('ZRANGEBYSCORE', KEYS[1], from, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if #first == 0 then break end
+  local score = tonumber(first[2])
+  local priority = math.floor(score / step)
+  local counter = score - priority * step
+  if oldestCounter == nil or counter < oldestCounter then
+    oldest, oldestCounter = first[1], counter
+  end
+  from = string.format('%.0f', (priority + 1) * step)
+end
+return oldest
+`);
 
 /**
  * Reads one queue's depth straight from BullMQ's keys in one round trip. BullMQ's own getCounts
@@ -42,7 +73,7 @@ export class QueueDepth {
     // Pipelines, not MULTI: reads only, and they must pass a Redis paused for writes (CLIENT PAUSE
     // WRITE). Two of them, sent together: the queue's keys and its schedule live in different
     // cluster slots (keyspace.ts), and a cluster client sends a pipeline to one node only.
-    const [queueReplies, scheduleReplies] = await Promise.all([
+    const [queueReplies, scheduleReplies, oldestPrioritized] = await Promise.all([
       this.redis
         .pipeline()
         .llen(key('wait'))
@@ -56,10 +87,17 @@ export class QueueDepth {
         .zrange(key('delayed'), 0, 0, 'WITHSCORES')
         // BullMQ 6 keeps a paused queue's jobs in `wait` and marks the pause in its meta hash.
         .hexists(key('meta'), 'paused')
+        // The next prioritized job: the oldest one's stand-in on a Redis older than 7, which
+        // cannot run a script flagged no-writes.
+        .zrange(key('prioritized'), 0, 0)
         .exec(),
       // The queue's schedule (QUEUE_SCHEDULES; empty for queues without one) holds future jobs
       // as BullMQ's delayed set would: counted as delayed, and as delayed_due once their time came.
       this.redis.pipeline().zcard(schedule).zcount(schedule, '-inf', nowMs).zrange(schedule, 0, 0, 'WITHSCORES').exec(),
+      OLDEST_PRIORITIZED.run(this.redis, [key('prioritized')], [MAX_PRIORITY_LEVELS]).then(
+        (id) => (typeof id === 'string' ? id : null),
+        () => undefined,
+      ),
     ]);
     if (!queueReplies || !scheduleReplies) throw new Error('queue depth pipeline returned nothing');
     const replies = [...queueReplies, ...scheduleReplies];
@@ -72,26 +110,16 @@ export class QueueDepth {
     const oldestWaitingId = value(6) as string | null;
     const firstDelayed = value(7) as string[];
     const paused = Number(value(8)) === 1;
-    const delayed = bullDelayed + Number(value(9));
-    const delayedDue = bullDelayedDue + Number(value(10));
-    const firstScheduled = value(11) as string[];
+    const nextPrioritized = (value(9) as string[])[0] ?? null;
+    const delayed = bullDelayed + Number(value(10));
+    const delayedDue = bullDelayedDue + Number(value(11));
+    const firstScheduled = value(12) as string[];
 
-    let oldestMs = Infinity;
-    if (oldestWaitingId) {
-      // Waiting since it could first run: added (timestamp) plus its delay, or since its previous
-      // try started (a backoff retry). A promoted delayed job keeps its add time in `timestamp`, so
-      // that alone would age an 8 h retry by 8 h the moment it fell due.
-      const [timestamp, opts, processedOn] = await this.redis.hmget(key(oldestWaitingId), 'timestamp', 'opts', 'processedOn');
-      if (timestamp) {
-        let delay = 0;
-        try {
-          delay = Number((JSON.parse(opts ?? '{}') as { delay?: number }).delay ?? 0);
-        } catch {
-          delay = 0;
-        }
-        oldestMs = Math.max(Number(timestamp) + delay, Number(processedOn ?? 0));
-      }
-    }
+    const oldestPrioritizedId = oldestPrioritized === undefined ? nextPrioritized : oldestPrioritized;
+    let oldestMs = await this.waitingSinceMs(
+      queue,
+      [oldestWaitingId, oldestPrioritizedId].filter((id): id is string => Boolean(id)),
+    );
     if (firstDelayed.length === 2) {
       // A due delayed job has been "waiting" since it fell due, not since it was added.
       const dueMs = Math.floor(Number(firstDelayed[1]) / DELAYED_SCORE_FACTOR);
@@ -104,6 +132,33 @@ export class QueueDepth {
       paused,
       oldestWaitingSeconds: Number.isFinite(oldestMs) ? Math.max(0, (nowMs - oldestMs) / 1000) : 0,
     };
+  }
+
+  /**
+   * Since when the earliest of these jobs has waited (Unix ms; Infinity for none): since it could
+   * first run, i.e. added (timestamp) plus its delay, or since its previous try started (a backoff
+   * retry). A promoted delayed job keeps its add time in `timestamp`, so that alone would age an
+   * 8 h retry by 8 h the moment it fell due.
+   */
+  private async waitingSinceMs(queue: QueueName, jobIds: string[]): Promise<number> {
+    if (jobIds.length === 0) return Infinity;
+    const pipeline = this.redis.pipeline();
+    for (const id of jobIds) pipeline.hmget(bullKey(this.keyPrefix, queue, id), 'timestamp', 'opts', 'processedOn');
+    let since = Infinity;
+    for (const [err, fields] of (await pipeline.exec()) ?? []) {
+      if (err) throw err;
+      const [timestamp, opts, processedOn] = fields as (string | null)[];
+      // Removed since the first read (taken and finished): it waits no more.
+      if (!timestamp) continue;
+      let delay = 0;
+      try {
+        delay = Number((JSON.parse(opts ?? '{}') as { delay?: number }).delay ?? 0);
+      } catch {
+        delay = 0;
+      }
+      since = Math.min(since, Math.max(Number(timestamp) + delay, Number(processedOn ?? 0)));
+    }
+    return since;
   }
 }
 

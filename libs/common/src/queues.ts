@@ -1,4 +1,4 @@
-import type { JobsOptions } from 'bullmq';
+import { PRIORITY_LIMIT, type JobsOptions } from 'bullmq';
 import type { AppConfig } from './config';
 
 /**
@@ -146,3 +146,36 @@ export const jobIds = {
   /** A manual attempt of a bulk recovery: one per callback per recovery, however often the recovery is re-run. */
   recoveryDelivery: (messageId: string, recoveryId: string) => `${messageId}.recovery.${recoveryId}`,
 };
+
+/**
+ * Where asynchronous jobs start on the generation queue's priority scale; synchronous calls rank
+ * below it. BullMQ's scale ends at {@link PRIORITY_LIMIT} (2,097,151), so each band has room for
+ * ranks far beyond any workspace's waiting-jobs cap.
+ */
+export const ASYNC_PRIORITY_BAND = 1_000_000;
+
+/**
+ * The BullMQ priority of a generation job: fair scheduling across workspaces, the same on every
+ * replica because the rank comes from Redis.
+ *
+ * One FIFO let a workspace that queued hundreds of jobs hold every other workspace's job behind
+ * all of them. BullMQ takes the lowest priority number first (FIFO among equals), so a job's
+ * priority is its `rank`, its place among its workspace's unfinished jobs when it was accepted
+ * (1 = the workspace had nothing else unfinished): every workspace's first job runs before
+ * anyone's second. A job of rank r waits for the jobs already running and for those of rank r or
+ * lower queued before it (about one per other busy workspace per rank), never for another
+ * workspace's whole backlog.
+ *
+ * Synchronous calls hold a client connection, so they get a band of their own below every
+ * asynchronous job: they never wait behind an asynchronous backlog, only for a free slot. They are
+ * ranked too, rather than put on BullMQ's plain wait list (priority 0, taken before any
+ * prioritized job), where one workspace's flood of synchronous calls would be a single FIFO again.
+ *
+ * The rank is fixed when the job is queued: it does not improve as the workspace's earlier jobs
+ * finish, so under sustained load a job accepted deep in a backlog can be overtaken by jobs
+ * accepted later at a lower rank, its own workspace's included.
+ */
+export function generationPriority({ synchronous, rank }: { synchronous: boolean; rank: number }): number {
+  const place = Math.max(1, Math.floor(rank) || 1);
+  return synchronous ? Math.min(place, ASYNC_PRIORITY_BAND) : Math.min(ASYNC_PRIORITY_BAND + place, PRIORITY_LIMIT);
+}

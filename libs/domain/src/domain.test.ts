@@ -1,7 +1,8 @@
 import { LinkSigner } from './links';
 import { describeSize, findModel, imageCost, imagePrice, videoCost, type ImageModel, type VideoModel } from './models';
 import { JobPresenter } from './presenter';
-import type { ImageJob, VideoJob } from './jobs';
+import { generationPriority, jobIds } from '@media/common';
+import { generationQueueEntry, isSynchronous, type ImageJob, type VideoJob } from './jobs';
 
 const signer = new LinkSigner('k'.repeat(32), 'https://api.example.com', 86_400);
 
@@ -90,5 +91,35 @@ describe('JobPresenter', () => {
     expect(presenter.video(video, removal - 60)).toMatchObject({ expires_at: removal, url_expires_at: removal });
     // A failed job is removed too, and says when.
     expect(presenter.video({ ...video, status: 'failed', output: null, cost: null })).toMatchObject({ expires_at: removal, url: null, completed_at: null });
+  });
+});
+
+describe('generation queue entries', () => {
+  const base = {
+    id: 'img_1', workspace_id: 'ws_1', model: 'pixel-1', prompt: 'p', seed: 1, status: 'in_progress' as const, created_ms: 1, finished_ms: null,
+    cost: null, error: null, callback_url: null, request_id: 'req_1', n: 1, size: '256x256', output_format: 'png' as const,
+    response_format: 'url' as const, inputs: [], mask: null, outputs: [],
+  };
+  const syncImage: ImageJob = { ...base, kind: 'image', operation: 'generation' };
+  const asyncImage: ImageJob = { ...syncImage, callback_url: 'https://example.com/hook' };
+  const video: VideoJob = {
+    ...base, id: 'video_1', model: 'motion-1', kind: 'video', status: 'queued', seconds: 1, size: '640x360', generate_audio: false, progress: 0, output: null,
+  };
+
+  it('calls only an image request without a callback URL synchronous', () => {
+    expect(isSynchronous(syncImage)).toBe(true);
+    expect(isSynchronous({ ...syncImage, operation: 'edit' })).toBe(true);
+    expect(isSynchronous(asyncImage)).toBe(false);
+    expect(isSynchronous(video)).toBe(false);
+  });
+
+  it("queues a job under its own id, named for its kind, at its band's priority for its rank", () => {
+    expect(generationQueueEntry(syncImage, 3)).toEqual({
+      name: 'generate-image',
+      payload: { jobId: 'img_1' },
+      opts: { jobId: jobIds.generation('img_1'), priority: generationPriority({ synchronous: true, rank: 3 }) },
+    });
+    expect(generationQueueEntry(asyncImage, 3).opts.priority).toBe(generationPriority({ synchronous: false, rank: 3 }));
+    expect(generationQueueEntry(video, 1)).toMatchObject({ name: 'generate-video', opts: { priority: generationPriority({ synchronous: false, rank: 1 }) } });
   });
 });

@@ -1,5 +1,5 @@
 /** Job records as stored. The API objects are rendered from them by the presenter. */
-import { derivedId } from '@media/common';
+import { derivedId, generationPriority, jobIds } from '@media/common';
 
 export type JobStatus = 'queued' | 'in_progress' | 'completed' | 'failed';
 export type ImageOutputFormat = 'png' | 'jpeg' | 'webp';
@@ -105,8 +105,28 @@ export interface LedgerEntry {
   created_ms: number;
 }
 
-/** The `generation` queue's job name for a job record: one mapping for the gateway and the intake repair. */
+/**
+ * A synchronous call: an image request without a callback URL, whose client holds its connection
+ * open until the image is made. Videos and images with a callback are answered at once and run in
+ * the background.
+ */
+export const isSynchronous = (job: JobRecord): boolean => job.kind === 'image' && !job.callback_url;
+
+/** The `generation` queue's job name for a job record. */
 export function generationJobName(job: JobRecord): 'generate-image' | 'edit-image' | 'generate-video' {
   if (job.kind === 'video') return 'generate-video';
   return job.operation === 'edit' ? 'edit-image' : 'generate-image';
+}
+
+/**
+ * How a job record goes on the `generation` queue: one mapping for the gateway and the intake
+ * repair. `rank` is the job's place among its workspace's unfinished jobs (see `generationPriority`);
+ * the id is the job's own, so queueing a job that is queued already is a no-op.
+ */
+export function generationQueueEntry(job: JobRecord, rank: number) {
+  return {
+    name: generationJobName(job),
+    payload: { jobId: job.id },
+    opts: { jobId: jobIds.generation(job.id), priority: generationPriority({ synchronous: isSynchronous(job), rank }) },
+  };
 }

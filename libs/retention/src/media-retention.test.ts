@@ -64,7 +64,7 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
     if (opts.key) {
       const entry = idempotency.entry(ws, opts.key, 'fp', id);
       job.idempotency_key_hash = idempotencyKeyHash(opts.key);
-      expect(await jobs.admit(job, { maxWaitingDefault: 100, idempotency: entry })).toEqual({ outcome: 'stored' });
+      expect(await jobs.admit(job, { maxWaitingDefault: 100, idempotency: entry })).toMatchObject({ outcome: 'stored' });
     } else {
       await jobs.create(job);
     }

@@ -1,11 +1,11 @@
 import type { Redis } from 'ioredis';
-import type { AttemptTrigger } from '@media/common';
+import { LuaScript, type AttemptTrigger } from '@media/common';
 import { callbackIdFor, EVENT_TYPES, type EventType } from '@media/domain';
 import type { StoreKeys } from './keys';
 import { readIndexPage } from './index-page';
 import { CorruptRecordError } from './jobs';
-import { LuaScript } from './lua-script';
 import { encodeRecord } from './record-json';
+import { storeScript } from './lua';
 
 /** Where a callback stands: still on its ladder, answered with a 2xx, or out of automatic attempts. */
 export type CallbackState = 'pending' | 'delivered' | 'failed';
@@ -122,7 +122,7 @@ export interface CallbackListQuery {
   createdBeforeMs?: number;
 }
 
-const DEFER = LuaScript.load('callback-defer');
+const DEFER = storeScript('callback-defer');
 
 /** Ids read per step while a combined state + type filter scans the state index. */
 const FILTER_SCAN_CHUNK = 100;

@@ -1,11 +1,11 @@
 import type { Redis } from 'ioredis';
 import { leaseMsFor, SLOW_LANE_MS, type Destination, type DestinationLimits, type DestinationSignal, type DestinationStatus } from '@media/domain';
 import type { StoreKeys } from './keys';
-import { LuaScript } from './lua-script';
+import { storeScript } from './lua';
 
-const ACQUIRE = LuaScript.load('destination-acquire');
-const RELEASE = LuaScript.load('destination-release');
-const STATUS = LuaScript.load('destination-status');
+const ACQUIRE = storeScript('destination-acquire');
+const RELEASE = storeScript('destination-release');
+const STATUS = storeScript('destination-status');
 
 /** Keys of a destination that sees no traffic go after this long; a day covers the ladder's longest gap. */
 const IDLE_KEEP_MS = 86_400_000;

@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
+import { LuaScript } from '@media/common';
 import { isFinished, type JobRecord, type LedgerEntry } from '@media/domain';
 import { readIndexPage, type IndexPage } from './index-page';
 import type { IdempotencyEntry } from './idempotency';
 import type { StoreKeys } from './keys';
-import { LuaScript } from './lua-script';
 import { encodeRecord } from './record-json';
 
 // A record that cjson cannot decode (written before encodeRecord existed, or by hand) must not
@@ -91,9 +91,11 @@ return 1
 // KEYS: 1 job record, 2 the workspace's image or video index, 3 intake set, 4 the workspace's
 // unfinished set, 5 the workspace's limit overrides, [6 the Idempotency-Key's entry].
 // ARGV: 1 record, 2 job id, 3 created_ms, 4 default cap, [5 key entry (JSON job_id, fingerprint), 6 its TTL s].
-// Answers {1} stored, {2} a job with this id exists, {3, waiting, max} at the cap, {4, job id} the
-// key names another job of the same request, {5} the key was used for a different request, {6} the
-// claim was to be found (ARGV[7] = '1', the rebuild of a replayed job) and is gone: its job was removed.
+// Answers {1, rank} stored, {2, rank} a job with this id exists, {3, waiting, max} at the cap,
+// {4, job id} the key names another job of the same request, {5} the key was used for a different
+// request, {6} the claim was to be found (ARGV[7] = '1', the rebuild of a replayed job) and is gone:
+// its job was removed. The rank is the size of the workspace's unfinished set, the job included (its
+// queue priority's input), answered here so that queueing the job costs no further round trip.
 const ADMIT = new LuaScript(`
 if #KEYS == 6 then
   local claimed = redis.call('GET', KEYS[6])
@@ -106,7 +108,7 @@ if #KEYS == 6 then
     if held.job_id ~= ARGV[2] then return {4, held.job_id} end
   end
 end
-if redis.call('EXISTS', KEYS[1]) == 1 then return {2} end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {2, redis.call('SCARD', KEYS[4])} end
 if redis.call('SISMEMBER', KEYS[4], ARGV[2]) == 0 then
   local max = tonumber(redis.call('HGET', KEYS[5], 'max_waiting_jobs') or ARGV[4])
   local waiting = redis.call('SCARD', KEYS[4])
@@ -116,14 +118,17 @@ redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[2])
 redis.call('ZADD', KEYS[3], 'NX', ARGV[3], ARGV[2])
 redis.call('SADD', KEYS[4], ARGV[2])
-return {1}
+return {1, redis.call('SCARD', KEYS[4])}
 `);
 
-/** What {@link JobRepository.admit} decided. */
+/**
+ * What {@link JobRepository.admit} decided. `rank`: how many of the workspace's jobs are unfinished,
+ * this one included, when it was admitted (the input of its generation queue priority).
+ */
 export type Admission =
-  | { outcome: 'stored' }
+  | { outcome: 'stored'; rank: number }
   /** A job with this id is stored already (an earlier call made it); nothing was written. */
-  | { outcome: 'exists' }
+  | { outcome: 'exists'; rank: number }
   /** The workspace is at its waiting-jobs cap; nothing was written but the key's claim. */
   | { outcome: 'over_cap'; waiting: number; max: number }
   /** The Idempotency-Key was claimed earlier, with the same request, for this job id. */
@@ -204,9 +209,9 @@ export class JobRepository {
     const [code, a, b] = (await ADMIT.run(this.redis, keys, args)) as [number, (number | string)?, number?];
     switch (code) {
       case 1:
-        return { outcome: 'stored' };
+        return { outcome: 'stored', rank: Number(a) };
       case 2:
-        return { outcome: 'exists' };
+        return { outcome: 'exists', rank: Number(a) };
       case 3:
         return { outcome: 'over_cap', waiting: Number(a), max: Number(b) };
       case 4:
@@ -230,7 +235,7 @@ export class JobRepository {
     return this.redis.zrangebyscore(this.keys.intake(), '-inf', beforeMs, 'LIMIT', 0, limit);
   }
 
-  /** How many jobs of the workspace are accepted and not finished (the waiting-jobs cap). */
+  /** How many jobs of the workspace are accepted and not finished (the waiting-jobs cap; a queued job's rank). */
   async unfinishedCount(workspaceId: string): Promise<number> {
     return this.redis.scard(this.keys.workspaceUnfinished(workspaceId));
   }

@@ -1,7 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { AppConfig } from '@media/common';
+import { LuaScript, type AppConfig } from '@media/common';
 import type { StoreKeys } from './keys';
-import { LuaScript } from './lua-script';
 
 /** The limits a workspace works under: the configured defaults, or its own overrides. */
 export interface WorkspaceLimits {

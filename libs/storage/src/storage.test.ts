@@ -67,20 +67,21 @@ describe('JobRepository', () => {
     expect((await jobs.getMany([job.id, 'video_readable'])).map((j) => j.id)).toEqual(['video_readable']);
   });
 
-  it('admits a job in one step: claims the Idempotency-Key, respects the waiting cap, and stores it once', async () => {
+  it('admits a job in one step: claims the Idempotency-Key, respects the waiting cap, stores it once, and tells its rank', async () => {
     const idempotency = new IdempotencyRepository(redis, keys, 60);
     const ws = `ws_admit_${randomBytes(4).toString('hex')}`;
     const job = (id: string) => ({ ...video(id, Date.now()), workspace_id: ws });
     const claim = (key: string, fingerprint: string, id: string) => idempotency.entry(ws, key, fingerprint, id);
 
-    expect(await jobs.admit(job('video_a1'), { maxWaitingDefault: 2 })).toEqual({ outcome: 'stored' });
+    // The rank is the workspace's unfinished count, this job included (its generation priority).
+    expect(await jobs.admit(job('video_a1'), { maxWaitingDefault: 2 })).toEqual({ outcome: 'stored', rank: 1 });
     expect(await jobs.get('video_a1')).toMatchObject({ id: 'video_a1', workspace_id: ws });
     expect(await redis.zscore(keys.intake(), 'video_a1')).not.toBeNull();
     expect(await redis.smembers(keys.workspaceUnfinished(ws))).toEqual(['video_a1']);
-    expect(await jobs.admit(job('video_a1'), { maxWaitingDefault: 2 })).toEqual({ outcome: 'exists' });
+    expect(await jobs.admit(job('video_a1'), { maxWaitingDefault: 2 })).toEqual({ outcome: 'exists', rank: 1 });
 
     // With a key: the first call stores, the same request again names the first job, another request is refused.
-    expect(await jobs.admit(job('video_a2'), { maxWaitingDefault: 2, idempotency: claim('k1', 'f1', 'video_a2') })).toEqual({ outcome: 'stored' });
+    expect(await jobs.admit(job('video_a2'), { maxWaitingDefault: 2, idempotency: claim('k1', 'f1', 'video_a2') })).toEqual({ outcome: 'stored', rank: 2 });
     expect(await jobs.admit(job('video_a3'), { maxWaitingDefault: 2, idempotency: claim('k1', 'f1', 'video_a3') })).toEqual({ outcome: 'replay', jobId: 'video_a2' });
     expect(await jobs.admit(job('video_a3'), { maxWaitingDefault: 2, idempotency: claim('k1', 'f2', 'video_a3') })).toEqual({ outcome: 'mismatch' });
     expect(await jobs.get('video_a3')).toBeUndefined();
@@ -91,10 +92,10 @@ describe('JobRepository', () => {
     expect(await jobs.get('video_a4')).toBeUndefined();
     expect(await jobs.admit(job('video_a5'), { maxWaitingDefault: 2, idempotency: claim('k2', 'f1', 'video_a5') })).toEqual({ outcome: 'replay', jobId: 'video_a4' });
     await redis.srem(keys.workspaceUnfinished(ws), 'video_a1');
-    expect(await jobs.admit(job('video_a4'), { maxWaitingDefault: 2, idempotency: claim('k2', 'f1', 'video_a4') })).toEqual({ outcome: 'stored' });
+    expect(await jobs.admit(job('video_a4'), { maxWaitingDefault: 2, idempotency: claim('k2', 'f1', 'video_a4') })).toEqual({ outcome: 'stored', rank: 2 });
     // A workspace override of the cap wins over the default.
     await redis.hset(keys.workspaceLimits(ws), 'max_waiting_jobs', '3');
-    expect(await jobs.admit(job('video_a6'), { maxWaitingDefault: 2 })).toEqual({ outcome: 'stored' });
+    expect(await jobs.admit(job('video_a6'), { maxWaitingDefault: 2 })).toEqual({ outcome: 'stored', rank: 3 });
     expect(await jobs.admit(job('video_a7'), { maxWaitingDefault: 2 })).toEqual({ outcome: 'over_cap', waiting: 3, max: 3 });
     await redis.zrem(keys.intake(), 'video_a1', 'video_a2', 'video_a4', 'video_a6');
   });
@@ -106,7 +107,7 @@ describe('JobRepository', () => {
     const claim = idempotency.entry(ws, 'k', 'f', 'video_r1');
     // A crash left the claim without its job: the rebuild stores it.
     await redis.set(claim.redisKey, claim.value, 'EX', 60);
-    expect(await jobs.admit(job('video_r1'), { maxWaitingDefault: 5, idempotency: claim, claimMustExist: true })).toEqual({ outcome: 'stored' });
+    expect(await jobs.admit(job('video_r1'), { maxWaitingDefault: 5, idempotency: claim, claimMustExist: true })).toEqual({ outcome: 'stored', rank: 1 });
     // The job is removed (DELETE or retention), its claim with it; a rebuild that raced the removal stores nothing.
     expect(await jobs.remove({ ...job('video_r1'), idempotency_key_hash: idempotencyKeyHash('k') })).toBe(true);
     expect(await redis.exists(claim.redisKey)).toBe(0);

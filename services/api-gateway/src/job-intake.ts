@@ -1,7 +1,7 @@
 import { createHash, randomInt } from 'node:crypto';
-import { FaultInjector, jobIds, newId, type JobQueue } from '@media/common';
+import { FaultInjector, newId, type JobQueue } from '@media/common';
 import { CallbackUrlGuard, CallbackUrlRejectedError } from '@media/callback-guard';
-import { blobFolderOf, findModel, generationJobName, isFinished, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
+import { blobFolderOf, findModel, generationQueueEntry, isFinished, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
 import type { BlobStore, ImageExtension } from '@media/blob-store';
 import { idempotencyKeyHash, type IdempotencyEntry, type IdempotencyRepository, type JobRepository, type LimitRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
@@ -186,12 +186,12 @@ export class JobIntakeService {
       switch (admission.outcome) {
         case 'stored':
           this.faults.at('intake.stored');
-          await this.enqueueStored(job);
+          await this.enqueueStored(job, admission.rank);
           return { job, replayed: job.id !== proposedId };
         case 'exists': {
           // Stored by an earlier call under this id (a replay racing another): answer with that job.
           const existing = await this.jobs.get(job.id);
-          if (existing && !isFinished(existing.status)) await this.enqueueStored(existing);
+          if (existing && !isFinished(existing.status)) await this.enqueueStored(existing, admission.rank);
           return { job: existing ?? job, replayed: job.id !== proposedId };
         }
         case 'over_cap':
@@ -262,7 +262,7 @@ export class JobIntakeService {
     const verdict = await this.waiting.onJobAccepted(workspaceId, id);
     if (!verdict.accepted) throw this.tooManyWaiting(verdict.waiting, verdict.max);
     try {
-      return await this.store(await build(id));
+      return await this.store(await build(id), verdict.waiting);
     } catch (err) {
       const stored = await this.jobs.get(id).then((job) => job !== undefined, () => true);
       if (!stored) {
@@ -274,20 +274,21 @@ export class JobIntakeService {
     }
   }
 
-  private async store(job: JobRecord): Promise<JobRecord> {
+  /** `rank`: the job's place among its workspace's unfinished jobs, from taking its place under the cap. */
+  private async store(job: JobRecord, rank: number): Promise<JobRecord> {
     if (!(await this.jobs.create(job))) {
       const existing = await this.jobs.get(job.id);
       if (existing) job = existing;
     }
     this.faults.at('intake.stored');
-    await this.enqueueStored(job);
+    await this.enqueueStored(job, rank);
     return job;
   }
 
   /** Queues a job that is stored and in the intake set. */
-  private async enqueueStored(job: JobRecord): Promise<void> {
+  private async enqueueStored(job: JobRecord, rank: number): Promise<void> {
     try {
-      await this.enqueue(job);
+      await this.enqueue(job, rank);
     } catch {
       // The job is stored and in the intake set, so the generator's intake repair queues it within
       // seconds (and logs that it did): it will run and be charged, so the client must learn its
@@ -295,9 +296,14 @@ export class JobIntakeService {
     }
   }
 
-  /** Queues the job, then clears its intake mark (until then the generator's intake repair would queue it). */
-  private async enqueue(job: JobRecord): Promise<void> {
-    await this.generation.add(generationJobName(job), { jobId: job.id }, { jobId: jobIds.generation(job.id) });
+  /**
+   * Queues the job, then clears its intake mark (until then the generator's intake repair would queue
+   * it). `rank` orders it among other workspaces' jobs (`generationPriority`); a replay that was not
+   * told it reads the workspace's unfinished count, one more round trip off the hot path.
+   */
+  private async enqueue(job: JobRecord, rank?: number): Promise<void> {
+    const entry = generationQueueEntry(job, rank ?? (await this.jobs.unfinishedCount(job.workspace_id)));
+    await this.generation.add(entry.name, entry.payload, entry.opts);
     this.faults.at('intake.queued');
     this.marks.clear(job.id);
   }

@@ -1,5 +1,5 @@
-import { jobIds, type JobQueue, type Logger } from '@media/common';
-import { generationJobName, isFinished } from '@media/domain';
+import type { JobQueue, Logger } from '@media/common';
+import { generationQueueEntry, isFinished } from '@media/domain';
 import type { JobRepository } from '@media/storage';
 
 /** How long a stored job may wait for the gateway to queue it before the repair does. */
@@ -25,7 +25,9 @@ export class IntakeRepair {
       try {
         const job = await this.jobs.get(id);
         if (job && !isFinished(job.status)) {
-          await this.generation.add(generationJobName(job), { jobId: job.id }, { jobId: jobIds.generation(job.id) });
+          // The workspace's unfinished count now stands in for the rank it had at acceptance, seconds ago.
+          const entry = generationQueueEntry(job, await this.jobs.unfinishedCount(job.workspace_id));
+          await this.generation.add(entry.name, entry.payload, entry.opts);
           queued++;
           this.logger.warn('queued a job its gateway left unqueued', { job_id: id });
         }

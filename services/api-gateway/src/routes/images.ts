@@ -1,5 +1,5 @@
 import { Router, type Request, type Response } from 'express';
-import type { ImageJob, JobPresenter } from '@media/domain';
+import { isSynchronous, type ImageJob, type JobPresenter } from '@media/domain';
 import type { BlobStore } from '@media/blob-store';
 import type { JobRepository } from '@media/storage';
 import { ApiError } from '../http/api-error';
@@ -48,7 +48,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     res.setHeader('x-request-id', job.id);
     if (replayed) res.setHeader('idempotent-replayed', 'true');
     if (job.kind !== 'image') throw new ApiError(409, 'conflict_error', 'Idempotency-Key belongs to a different kind of request.', null, 'idempotency_key_reused');
-    if (params.callback_url) {
+    if (!isSynchronous(job)) {
       res.status(202).json(deps.presenter.imageRequest(job));
       return;
     }

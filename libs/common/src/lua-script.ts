@@ -3,8 +3,6 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 
-/** Beside src/ and dist/ alike, so the same path serves the tests (ts-jest) and the services (dist). */
-const LUA_DIR = join(__dirname, '..', 'lua');
 const INCLUDE = /^--- @include "([a-z0-9/-]+)"$/gm;
 
 /**
@@ -23,11 +21,12 @@ export class LuaScript {
   }
 
   /**
-   * A script from `lua/<name>.lua` of this package, its `--- @include "includes/<part>"` lines
-   * replaced by those files (BullMQ's convention), read once when the module loads.
+   * A script from `<dir>/<name>.lua`, its `--- @include "includes/<part>"` lines replaced by those
+   * files (BullMQ's convention). A package keeps its scripts in `lua/` beside `src/` and `dist/`, so
+   * one path serves the tests (ts-jest) and the services (dist); call it once, at module load.
    */
-  static load(name: string): LuaScript {
-    return new LuaScript(expand(name, new Set()));
+  static load(dir: string, name: string): LuaScript {
+    return new LuaScript(expand(dir, name, new Set()));
   }
 
   async run(redis: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
@@ -41,10 +40,10 @@ export class LuaScript {
 }
 
 /** `name` with its includes expanded; `within` holds the files being expanded, to refuse a cycle. */
-function expand(name: string, within: Set<string>): string {
+function expand(dir: string, name: string, within: Set<string>): string {
   if (within.has(name)) throw new Error(`Lua include cycle at ${name}`);
   within.add(name);
-  const text = readFileSync(join(LUA_DIR, `${name}.lua`), 'utf8').replace(INCLUDE, (_line, part: string) => expand(part, within));
+  const text = readFileSync(join(dir, `${name}.lua`), 'utf8').replace(INCLUDE, (_line, part: string) => expand(dir, part, within));
   within.delete(name);
   return text;
 }

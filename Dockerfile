@@ -17,12 +17,13 @@ RUN --mount=type=cache,target=/root/.npm npm install --no-audit --no-fund
 RUN npx tsc -b
 # The dashboard's browser app (Vite): its output, libs/dashboard/dist/web, is served by the gateway.
 RUN node libs/dashboard/web/build-if-stale.mjs
-# Only what runs: the manifests (npm install needs every workspace's package.json to link @media/*) and
-# the compiled dist folders.
+# Only what runs: the manifests (npm install needs every workspace's package.json to link @media/*),
+# the compiled dist folders, and the Lua scripts a package reads beside dist (its lua/ folder).
 RUN mkdir -p /out \
  && cp package.json package-lock.json /out/ \
  && for dir in libs/* services/* tools/*; do \
       mkdir -p "/out/$dir" && cp "$dir/package.json" "/out/$dir/" && cp -R "$dir/dist" "/out/$dir/dist"; \
+      if [ -d "$dir/lua" ]; then cp -R "$dir/lua" "/out/$dir/lua"; fi; \
     done
 
 # --- runtime: production dependencies only ------------------------------------------------------------

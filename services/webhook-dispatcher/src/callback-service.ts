@@ -404,7 +404,7 @@ export class CallbackService {
     let signal: DestinationSignal = QUIET;
     try {
       const exchange = await this.attempt(callback, known);
-      signal = signalOf({ ...exchange, error: errorOf(exchange), retryAfterMs: null }, { attemptTimeoutMs: this.deps.attemptTimeoutMs });
+      signal = signalOf({ ...exchange, error: errorOf(exchange) }, { attemptTimeoutMs: this.deps.attemptTimeoutMs });
       return exchange;
     } finally {
       await this.giveBack(destination, queueJobId, signal);
@@ -462,6 +462,7 @@ export class CallbackService {
         transportDetail: `${err.reason}: ${err.message}`,
         address: null,
         excerpt: '',
+        retryAfterMs: null,
       };
     }
     const [job, secrets] = await inputs;

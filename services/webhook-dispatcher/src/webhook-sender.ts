@@ -13,6 +13,14 @@ import { classifyTransportError } from './classify';
 export const RESPONSE_READ_CAP_BYTES = 4096;
 /** Characters of the body kept in the attempt log. */
 export const RESPONSE_EXCERPT_CHARS = 512;
+/**
+ * Bytes of a response's status line and headers read at most; a larger head is cut as soon as it
+ * passes this (`http_error`). Set here rather than left to Node's process-wide
+ * `--max-http-header-size`, so no start-up flag can widen what a receiver may make us buffer.
+ */
+export const RESPONSE_HEAD_CAP_BYTES = 16 * 1024;
+/** A `Retry-After` beyond this is read as this. */
+const MAX_RETRY_AFTER_MS = 3_600_000;
 
 export interface WebhookSenderOptions {
   /** Time the whole exchange may take, connect to last body byte read (WEBHOOK_TIMEOUT_MS). */
@@ -41,6 +49,19 @@ export interface Exchange {
   excerpt: string;
   /** Phase timings as got measured them; absent when no request was made. */
   timing?: AttemptTiming;
+  /** How long the receiver asked us to wait (its `Retry-After`), or null when it did not say. */
+  retryAfterMs: number | null;
+}
+
+/**
+ * A `Retry-After` value (RFC 9110: delay-seconds or an HTTP-date) in ms from `nowMs`, at most an
+ * hour; null when absent or unreadable. A date in the past is 0.
+ */
+export function parseRetryAfter(value: string | undefined, nowMs: number): number | null {
+  if (value === undefined) return null;
+  const text = value.trim();
+  const ms = /^\d+$/.test(text) ? Number(text) * 1000 : /[A-Za-z]/.test(text) ? Date.parse(text) - nowMs : Number.NaN;
+  return Number.isFinite(ms) ? Math.min(MAX_RETRY_AFTER_MS, Math.max(0, ms)) : null;
 }
 
 /** Errors of a reused socket, before any answer, that mean the server closed it while it was idle. */
@@ -104,6 +125,7 @@ export class WebhookSender {
       decompress: false,
       http2: false,
       timeout: { request: options.timeoutMs },
+      maxHeaderSize: RESPONSE_HEAD_CAP_BYTES,
       agent: this.#fresh,
     });
   }
@@ -164,6 +186,7 @@ export class WebhookSender {
 
     return new Promise<PostResult>((resolve) => {
       let status: number | null = null;
+      let retryAfterMs: number | null = null;
       const chunks: Buffer[] = [];
       let received = 0;
       let settled = false;
@@ -195,6 +218,7 @@ export class WebhookSender {
             address,
             excerpt: Buffer.concat(chunks).toString('utf8').slice(0, RESPONSE_EXCERPT_CHARS),
             timing: phasesOf(stream.timings, reused),
+            retryAfterMs,
           },
         });
       };
@@ -215,8 +239,10 @@ export class WebhookSender {
           socket.once('connect', () => (address = socket.remoteAddress ?? address));
         });
       });
-      stream.on('response', (response: { statusCode: number }) => {
+      stream.on('response', (response: { statusCode: number; headers: Record<string, string | string[] | undefined> }) => {
         status = response.statusCode;
+        const retryAfter = response.headers['retry-after'];
+        retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, Date.now());
       });
       stream.on('data', (chunk: Buffer) => {
         if (received < RESPONSE_READ_CAP_BYTES) chunks.push(chunk.subarray(0, RESPONSE_READ_CAP_BYTES - received));

@@ -1,0 +1,213 @@
+import { once } from 'node:events';
+import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
+import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
+import { CallbackUrlGuard } from '@media/callback-guard';
+import { makeTestPki, type TestPki } from '../../../test/dispatcher/support/pki';
+import { errorOf } from './classify';
+import { parseRetryAfter, RESPONSE_READ_CAP_BYTES, WebhookSender, type Exchange } from './webhook-sender';
+
+/**
+ * Receivers that try to hold an attempt past its deadline, as raw servers on loopback writing bytes
+ * by hand: every one is cut at WEBHOOK_TIMEOUT_MS at the latest (or at once, where a cap is hit
+ * first), recorded with the error class that says what happened, and leaves no socket open.
+ */
+
+const TIMEOUT_MS = 1_500;
+/** How late past the deadline an exchange may end on a busy machine: the check is that it ends. */
+const GRACE_MS = 1_500;
+
+type Behaviour = (socket: Socket) => void;
+
+let pki: TestPki;
+const servers: TcpServer[] = [];
+const sockets = new Set<Socket>();
+const timers = new Set<NodeJS.Timeout>();
+const guard = new CallbackUrlGuard({ allowHttp: false, allowedCidrs: ['127.0.0.0/8'] }, async () => [{ address: '127.0.0.1', family: 4 as const }]);
+let sender: WebhookSender;
+
+beforeAll(async () => {
+  pki = makeTestPki(['hooks.test']);
+  sender = await WebhookSender.create({ timeoutMs: TIMEOUT_MS, extraCaPem: pki.caPem });
+});
+
+afterEach(async () => {
+  for (const timer of timers) clearInterval(timer);
+  timers.clear();
+  for (const socket of sockets) socket.destroy();
+  for (const server of servers.splice(0)) {
+    server.close();
+    await once(server, 'close');
+  }
+});
+
+afterAll(() => {
+  sender?.close();
+  pki?.cleanup();
+});
+
+/** Every `ms`, until the socket closes. */
+function every(socket: Socket, ms: number, tick: () => void): void {
+  const timer = setInterval(() => (socket.destroyed ? clearInterval(timer) : tick()), ms);
+  timers.add(timer);
+}
+
+/** A server that speaks TLS properly and then behaves as told, once the request head has arrived. */
+async function tlsReceiver(behave: Behaviour): Promise<number> {
+  const server = createTlsServer({ cert: pki.cert, key: pki.key }, (socket: TLSSocket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    let head = '';
+    const onData = (chunk: Buffer) => {
+      head += chunk.toString('latin1');
+      if (!head.includes('\r\n\r\n')) return;
+      socket.off('data', onData);
+      behave(socket);
+    };
+    socket.on('data', onData);
+  });
+  return listen(server);
+}
+
+/**
+ * A plain TCP server: accepts, then behaves as told (a TLS client waits for a ServerHello that never
+ * comes). It reads what arrives, so it sees the sender close the connection.
+ */
+async function tcpReceiver(behave: Behaviour): Promise<number> {
+  return listen(
+    createTcpServer((socket) => {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+      socket.on('error', () => undefined);
+      socket.resume();
+      behave(socket);
+    }),
+  );
+}
+
+async function listen(server: TcpServer): Promise<number> {
+  servers.push(server);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return (server.address() as { port: number }).port;
+}
+
+async function post(port: number): Promise<Exchange> {
+  const target = await guard.check(`https://hooks.test:${port}/hook`);
+  return sender.send(target, Buffer.from('{"type":"image.completed"}'), { 'content-type': 'application/json', 'webhook-id': 'msg_hostile' });
+}
+
+/** The server side of every connection of the exchange is closed by now (the sender let go). */
+async function socketsClosed(): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while ([...sockets].some((s) => !s.destroyed)) {
+    if (Date.now() > deadline) throw new Error('the sender left a connection open');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const cutAtDeadline = (exchange: Exchange) => {
+  expect(exchange.durationMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+  expect(exchange.durationMs).toBeLessThan(TIMEOUT_MS + GRACE_MS);
+};
+
+describe('a receiver that stalls', () => {
+  it('the TLS handshake (accepts the connection, never answers the ClientHello): timeout at the deadline', async () => {
+    const exchange = await post(await tcpReceiver(() => undefined));
+    expect(exchange).toMatchObject({ status: null, transportError: 'timeout' });
+    cutAtDeadline(exchange);
+    await socketsClosed();
+  });
+
+  it('trickles its status line and headers one byte at a time: timeout at the deadline', async () => {
+    const answer = 'HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok';
+    const exchange = await post(
+      await tlsReceiver((socket) => {
+        let i = 0;
+        every(socket, 100, () => socket.write(answer[i++ % answer.length]!));
+      }),
+    );
+    expect(exchange).toMatchObject({ status: null, transportError: 'timeout' });
+    cutAtDeadline(exchange);
+    await socketsClosed();
+  });
+
+  it('answers 2xx in time and then trickles its body: delivered, and still cut at the deadline', async () => {
+    const exchange = await post(
+      await tlsReceiver((socket) => {
+        socket.write('HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n');
+        every(socket, 100, () => socket.write('1\r\nx\r\n'));
+      }),
+    );
+    expect(exchange).toMatchObject({ status: 200, transportError: null });
+    cutAtDeadline(exchange);
+    await socketsClosed();
+  });
+});
+
+describe('a receiver that floods', () => {
+  it.each([
+    [200, null],
+    [500, 'http_error'],
+  ])('answers %i with an endless body: cut at the read cap at once, not at the deadline', async (status, error) => {
+    const exchange = await post(
+      await tlsReceiver((socket) => {
+        socket.write(`HTTP/1.1 ${status} X\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n`);
+        const chunk = `4000\r\n${'y'.repeat(0x4000)}\r\n`;
+        every(socket, 1, () => socket.write(chunk));
+      }),
+    );
+    expect(exchange.status).toBe(status);
+    expect(errorOf(exchange)).toBe(error);
+    expect(exchange.excerpt).toMatch(/^y+$/);
+    expect(exchange.excerpt.length).toBeLessThanOrEqual(RESPONSE_READ_CAP_BYTES);
+    expect(exchange.durationMs).toBeLessThan(TIMEOUT_MS);
+    await socketsClosed();
+  });
+
+  it('answers with a huge header block: cut when the head passes its cap, as an answer that is not acceptable HTTP', async () => {
+    const exchange = await post(
+      await tlsReceiver((socket) => {
+        socket.write('HTTP/1.1 200 OK\r\n');
+        every(socket, 1, () => socket.write(`x-filler: ${'z'.repeat(4000)}\r\n`));
+      }),
+    );
+    expect(exchange).toMatchObject({ status: null, transportError: 'http_error' });
+    expect(exchange.transportDetail).toMatch(/HPE_HEADER_OVERFLOW/);
+    expect(exchange.durationMs).toBeLessThan(TIMEOUT_MS);
+    await socketsClosed();
+  });
+
+  it('trickles a huge header block: timeout at the deadline, whichever comes first', async () => {
+    const exchange = await post(
+      await tlsReceiver((socket) => {
+        socket.write('HTTP/1.1 200 OK\r\n');
+        every(socket, 50, () => socket.write(`x-filler: ${'z'.repeat(100)}\r\n`));
+      }),
+    );
+    expect(exchange).toMatchObject({ status: null, transportError: 'timeout' });
+    cutAtDeadline(exchange);
+    await socketsClosed();
+  });
+});
+
+describe('Retry-After', () => {
+  it('is read from a failed answer, in seconds or as a date', async () => {
+    const exchange = await post(
+      await tlsReceiver((socket) => socket.end('HTTP/1.1 429 Too Many Requests\r\nretry-after: 30\r\ncontent-length: 0\r\nconnection: close\r\n\r\n')),
+    );
+    expect(exchange).toMatchObject({ status: 429, transportError: null, retryAfterMs: 30_000 });
+  });
+
+  it('parses delay-seconds and HTTP-dates, clamps to an hour, and ignores what it cannot read', () => {
+    const now = Date.parse('2026-11-24T12:00:00Z');
+    expect(parseRetryAfter('120', now)).toBe(120_000);
+    expect(parseRetryAfter('Tue, 24 Nov 2026 12:00:30 GMT', now)).toBe(30_000);
+    expect(parseRetryAfter('Tue, 24 Nov 2026 11:00:00 GMT', now)).toBe(0);
+    expect(parseRetryAfter('999999', now)).toBe(3_600_000);
+    expect(parseRetryAfter(undefined, now)).toBeNull();
+    expect(parseRetryAfter('soon', now)).toBeNull();
+    expect(parseRetryAfter('-5', now)).toBeNull();
+    expect(parseRetryAfter('1.5', now)).toBeNull();
+  });
+});

@@ -6,13 +6,14 @@
  * (`bench-<run>-<phase>`), deleted when the phase ends, and the whole run stops by itself at a
  * deadline, cleaning up on the way out.
  *
- * Phases, in order (BENCH_ONLY=dispatcher,gateway,latency,memory,generation,isolation picks some):
+ * Phases, in order (BENCH_ONLY=dispatcher,gateway,latency,memory,generation,isolation,attempt-memory picks some):
  *   dispatcher  bench/dispatcher.ts  callbacks/s of one dispatcher vs plain got POST loops
  *   gateway     bench/gateway.ts     async image acceptance of one gateway vs bare Express (autocannon)
  *   latency     bench/latency.ts     job end → receiver's first byte, whole stack, paced jobs
  *   memory      bench/memory.ts      Redis memory per pending callback, by key kind
  *   generation  bench/generation.ts  sync image and video generation times (no peer)
  *   isolation   bench/isolation.ts   one workspace's latency while another has a backlog, vs idle
+ *   attempt-memory bench/attempt-memory.ts  memory per callback attempt in flight (sizes DISPATCHER_CONCURRENCY)
  *
  * Timings are reports, not tests: the exit code is non-zero only when a phase could not run or a
  * figure is invalid (e.g. the gateway answered anything but 202 under load).
@@ -34,6 +35,7 @@ import { benchDispatcher, type DispatcherResult } from './dispatcher';
 import { benchGateway, type GatewayResult } from './gateway';
 import { benchGeneration, type GenerationResult } from './generation';
 import { benchIsolation, type IsolationResult } from './isolation';
+import { benchAttemptMemory, type AttemptMemoryResult } from './attempt-memory';
 import { benchLatency, type LatencyResult } from './latency';
 import { benchMemory, type MemoryResult } from './memory';
 import {
@@ -53,7 +55,7 @@ import {
   type MachineInfo,
 } from './support';
 
-const PHASES = ['dispatcher', 'gateway', 'latency', 'memory', 'generation', 'isolation'] as const;
+const PHASES = ['dispatcher', 'gateway', 'latency', 'memory', 'generation', 'isolation', 'attempt-memory'] as const;
 type Phase = (typeof PHASES)[number];
 
 interface Results {
@@ -63,6 +65,7 @@ interface Results {
   memory?: MemoryResult;
   generation?: GenerationResult;
   isolation?: IsolationResult;
+  'attempt-memory'?: AttemptMemoryResult;
 }
 
 /** One line of the final table. */
@@ -199,6 +202,20 @@ function tableRows(r: Results): Row[] {
       });
     }
   }
+  if (r['attempt-memory']) {
+    const a = r['attempt-memory'];
+    const perAttempt = a.rssPerAttemptBytes;
+    // DISPATCHER_CONCURRENCY 500 on each of two queues must fit the pod's 512 Mi limit with room to spare.
+    const budget = (256 * 1024 * 1024) / 1000;
+    rows.push({
+      figure: `Memory per callback attempt in flight (RSS, ${a.steps.at(-1)!.inFlight} held open)`,
+      ours: `${fmt(perAttempt / 1024, 1)} KiB`,
+      peer: `heap + external: ${fmt(a.heapPerAttemptBytes / 1024, 1)} KiB`,
+      ratio: '–',
+      goal: `≤ ${fmt(budget / 1024)} KiB (1000 in 256 MiB)`,
+      met: yesNo(perAttempt <= budget),
+    });
+  }
   return rows;
 }
 
@@ -281,6 +298,14 @@ function printDetails(r: Results): void {
       d.runs.map((run) => [run.label, String(run.darkInFlight), fmt(run.baselineP50Ms), fmt(run.duringP50Ms), fmt(run.baselineP99Ms), fmt(run.duringP99Ms), fmt(run.duringP99Ms / run.baselineP99Ms, 1)]),
     );
   }
+  if (r['attempt-memory']) {
+    console.log('\nmemory of one sender with attempts held open (a child process, after a full GC at each step)');
+    const mib = (b: number) => fmt(b / 1024 / 1024, 1);
+    printTable(
+      ['in flight', 'RSS MiB', 'heap used MiB', 'external MiB'],
+      r['attempt-memory'].steps.map((step) => [String(step.inFlight), mib(step.rssBytes), mib(step.heapUsedBytes), mib(step.externalBytes)]),
+    );
+  }
 }
 
 function describeMachine(m: MachineInfo): string {
@@ -343,6 +368,7 @@ async function main(): Promise<number> {
       },
       generation: async () => void (results.generation = await benchGeneration(ctx)),
       isolation: async () => void (results.isolation = await benchIsolation(ctx)),
+      'attempt-memory': async () => void (results['attempt-memory'] = await benchAttemptMemory(ctx)),
     };
     for (const phase of phases) {
       if (remainingMs() <= 0) {

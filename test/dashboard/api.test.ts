@@ -5,6 +5,9 @@ import { api, eventually } from '../support/stack';
 import { expectApiError } from '../support/http';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { DashboardClient } from './support/api-client';
+import { loadConfig } from '@media/common';
+import { destinationOf } from '@media/domain';
+import { DestinationGate, destinationLimits } from '@media/storage';
 
 /**
  * The dashboard's JSON API against the three real services: sessions and their cookie, CSRF, roles,
@@ -233,6 +236,32 @@ describe('requests, retry, usage and test callbacks', () => {
     const [key] = (await owner.call('GET', '/keys')).json.api_keys;
     expectApiError(await stranger.call('DELETE', `/keys/${key.id}`), 404, { type: 'not_found_error' });
     expect((await stranger.call('GET', '/requests')).json.data).toEqual([]);
+  });
+
+  it('shows the workspace its own callback destinations and how each is doing, never another workspace’s', async () => {
+    const gate = new DestinationGate(h.stack.redis, h.stack.keys, destinationLimits(loadConfig(h.stack.env)));
+    const now = Date.now();
+    const seed = async (workspaceId: string, url: string, leases: number, signal?: { slow: boolean; throttleMs: number }) => {
+      const destination = destinationOf(url);
+      for (let i = 0; i < leases; i++) await gate.acquire({ destination, workspaceId, leaseId: `${url}#${i}`, parkAs: `${url}#${i}.d1`, dueMs: now, nowMs: now });
+      if (signal) await gate.release(destination, `${url}#0`, signal, now);
+    };
+    await seed(h.workspace.workspaceId, 'https://busy.example/hook', 101);
+    await seed(h.workspace.workspaceId, 'https://pushy.example/hook', 1, { slow: false, throttleMs: 60_000 });
+    await seed(h.workspace.workspaceId, 'https://sluggish.example/hook', 1, { slow: true, throttleMs: 0 });
+    const other = await h.stack.createWorkspace('elsewhere');
+    await seed(other.workspaceId, 'https://theirs.example/hook', 1);
+
+    const { json } = await owner.call('GET', '/destinations');
+    const byOrigin = Object.fromEntries(json.data.map((d: { origin: string }) => [d.origin, d]));
+    expect(byOrigin['https://busy.example:443']).toEqual({ origin: 'https://busy.example:443', state: 'saturated', limit: 100, slow_until: null, throttled_until: null });
+    expect(byOrigin['https://pushy.example:443']).toMatchObject({ state: 'throttled', limit: 50, throttled_until: Math.floor((now + 60_000) / 1000) });
+    expect(byOrigin['https://sluggish.example:443']).toMatchObject({ state: 'slow', limit: 20, slow_until: expect.any(Number) });
+    // The workspace's real receiver, where its callbacks went: healthy.
+    expect(byOrigin[destinationOf(h.receiver.url('/')).origin]).toMatchObject({ state: 'ok' });
+    expect(byOrigin['https://theirs.example:443']).toBeUndefined();
+    const stranger = await DashboardClient.signedIn(h.stack.baseUrl, other.owner.email, other.owner.password);
+    expect((await stranger.call('GET', '/destinations')).json.data.map((d: { origin: string }) => d.origin)).toEqual(['https://theirs.example:443']);
   });
 
   it('sums usage per day exactly as the ledger does', async () => {

@@ -2,6 +2,9 @@ import type { Browser, Page } from 'playwright-core';
 import { eventually } from '../support/stack';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { launchChromium, newSession, screenshot, signIn, type PageProblems } from './support/browser';
+import { loadConfig } from '@media/common';
+import { destinationOf } from '@media/domain';
+import { DestinationGate, destinationLimits } from '@media/storage';
 
 /**
  * The dashboard in real headless Chromium against the real stack (gateway, generator, dispatcher)
@@ -93,6 +96,28 @@ describe('dashboard in a real browser', () => {
     await page.waitForURL(new RegExp(`q=${flakyJob}`));
     await eventually(async () => ((await page.locator('tbody tr').count()) === 1 ? true : undefined), 10_000, 'one row for the id');
     await flaky.waitFor();
+  });
+
+  it('shows the workspace’s callback destinations, the ones holding callbacks back first, with what that means', async () => {
+    const { page } = owner;
+    const gate = new DestinationGate(h.stack.redis, h.stack.keys, destinationLimits(loadConfig(h.stack.env)));
+    const now = Date.now();
+    const busy = destinationOf('https://hooks.busy-receiver.example/callbacks');
+    for (let i = 0; i <= 100; i++) {
+      await gate.acquire({ destination: busy, workspaceId: h.workspace.workspaceId, leaseId: `seed.${i}`, parkAs: `seed.${i}.d1`, dueMs: now, nowMs: now });
+    }
+    await page.goto('/dashboard/requests');
+    const panel = page.getByRole('region', { name: 'Callback destinations' });
+    const rows = panel.locator('tbody tr');
+    await eventually(async () => ((await rows.count()) >= 2 ? true : undefined), 10_000, 'two destinations listed');
+    expect(await rows.nth(0).getAttribute('data-state')).toBe('saturated');
+    const first = (await rows.nth(0).textContent()) ?? '';
+    expect(first).toContain(busy.origin);
+    expect(first).toContain('Saturated');
+    expect(first).toContain('100');
+    expect(await panel.textContent()).toContain('1 of 2 receivers your callbacks went to lately holds callbacks back.');
+    expect(await rows.nth(1).textContent()).toContain(destinationOf(h.receiver.url('/')).origin);
+    await screenshot(page, 'destinations.png');
   });
 
   it('shows both attempts, the next attempt time, and the receiver excerpt as text', async () => {

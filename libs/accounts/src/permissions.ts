@@ -6,7 +6,7 @@ export const ROLES: readonly Role[] = ['owner', 'admin', 'member'];
 export type Action = 'rotate_secret' | 'end_overlap' | 'manage_keys' | 'manage_members';
 
 /**
- * Who may do what (issue 7): owners everything; admins rotate the secret and manage keys; members
+ * Who may do what: owners everything; admins rotate the secret and manage keys; members
  * read and retry. Ending the overlap cuts off receivers still on the old secret at once, so it is
  * the owner's call alone.
  */

@@ -18,7 +18,7 @@ export interface TestCallbacksDeps {
 }
 
 /**
- * "Send test callback" (issue 7): a signed sample event to a URL the user gives, with the same URL
+ * "Send test callback": a signed sample event to a URL the user gives, with the same URL
  * rules and signing as real callbacks. Only the dispatcher calls receivers, so this stores the
  * request, queues a `test-callback` job and waits for the dispatcher's outcome. Nothing is written
  * to any callback's attempt log.

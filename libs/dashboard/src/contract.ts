@@ -57,6 +57,32 @@ export interface RequestDetail {
   /** The image request or video object exactly as `GET /v1/images/{id}` or `/v1/videos/{id}` returns it (fresh links). */
   job: Record<string, unknown>;
   callback: CallbackDetailObject | null;
+  /** How the pending callback's destination is doing (why its next attempt may wait); null otherwise. */
+  destination: DestinationRow | null;
+}
+
+/** `conditionOf` in @media/domain, spelled out here for the browser app. */
+export type DestinationState = 'ok' | 'slow' | 'throttled' | 'saturated';
+
+/**
+ * A receiver origin this workspace's callbacks went to lately, and how it is doing (see the README,
+ * "Isolation"): `saturated` (every slot in use: further attempts wait for one), `throttled` (it
+ * answered 429, 502, 504 or Retry-After: fewer attempts at once until `throttled_until`), `slow`
+ * (attempts timed out or answered late: fewer at once until `slow_until`), or `ok`. Counts of
+ * attempts are left out: a receiver may be shared with other workspaces, whose traffic is theirs.
+ */
+export interface DestinationRow {
+  origin: string;
+  state: DestinationState;
+  /** Attempts allowed at once now, over every sender. */
+  limit: number;
+  slow_until: number | null;
+  throttled_until: number | null;
+}
+
+/** `GET /destinations`: most recently used first. */
+export interface DestinationList {
+  data: DestinationRow[];
 }
 
 // `POST /callbacks/{id}/retry` → 202 `CallbackObject` (the attempt appears in `GET /requests/{job_id}` when made).

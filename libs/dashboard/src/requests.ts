@@ -1,7 +1,7 @@
 import { CallbackNotFoundError, presentCallback, presentCallbackDetail, type CallbackAdmin } from '@media/callbacks';
-import { callbackIdFor, eventTypeFor, isFinished, type JobPresenter, type JobRecord } from '@media/domain';
-import type { CallbackRecord, CallbackState, JobRepository } from '@media/storage';
-import type { CallbackStatus, JobKind, RequestDetail, RequestList, RequestRow, Usage } from './contract';
+import { callbackIdFor, conditionOf, destinationOf, eventTypeFor, isFinished, type DestinationStatus, type JobPresenter, type JobRecord } from '@media/domain';
+import type { CallbackRecord, CallbackState, DestinationGate, JobRepository } from '@media/storage';
+import type { CallbackStatus, DestinationList, DestinationRow, JobKind, RequestDetail, RequestList, RequestRow, Usage } from './contract';
 
 export interface RequestQuery {
   kind?: JobKind;
@@ -33,6 +33,7 @@ export class RequestsView {
       jobs: Pick<JobRepository, 'list' | 'getMany' | 'getForWorkspace' | 'ledger'>;
       presenter: Pick<JobPresenter, 'render'>;
       callbackAdmin: Pick<CallbackAdmin, 'list' | 'findMany' | 'describe'>;
+      destinations: Pick<DestinationGate, 'ofWorkspace'>;
       now?: () => number;
     },
   ) {}
@@ -73,16 +74,32 @@ export class RequestsView {
           throw err;
         })
       : undefined;
+    let destination: DestinationRow | null = null;
+    if (described?.callback.state === 'pending') {
+      const { id: destinationId } = destinationOf(described.callback.url);
+      const status = (await this.deps.destinations.ofWorkspace(workspaceId, this.now())).find((d) => d.id === destinationId);
+      destination = status ? destinationRow(status) : null;
+    }
     return {
       row,
       job: this.deps.presenter.render(job) as unknown as Record<string, unknown>,
       callback: described ? presentCallbackDetail(described.callback, described.attempts) : null,
+      destination,
     };
+  }
+
+  /** The receivers the workspace's callbacks went to lately, most recent first, and how each is doing. */
+  async destinations(workspaceId: string): Promise<DestinationList> {
+    return { data: (await this.deps.destinations.ofWorkspace(workspaceId, this.now())).map(destinationRow) };
+  }
+
+  private now(): number {
+    return (this.deps.now ?? Date.now)();
   }
 
   /** Charges of the last `days` UTC days (today included), per day and entry by entry. */
   async usage(workspaceId: string, days: number): Promise<Usage> {
-    const now = (this.deps.now ?? Date.now)();
+    const now = this.now();
     const firstDay = Math.floor(now / DAY_MS) * DAY_MS - (days - 1) * DAY_MS;
     const entries = (await this.deps.jobs.ledger(workspaceId)).filter((e) => e.created_ms >= firstDay).sort((a, b) => b.created_ms - a.created_ms);
     // Sums in micro-dollars: adding binary fractions day after day drifts.
@@ -164,6 +181,17 @@ export class RequestsView {
       };
     });
   }
+}
+
+function destinationRow(status: DestinationStatus): DestinationRow {
+  const secondsOrNull = (ms: number | null) => (ms === null ? null : seconds(ms));
+  return {
+    origin: status.origin,
+    state: conditionOf(status),
+    limit: status.limit,
+    slow_until: secondsOrNull(status.slowUntilMs),
+    throttled_until: secondsOrNull(status.throttledUntilMs),
+  };
 }
 
 /** A finished job's callback id (one event per job); undefined when it asked for none or has not ended. */

@@ -23,7 +23,7 @@ import { CallbackUrlRejectedError } from '@media/callback-guard';
 import { CallbackNotFoundError, presentCallback, type CallbackAdmin, type TestCallbacks } from '@media/callbacks';
 import { ApiError } from '@media/common';
 import type { JobPresenter } from '@media/domain';
-import type { ApiKeyInfo, JobRepository } from '@media/storage';
+import type { ApiKeyInfo, DestinationGate, JobRepository } from '@media/storage';
 import type { ApiKeyRow, CallbackStatus, JobKind, KeysPage, RevealedSecrets, SessionInfo, TestCallbackResult } from './contract';
 import { RequestsView } from './requests';
 
@@ -37,7 +37,7 @@ declare module 'express-serve-static-core' {
 /** The session cookie. Path=/dashboard keeps it off every API call; the page never reads it (HttpOnly). */
 export const SESSION_COOKIE = 'media_session';
 
-/** No inline script or style, nothing from another origin, never framed (issue 7: a receiver's answer is attacker-controlled). */
+/** No inline script or style, nothing from another origin, never framed: a receiver's answer, shown on the page, is attacker-controlled. */
 export const CONTENT_SECURITY_POLICY =
   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
@@ -47,6 +47,8 @@ export interface DashboardDeps {
   presenter: JobPresenter;
   callbackAdmin: CallbackAdmin;
   testCallbacks: Pick<TestCallbacks, 'send'>;
+  /** How the workspace's callback destinations are doing (slots shared by every dispatcher). */
+  destinations: Pick<DestinationGate, 'ofWorkspace'>;
   /** The gateway's per-workspace buckets; they key on `res.locals.workspaceId`, which the session sets. */
   rateLimits: { read: RequestHandler; create: RequestHandler };
   /** 503 at once while Redis is down (the gateway's middleware). */
@@ -61,7 +63,7 @@ const seconds = (ms: number) => Math.floor(ms / 1000);
 const secondsOrNull = (ms: number | null) => (ms === null ? null : seconds(ms));
 
 /**
- * The dashboard (issue 7), mounted by the gateway at `/dashboard`: the JSON API of `contract.ts`
+ * The dashboard, mounted by the gateway at `/dashboard`: the JSON API of `contract.ts`
  * under `/api`, the browser app's static files elsewhere (its `index.html` for client-side routes).
  * Authentication is the session cookie only, never an API key.
  */
@@ -207,6 +209,10 @@ function apiRouter(deps: DashboardDeps): Router {
   api.post('/callbacks/:id/retry', async (req, res) => {
     const { callback } = await deps.callbackAdmin.retryNow(session(res).workspace.id, req.params.id).catch(toApiError);
     res.status(202).json(presentCallback(callback));
+  });
+
+  api.get('/destinations', async (_req, res) => {
+    res.json(await view.destinations(session(res).workspace.id));
   });
 
   api.get('/usage', async (req, res) => {

@@ -85,3 +85,16 @@ export interface DestinationStatus extends Destination {
   /** Unix ms until which the destination is throttled (it pushed back); null when it is not. */
   throttledUntilMs: number | null;
 }
+
+/**
+ * What a destination's status comes to, for people: `saturated` (every slot in use or attempts
+ * waiting for one), else `throttled` (it pushed back), else `slow` (in the slow lane), else `ok`.
+ */
+export type DestinationCondition = 'ok' | 'slow' | 'throttled' | 'saturated';
+
+export function conditionOf(status: DestinationStatus): DestinationCondition {
+  if (status.deferred > 0 || status.inFlight >= status.limit) return 'saturated';
+  if (status.throttledUntilMs !== null) return 'throttled';
+  if (status.slowUntilMs !== null) return 'slow';
+  return 'ok';
+}

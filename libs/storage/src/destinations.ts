@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { AppConfig } from '@media/common';
 import { leaseMsFor, SLOW_LANE_MS, type Destination, type DestinationLimits, type DestinationSignal, type DestinationStatus } from '@media/domain';
 import type { StoreKeys } from './keys';
 import { storeScript } from './lua';
@@ -11,6 +12,13 @@ const STATUS = storeScript('destination-status');
 const IDLE_KEEP_MS = 86_400_000;
 /** What metrics and the dashboard call recent activity. */
 const RECENT_MS = 15 * 60_000;
+
+/** The isolation settings of a deployment, as every process that builds a {@link DestinationGate} reads them. */
+export const destinationLimits = (config: Pick<AppConfig, 'destinationMaxInFlight' | 'destinationSlowMaxInFlight' | 'webhookTimeoutMs'>): DestinationLimits => ({
+  maxInFlight: config.destinationMaxInFlight,
+  slowMaxInFlight: config.destinationSlowMaxInFlight,
+  attemptTimeoutMs: config.webhookTimeoutMs,
+});
 
 /** One attempt asking for a slot. */
 export interface SlotRequest {

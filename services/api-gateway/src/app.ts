@@ -6,7 +6,7 @@ import type { CallbackAdmin, TestCallbacks } from '@media/callbacks';
 import { dashboardRouter } from '@media/dashboard';
 import type { JobPresenter, LinkSigner } from '@media/domain';
 import type { BlobStore } from '@media/blob-store';
-import type { CallbackRepository, JobRepository, LimitRepository, WorkspaceRepository } from '@media/storage';
+import type { CallbackRepository, DestinationGate, JobRepository, LimitRepository, WorkspaceRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
 import { errorHandler, requestContext, requireApiKey, requireRedis } from './http/middleware';
 import { rateLimits } from './http/rate-limit';
@@ -35,6 +35,8 @@ export interface GatewayDeps {
   callbackAdmin: CallbackAdmin;
   accounts: WorkspaceAccounts;
   testCallbacks: TestCallbacks;
+  /** How callback destinations are doing, for the dashboard. */
+  destinations: Pick<DestinationGate, 'ofWorkspace'>;
   /** The dashboard's cookie is Secure when the public address is https. */
   secureCookies: boolean;
   /** Express's `trust proxy` (TRUST_PROXY): which proxies' X-Forwarded-For names the client. */
@@ -98,7 +100,7 @@ export function createApp(deps: GatewayDeps): Express {
   v1.use('/videos', videoRoutes({ ...deps, rateLimits: limits }));
   v1.use('/callbacks', callbackRoutes({ ...deps, rateLimits: limits }));
   app.use('/v1', v1);
-  // The dashboard (issue 7): same origin as the API, its own session auth, the same rate-limit buckets.
+  // The dashboard: same origin as the API, its own session auth, the same rate-limit buckets.
   app.use('/dashboard', dashboardRouter({ ...deps, rateLimits: limits, requireRedis: requireRedis(deps.redis) }));
 
   app.use((req) => {

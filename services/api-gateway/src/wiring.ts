@@ -6,7 +6,7 @@ import { CallbackUrlGuard } from '@media/callback-guard';
 import { createCallbackAdmin } from '@media/callbacks';
 import { createRedis, FaultInjector, JobQueue, type AppConfig, type Logger } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
-import { CallbackRepository, configuredLimits, IdempotencyRepository, JobRepository, LimitRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { CallbackRepository, configuredLimits, DestinationGate, destinationLimits, IdempotencyRepository, JobRepository, LimitRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
 import { createApp } from './app';
 import { JobIntakeService } from './job-intake';
 import { JobWaiter } from './job-waiter';
@@ -68,6 +68,7 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
     // Keys are trusted for API_KEY_CACHE_MS: the bound on how long a revoked key keeps working here.
     accounts: createAccounts(config, redis, { apiKeyCacheMs: API_KEY_CACHE_MS }),
     testCallbacks: callbackAdmin.tests,
+    destinations: new DestinationGate(redis, keys, destinationLimits(config)),
     secureCookies: config.publicBaseUrl.startsWith('https:'),
     trustProxy: config.trustProxy,
     syncImageTimeoutMs: config.syncImageTimeoutMs,

@@ -1,6 +1,6 @@
 import type { Registry } from 'prom-client';
 import { registerScrapedGauge, type Logger } from '@media/common';
-import type { DestinationStatus } from '@media/domain';
+import { conditionOf, type DestinationStatus } from '@media/domain';
 import type { DestinationGate } from '@media/storage';
 
 /** Destinations named in labels, the busiest first; the rest are summed as `other`, so a deployment with a million receivers still exports a handful of series. */
@@ -50,7 +50,7 @@ export function registerDestinationGauges(registry: Registry, gate: Pick<Destina
     async () => {
       const all = await read();
       return [
-        [{ state: 'saturated' }, all.filter((d) => d.deferred > 0 || d.inFlight >= d.limit).length],
+        [{ state: 'saturated' }, all.filter((d) => conditionOf(d) === 'saturated').length],
         [{ state: 'slow' }, all.filter((d) => d.slowUntilMs !== null).length],
         [{ state: 'throttled' }, all.filter((d) => d.throttledUntilMs !== null).length],
       ];

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
 import { FaultInjector, JobQueue, type AppConfig, type CallbackMetrics, type Logger } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
-import { CallbackRepository, DestinationGate, JobRepository, loadLinkSigningKey, StoreKeys, TestCallbackRepository, WorkspaceRepository } from '@media/storage';
+import { CallbackRepository, DestinationGate, destinationLimits, JobRepository, loadLinkSigningKey, StoreKeys, TestCallbackRepository, WorkspaceRepository } from '@media/storage';
 import { CallbackService } from './callback-service';
 import { TestCallbackService } from './test-callback-service';
 import { WebhookSender } from './webhook-sender';
@@ -56,11 +56,7 @@ export async function createCallbackService(
   const deliveries = new JobQueue('callback-deliveries', redis, config.keyPrefix, logger);
   const events = new JobQueue('job-events', redis, config.keyPrefix, logger);
   const callbacks = new CallbackRepository(redis, keys);
-  const destinations = new DestinationGate(redis, keys, {
-    maxInFlight: config.destinationMaxInFlight,
-    slowMaxInFlight: config.destinationSlowMaxInFlight,
-    attemptTimeoutMs: config.webhookTimeoutMs,
-  });
+  const destinations = new DestinationGate(redis, keys, destinationLimits(config));
   const service = new CallbackService({
     callbacks,
     jobs: new JobRepository(redis, keys),

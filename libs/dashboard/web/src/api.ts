@@ -5,6 +5,7 @@
 import type {
   CreatedApiKey,
   CreatedMember,
+  DestinationList,
   JobKind,
   KeysPage,
   Member,
@@ -82,6 +83,9 @@ export class DashboardApi {
   }
   retryCallback(callbackId: string): Promise<CallbackObject> {
     return this.call('POST', `/callbacks/${encodeURIComponent(callbackId)}/retry`);
+  }
+  destinations(): Promise<DestinationList> {
+    return this.call('GET', '/destinations');
   }
 
   // API keys and signing secrets

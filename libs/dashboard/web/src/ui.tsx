@@ -37,11 +37,16 @@ const STATE_WORDS: Record<string, string> = {
   in_progress: 'In progress',
   completed: 'Completed',
   none: 'No callback',
+  ok: 'Healthy',
+  slow: 'Slow',
+  throttled: 'Throttled',
+  saturated: 'Saturated',
 };
 
 /** A state in colour AND words (and a shape), so it reads without colour vision too. */
 export function StateBadge({ state }: { state: string }) {
-  const icon = state === 'delivered' || state === 'completed' ? '✓' : state === 'failed' ? '✕' : state === 'none' ? '·' : '◷';
+  const icon =
+    state === 'delivered' || state === 'completed' || state === 'ok' ? '✓' : state === 'failed' ? '✕' : state === 'saturated' ? '!' : state === 'none' ? '·' : '◷';
   return (
     <span class={`badge badge-${state}`}>
       <span aria-hidden="true">{icon} </span>

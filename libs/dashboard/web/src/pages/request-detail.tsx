@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
-import type { CallbackAttemptObject, CallbackDetailObject, RequestDetail } from '../api';
+import type { CallbackAttemptObject, CallbackDetailObject, DestinationRow, RequestDetail } from '../api';
 import { formatDuration, formatMoney } from '../time';
 import { ErrorBanner, Notice, SafeLink, StateBadge, Time, useApp, useLoad } from '../ui';
 
@@ -89,7 +89,7 @@ export function RequestDetailPage({ id }: { id: string }) {
             <ErrorBanner error={retryError} />
             {retryNote ? <Notice>{retryNote}</Notice> : null}
             {data.callback ? (
-              <CallbackSection callback={data.callback} now={now} />
+              <CallbackSection callback={data.callback} destination={data.destination} now={now} />
             ) : (
               <p class="muted">
                 {data.row.callback_url ? 'The callback is sent when the job ends.' : 'This request asked for no callback.'}
@@ -165,7 +165,7 @@ function JobSection({ detail, now }: { detail: RequestDetail; now: number }) {
   );
 }
 
-function CallbackSection({ callback, now }: { callback: CallbackDetailObject; now: number }) {
+function CallbackSection({ callback, destination, now }: { callback: CallbackDetailObject; destination: DestinationRow | null; now: number }) {
   const attempts = [...callback.attempts].sort((a, b) => b.number - a.number || b.sent_at - a.sent_at);
   return (
     <>
@@ -185,6 +185,12 @@ function CallbackSection({ callback, now }: { callback: CallbackDetailObject; no
         <dt>Next attempt</dt>
         <dd data-testid="next-attempt">
           <Time at={callback.next_attempt_at} now={now} empty={callback.status === 'pending' ? 'Being sent now' : 'None scheduled'} />
+          {destination && destination.state !== 'ok' ? (
+            <div class="muted small" data-testid="destination-note">
+              <StateBadge state={destination.state} /> Its receiver, {destination.origin}, takes {destination.limit} attempt
+              {destination.limit === 1 ? '' : 's'} at once now: this one may wait for a slot, and is made when its turn comes.
+            </div>
+          ) : null}
         </dd>
         <dt>Delivered</dt>
         <dd>

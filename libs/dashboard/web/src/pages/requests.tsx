@@ -3,6 +3,7 @@ import { Link, useLocation, useSearch } from 'wouter-preact';
 import type { CallbackStatus, JobKind, RequestRow } from '../api';
 import { formatMoney } from '../time';
 import { EmptyRow, ErrorBanner, StateBadge, Time, useApp, useLoad } from '../ui';
+import { DestinationsPanel } from './destinations';
 
 const PAGE_SIZE = 25;
 
@@ -49,6 +50,7 @@ export function RequestsPage() {
           {loading ? 'Refreshing…' : 'Refresh'}
         </button>
       </div>
+      {after || q ? null : <DestinationsPanel />}
       <form
         class="filters"
         role="search"

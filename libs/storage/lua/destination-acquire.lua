@@ -37,8 +37,10 @@ local now = tonumber(ARGV[3])
 local lease_ms = tonumber(ARGV[4])
 local keep_ms = tonumber(ARGV[9])
 
+-- Everything the gate keeps goes when idle for as long: nothing of it is a record of anything.
 redis.call('ZADD', KEYS[4], now, ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - keep_ms)
+redis.call('PEXPIRE', KEYS[4], keep_ms)
 redis.call('ZADD', KEYS[5], now, ARGV[1])
 -- A workspace sending to ever new hosts keeps only its latest few on record.
 redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -51)

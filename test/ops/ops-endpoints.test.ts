@@ -1,7 +1,7 @@
 // Every service's ops port against real processes: /metrics moves as jobs run and callbacks fail,
 // metrics never appear on the public port, and Bull Board refuses anyone without operator credentials.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, request, type Server } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { api, eventually, TestStack, type ServiceName } from '../support/stack';
 
 const OPERATOR = { user: 'oncall', password: 'a-long-operator-password' };
@@ -177,4 +177,47 @@ describe('Bull Board', () => {
   it('is not on the public port', async () => {
     expect((await fetch(`${stack.baseUrl}/queues`)).status).toBe(404);
   });
+
+  it('makes an address that keeps guessing wait, the right password included, while an operator elsewhere gets in', async () => {
+    // Two wrong tries were made above; eight more reach the limit of ten.
+    for (let i = 0; i < 8; i++) expect((await fetch(board(), { headers: { authorization: basic(OPERATOR.user, `guess-${i}`) } })).status).toBe(401);
+    const held = await fetch(board(), { headers: { authorization: basic(OPERATOR.user, OPERATOR.password) } });
+    expect(held.status).toBe(429);
+    expect(Number(held.headers.get('retry-after'))).toBeGreaterThan(60);
+    expect(await getFrom('127.0.0.2', `${board()}/api/queues`, basic(OPERATOR.user, OPERATOR.password))).toBe(200);
+  });
 });
+
+describe('ops address', () => {
+  it('listens on loopback by default, and on every interface where OPS_HOST says so', async () => {
+    const port = Number(new URL(ops('webhook-dispatcher')).port);
+    // 127.0.0.2 is this machine too, but not the address a loopback-only listener is bound to.
+    await expect(connects('127.0.0.2', port)).resolves.toBe(false);
+    const open = await stack.startService('webhook-dispatcher', { OPS_HOST: '0.0.0.0' });
+    await expect(connects('127.0.0.2', Number(new URL(open.opsUrl).port))).resolves.toBe(true);
+  });
+});
+
+/** The status of a GET sent from `localAddress` (another loopback address: a client elsewhere). */
+function getFrom(localAddress: string, url: string, authorization: string): Promise<number> {
+  return new Promise((done, fail) => {
+    const req = request(url, { localAddress, headers: { authorization } }, (res) => {
+      res.resume();
+      done(res.statusCode ?? 0);
+    });
+    req.once('error', fail);
+    req.end();
+  });
+}
+
+/** Whether a TCP connection to `host:port` is accepted. */
+function connects(host: string, port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const socket = connect({ host, port });
+    socket.once('connect', () => {
+      socket.destroy();
+      done(true);
+    });
+    socket.once('error', () => done(false));
+  });
+}

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { FailureCounter, hashApiKey, SessionRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
-import { WorkspaceAccounts } from './accounts';
+import { SIGN_IN_LIMITS, WorkspaceAccounts } from './accounts';
 import { InvalidCredentialsError, LastOwnerError, MemberExistsError, MemberNotFoundError, SignInThrottledError } from './errors';
 import { hashPassword, verifyPassword } from './passwords';
 import { can } from './permissions';
@@ -13,7 +13,7 @@ let clock = Date.now();
 const accounts = new WorkspaceAccounts({
   workspaces,
   sessions: new SessionRepository(redis, keys),
-  failures: new FailureCounter(redis, keys),
+  failures: new FailureCounter(redis, keys, SIGN_IN_LIMITS),
   rotationOverlapSeconds: 86_400,
   now: () => clock,
 });
@@ -53,7 +53,7 @@ describe('WorkspaceAccounts', () => {
     expect(await verifyPassword('old', `scrypt$${salt.toString('base64')}$${scryptSync('old', salt, 32).toString('base64')}`)).toBe(true);
   });
 
-  it('signs members in, resumes and ends sessions, and reads the role afresh', async () => {
+  it('signs members in, resumes and ends sessions, and ends a member’s sessions when their role changes or they are removed', async () => {
     const { workspace, owner } = await accounts.createWorkspace('members', 'boss@m.test');
     const dev = await accounts.addMember(workspace.id, 'Dev@m.test', 'member');
     await expect(accounts.addMember(workspace.id, 'dev@m.test', 'admin')).rejects.toBeInstanceOf(MemberExistsError);
@@ -62,13 +62,32 @@ describe('WorkspaceAccounts', () => {
     expect(await redis.keys(`${keys.prefix}:session:*`)).not.toContainEqual(expect.stringContaining(signed.token));
     const devSession = await accounts.signIn('dev@m.test', dev.password, '10.0.0.1');
     expect(devSession.session.role).toBe('member');
+    // A new role: the session opened under the old one ends; signed in again, the member has the new role.
     await accounts.setRole(workspace.id, 'dev@m.test', 'admin');
-    expect((await accounts.resume(devSession.token))?.role).toBe('admin');
-    await accounts.removeMember(workspace.id, 'dev@m.test');
     expect(await accounts.resume(devSession.token)).toBeUndefined();
+    const asAdmin = await accounts.signIn('dev@m.test', dev.password, '10.0.0.1');
+    expect((await accounts.resume(asAdmin.token))?.role).toBe('admin');
+    await accounts.removeMember(workspace.id, 'dev@m.test');
+    expect(await accounts.resume(asAdmin.token)).toBeUndefined();
     await expect(accounts.signIn('dev@m.test', dev.password, '10.0.0.1')).rejects.toBeInstanceOf(InvalidCredentialsError);
+    // The owner's session was never touched by any of it.
+    expect((await accounts.resume(signed.token))?.role).toBe('owner');
     await accounts.signOut(signed.token);
     expect(await accounts.resume(signed.token)).toBeUndefined();
+  });
+
+  it('never revives a removed member’s session when the same e-mail is added again, and keeps nothing alive for a refused cookie', async () => {
+    const { workspace } = await accounts.createWorkspace('readd', 'own@r.test');
+    const first = await accounts.addMember(workspace.id, 'ex@r.test', 'member');
+    const old = await accounts.signIn('ex@r.test', first.password, '10.0.0.2');
+    await accounts.removeMember(workspace.id, 'ex@r.test');
+    // Added again (the way to give someone a new password), with a higher role this time.
+    const again = await accounts.addMember(workspace.id, 'ex@r.test', 'admin');
+    expect(await accounts.resume(old.token)).toBeUndefined();
+    // The refused session is gone, not refreshed: sending the cookie again finds nothing.
+    expect(await redis.keys(`${keys.prefix}:session:*`)).toHaveLength(0);
+    expect(await accounts.resume(old.token)).toBeUndefined();
+    expect((await accounts.resume((await accounts.signIn('ex@r.test', again.password, '10.0.0.2')).token))?.role).toBe('admin');
   });
 
   it('ends a session a week after sign-in however active it was', async () => {
@@ -94,22 +113,36 @@ describe('WorkspaceAccounts', () => {
     expect((await accounts.members(workspace.id)).filter((m) => m.role === 'owner')).toHaveLength(1);
   });
 
-  it('refuses sign-ins past ten failures for one e-mail, the right password included, with a retry time', async () => {
+  it('slows down failures for one e-mail from one address, the right password included there, and never keeps the owner out from another', async () => {
     const { owner } = await accounts.createWorkspace('throttle', 't@t.test');
-    for (let i = 0; i < 10; i++) await expect(accounts.signIn(owner.email, 'wrong', `10.1.0.${i}`)).rejects.toBeInstanceOf(InvalidCredentialsError);
-    const refused = await accounts.signIn(owner.email, owner.password, '10.1.1.1').catch((e: unknown) => e);
+    const start = clock;
+    for (let i = 0; i < 5; i++) await expect(accounts.signIn(owner.email, 'wrong', '10.1.0.1')).rejects.toBeInstanceOf(InvalidCredentialsError);
+    // The sixth from that address must wait a second, the right password too.
+    const refused = await accounts.signIn(owner.email, owner.password, '10.1.0.1').catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(SignInThrottledError);
-    expect((refused as SignInThrottledError).retryAfterSeconds).toBeGreaterThan(800);
+    expect((refused as SignInThrottledError).retryAfterSeconds).toBe(1);
+    // From anywhere else the owner signs in at once.
+    expect((await accounts.signIn(owner.email, owner.password, '10.1.9.9')).session.email).toBe(owner.email);
+    // The wait doubles with each further failure, up to a minute.
+    clock = start + 1_000;
+    await expect(accounts.signIn(owner.email, 'wrong', '10.1.0.1')).rejects.toBeInstanceOf(InvalidCredentialsError);
+    expect(((await accounts.signIn(owner.email, 'wrong', '10.1.0.1').catch((e: unknown) => e)) as SignInThrottledError).retryAfterSeconds).toBe(2);
+    clock = start + 1_000 + 2_000;
+    expect((await accounts.signIn(owner.email, owner.password, '10.1.0.1')).session.email).toBe(owner.email);
+    // A success clears that address's count for the e-mail: five free failures again.
+    for (let i = 0; i < 5; i++) await expect(accounts.signIn(owner.email, 'wrong', '10.1.0.1')).rejects.toBeInstanceOf(InvalidCredentialsError);
+    clock = start;
   });
 
-  it('lets no more than ten of a burst of parallel guesses reach the password check, and a success counts nothing', async () => {
+  it('lets five of a burst of parallel guesses from one address reach the password check, and limits an address over every e-mail', async () => {
     const { owner } = await accounts.createWorkspace('burst', 'b@b.test');
-    await accounts.signIn(owner.email, owner.password, '10.2.0.1');
-    const outcomes = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => accounts.signIn(owner.email, 'wrong', `10.2.1.${i}`).catch((e: unknown) => e)),
-    );
-    expect(outcomes.filter((e) => e instanceof InvalidCredentialsError)).toHaveLength(10);
-    expect(outcomes.filter((e) => e instanceof SignInThrottledError)).toHaveLength(30);
+    const outcomes = await Promise.all(Array.from({ length: 40 }, () => accounts.signIn(owner.email, 'wrong', '10.2.0.1').catch((e: unknown) => e)));
+    expect(outcomes.filter((e) => e instanceof InvalidCredentialsError)).toHaveLength(5);
+    expect(outcomes.filter((e) => e instanceof SignInThrottledError)).toHaveLength(35);
+    // Spraying many e-mails from one address: fifty failures, then nothing more from there this window.
+    for (let i = 0; i < 50; i++) await expect(accounts.signIn(`nobody${i}@b.test`, 'wrong', '10.2.0.2')).rejects.toBeInstanceOf(InvalidCredentialsError);
+    expect((await accounts.signIn(owner.email, owner.password, '10.2.0.2').catch((e: unknown) => e)) as SignInThrottledError).toBeInstanceOf(SignInThrottledError);
+    expect((await accounts.signIn(owner.email, owner.password, '10.2.0.3')).session.email).toBe(owner.email);
   });
 
   it('lists, creates and revokes API keys and records their use at most once a minute', async () => {
@@ -140,7 +173,7 @@ describe('WorkspaceAccounts', () => {
     const created = await accounts.createWorkspace('cached', 'c@cached.test');
     const cacheMs = 2_000;
     const cached = (): WorkspaceAccounts =>
-      new WorkspaceAccounts({ workspaces, sessions: new SessionRepository(redis, keys), failures: new FailureCounter(redis, keys), rotationOverlapSeconds: 86_400, apiKeyCacheMs: cacheMs, now: () => clock });
+      new WorkspaceAccounts({ workspaces, sessions: new SessionRepository(redis, keys), failures: new FailureCounter(redis, keys, SIGN_IN_LIMITS), rotationOverlapSeconds: 86_400, apiKeyCacheMs: cacheMs, now: () => clock });
     const gateway = cached();
     const elsewhere = cached();
     const key = await gateway.createApiKey(created.workspace.id);

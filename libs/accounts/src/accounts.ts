@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { newId } from '@media/common';
-import { hashApiKey, type ApiKeyInfo, type FailureCounter, type Role, type SessionRepository, type SigningSecret, type StoredSession, type Workspace, type WorkspaceRepository } from '@media/storage';
+import { hashApiKey, type ApiKeyInfo, type FailureCounter, type SignInLimits, type Role, type SessionRepository, type SigningSecret, type StoredSession, type Workspace, type WorkspaceRepository } from '@media/storage';
 import {
   ApiKeyNotFoundError,
   InvalidAccountInputError,
@@ -19,11 +19,20 @@ import { isRole } from './permissions';
 export const SESSION_IDLE_SECONDS = 12 * 3600;
 /** However active, a session ends this long after sign-in (a tab that polls must not keep one for ever). */
 export const SESSION_MAX_SECONDS = 7 * 86_400;
-/** Failed sign-ins allowed per e-mail in one window (guessing one account's password). */
-export const SIGN_IN_FAILURES_PER_EMAIL = 10;
-/** Failed sign-ins allowed per client address in one window (spraying many accounts); higher, as offices share addresses. */
-export const SIGN_IN_FAILURES_PER_ADDRESS = 50;
-export const SIGN_IN_WINDOW_SECONDS = 15 * 60;
+/**
+ * Sign-in failures (see `FailureCounter`): per client address a hard limit per window (spraying
+ * many accounts; generous, as offices share addresses); per e-mail from one address a few free
+ * tries, then a wait that doubles with each failure, up to a minute (guessing one account). Never a
+ * lock per e-mail alone: anyone could then keep an owner out by failing on purpose, from anywhere.
+ * Passwords are 96 random bits, so slowing a guesser is enough.
+ */
+export const SIGN_IN_LIMITS: SignInLimits = {
+  failuresPerAddress: 50,
+  windowSeconds: 15 * 60,
+  freeFailuresPerEmailAndAddress: 5,
+  firstWaitMs: 1_000,
+  longestWaitMs: 60_000,
+};
 /** An API key's last use is written at most this often: one write a minute, not one per request. */
 export const API_KEY_TOUCH_INTERVAL_MS = 60_000;
 /**
@@ -117,7 +126,7 @@ export class WorkspaceAccounts {
       workspace,
       { id: key.id, hash: hashApiKey(key.key), prefix: key.prefix, created_ms: now },
       { secret: signingSecret, created_ms: now, expires_ms: 0 },
-      { email, role: 'owner', password_hash: await hashPassword(password) },
+      { email, role: 'owner', password_hash: await hashPassword(password), session_epoch: mint.sessionEpoch() },
     );
     return { workspace, apiKey: key.key, signingSecret, owner: { email, password, role: 'owner' } };
   }
@@ -140,20 +149,31 @@ export class WorkspaceAccounts {
     if (!isRole(role)) throw new InvalidAccountInputError('role must be owner, admin or member', 'role');
     await this.workspace(workspaceId);
     const password = mint.password();
-    const added = await this.deps.workspaces.addMember(workspaceId, { email: normalized, role, password_hash: await hashPassword(password) });
+    const added = await this.deps.workspaces.addMember(workspaceId, {
+      email: normalized,
+      role,
+      password_hash: await hashPassword(password),
+      // A member added again (the way to give someone a new password) gets a new epoch: sessions of before are void.
+      session_epoch: mint.sessionEpoch(),
+    });
     if (!added) throw new MemberExistsError(normalized);
     return { email: normalized, password, role };
   }
 
-  /** @throws LastOwnerError when this would leave no owner */
+  /**
+   * Changes a member's role and ends their sessions: a session carries what its member could do
+   * when it was opened, so they sign in again under the new role.
+   *
+   * @throws LastOwnerError when this would leave no owner
+   */
   async setRole(workspaceId: string, email: string, role: Role): Promise<{ email: string; role: Role }> {
     if (!isRole(role)) throw new InvalidAccountInputError('role must be owner, admin or member', 'role');
     const normalized = email.trim().toLowerCase();
-    this.check(await this.deps.workspaces.changeMember(workspaceId, normalized, role), normalized);
+    this.check(await this.deps.workspaces.changeMember(workspaceId, normalized, { role, sessionEpoch: mint.sessionEpoch() }), normalized);
     return { email: normalized, role };
   }
 
-  /** Removes the member; their sessions end with the next request (each request reads the member). */
+  /** Removes the member and ends their sessions, for good: added again, they get a new epoch. */
   async removeMember(workspaceId: string, email: string): Promise<void> {
     const normalized = email.trim().toLowerCase();
     this.check(await this.deps.workspaces.changeMember(workspaceId, normalized, null), normalized);
@@ -167,60 +187,63 @@ export class WorkspaceAccounts {
   // --- sign-in and sessions -----------------------------------------------------------------
 
   /**
-   * Checks e-mail and password and opens a session. Failures are counted per e-mail and per client
-   * address; past either limit every attempt is refused (the right password included) until the
-   * window ends, so a guesser learns nothing more. An unknown e-mail costs one scrypt, like a wrong
-   * password, so that timing does not tell which e-mails exist.
+   * Checks e-mail and password and opens a session. Failures are counted per client address and per
+   * e-mail from that address ({@link SIGN_IN_LIMITS}): past a limit an attempt is refused (the right
+   * password included) with how long to wait, so a guesser learns nothing more; from another address
+   * the owner still signs in. An unknown e-mail costs one scrypt, like a wrong password, so that
+   * timing does not tell which e-mails exist.
    *
    * @returns the cookie token (shown to the browser only) and the session
    */
   async signIn(email: string, password: string, clientAddress: string): Promise<{ token: string; session: Session }> {
     const normalized = email.trim().toLowerCase();
-    const subjects = [
-      { scope: 'email' as const, hash: sha256(normalized), limit: SIGN_IN_FAILURES_PER_EMAIL },
-      { scope: 'address' as const, hash: sha256(clientAddress), limit: SIGN_IN_FAILURES_PER_ADDRESS },
-    ];
-    const reserved: typeof subjects = [];
-    for (const s of subjects) {
-      const { allowed, resetMs } = await this.deps.failures.reserve(s.scope, s.hash, s.limit, SIGN_IN_WINDOW_SECONDS);
-      if (!allowed) {
-        // The other subject's place was taken for an attempt that is not made.
-        for (const r of reserved) await this.deps.failures.release(r.scope, r.hash);
-        throw new SignInThrottledError(Math.max(1, Math.ceil(resetMs / 1000)));
-      }
-      reserved.push(s);
-    }
+    const [emailHash, addressHash] = [sha256(normalized), sha256(clientAddress)];
+    const { allowed, retryAfterMs } = await this.deps.failures.reserve(emailHash, addressHash, this.now());
+    if (!allowed) throw new SignInThrottledError(Math.max(1, Math.ceil(retryAfterMs / 1000)));
     // An e-mail may belong to several workspaces, each with its own password: the first that matches wins.
-    let found: { workspaceId: string; role: Role } | undefined;
+    let found: { workspaceId: string; role: Role; epoch: string } | undefined;
     const candidates = await this.deps.workspaces.workspacesOfMember(normalized);
     for (const workspaceId of candidates) {
       const member = await this.deps.workspaces.member(workspaceId, normalized);
       if (member && (await verifyPassword(password, member.password_hash))) {
-        found = { workspaceId, role: member.role };
+        found = { workspaceId, role: member.role, epoch: member.session_epoch ?? '' };
         break;
       }
     }
     if (candidates.length === 0) await verifyPassword(password, await decoyHash());
-    // A failure keeps its place in both counts; a success gives them back.
+    // A failure keeps its place in the counts; a success gives it back.
     if (!found) throw new InvalidCredentialsError();
-    for (const s of subjects) await this.deps.failures.release(s.scope, s.hash);
+    await this.deps.failures.release(emailHash, addressHash);
     const token = mint.sessionToken();
-    const stored: StoredSession = { workspace_id: found.workspaceId, email: normalized, csrf_token: mint.csrfToken(), created_ms: this.now() };
+    const stored: StoredSession = {
+      workspace_id: found.workspaceId,
+      email: normalized,
+      csrf_token: mint.csrfToken(),
+      created_ms: this.now(),
+      member_epoch: found.epoch,
+    };
     await this.deps.sessions.create(sha256(token), stored, SESSION_IDLE_SECONDS);
     return { token, session: { workspace: await this.workspace(found.workspaceId), email: normalized, role: found.role, csrfToken: stored.csrf_token } };
   }
 
-  /** The session of a cookie token, its idle timer restarted; undefined when expired, ended, or the member was removed. */
+  /**
+   * The session of a cookie token, checked against the member as they are now: undefined (and the
+   * session ended) when it is past its maximum age, or its member was removed, re-added or given
+   * another role since it was opened. Only a session that passes has its idle timer restarted, so a
+   * refused cookie, however often it is sent, keeps nothing alive.
+   */
   async resume(token: string): Promise<Session | undefined> {
     if (!token) return undefined;
-    const stored = await this.deps.sessions.touch(sha256(token), SESSION_IDLE_SECONDS);
+    const tokenHash = sha256(token);
+    const stored = await this.deps.sessions.get(tokenHash);
     if (!stored) return undefined;
-    if (this.now() - stored.created_ms > SESSION_MAX_SECONDS * 1000) {
-      await this.deps.sessions.delete(sha256(token));
+    const [member, workspace] = await Promise.all([this.deps.workspaces.member(stored.workspace_id, stored.email), this.deps.workspaces.get(stored.workspace_id)]);
+    const expired = this.now() - stored.created_ms > SESSION_MAX_SECONDS * 1000;
+    if (expired || !member || !workspace || (member.session_epoch ?? '') !== stored.member_epoch) {
+      await this.deps.sessions.delete(tokenHash);
       return undefined;
     }
-    const [member, workspace] = await Promise.all([this.deps.workspaces.member(stored.workspace_id, stored.email), this.deps.workspaces.get(stored.workspace_id)]);
-    if (!member || !workspace) return undefined;
+    await this.deps.sessions.refresh(tokenHash, SESSION_IDLE_SECONDS);
     return { workspace, email: member.email, role: member.role, csrfToken: stored.csrf_token };
   }
 

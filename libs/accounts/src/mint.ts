@@ -18,6 +18,8 @@ export const mint = {
   /** The session cookie's value; only its SHA-256 is stored. */
   sessionToken: (): string => randomBytes(32).toString('base64url'),
   csrfToken: (): string => randomBytes(32).toString('base64url'),
+  /** A member's session epoch: sessions opened under another one (before a removal, role change or new password) are void. */
+  sessionEpoch: (): string => randomBytes(12).toString('base64url'),
 };
 
 export const sha256 = (value: string): string => createHash('sha256').update(value).digest('hex');

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { AppConfig } from '@media/common';
 import { FailureCounter, SessionRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
-import { WorkspaceAccounts, type AccountsDeps } from './accounts';
+import { SIGN_IN_LIMITS, WorkspaceAccounts, type AccountsDeps } from './accounts';
 
 /** Builds workspace accounts from the validated config, the same way for the gateway, the admin CLI and tests. */
 export function createAccounts(
@@ -13,7 +13,7 @@ export function createAccounts(
   return new WorkspaceAccounts({
     workspaces: new WorkspaceRepository(redis, keys),
     sessions: new SessionRepository(redis, keys),
-    failures: new FailureCounter(redis, keys),
+    failures: new FailureCounter(redis, keys, SIGN_IN_LIMITS),
     rotationOverlapSeconds: config.secretRotationOverlapSeconds,
     ...options,
   });

@@ -64,6 +64,11 @@ export interface AppConfig {
   /** Operations port: /healthz, /readyz, /metrics (and Bull Board on the gateway). */
   opsPort: number;
   /**
+   * The address the operations port listens on: loopback unless the deployment needs more (in
+   * Kubernetes the kubelet's probes and Prometheus reach the pod's address, so the manifests set 0.0.0.0).
+   */
+  opsHost: string;
+  /**
    * How long a worker may sit idle while work has waited longer than this, or stay disconnected
    * from Redis, before its liveness probe fails and Kubernetes restarts it.
    */
@@ -265,6 +270,7 @@ const schema = Joi.object({
     .allow('')
     .default(''),
   OPS_PORT: Joi.number().port().default(9464),
+  OPS_HOST: Joi.string().ip({ cidr: 'forbidden' }).default('127.0.0.1'),
   WORKER_LIVENESS_BOUND_MS: Joi.number().integer().min(1_000).default(120_000),
   LOCAL_STACK_DIR: Joi.string().default('var'),
   LOCAL_RECEIVER_PORT: Joi.number().port().default(9443),
@@ -346,6 +352,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     faultCrashPoints: list(value.FAULT_CRASH_POINTS) as CrashPoint[],
     trustProxy: value.TRUST_PROXY === '' ? false : /^\d+$/.test(value.TRUST_PROXY) ? Number(value.TRUST_PROXY) : list(value.TRUST_PROXY),
     opsPort: value.OPS_PORT,
+    opsHost: value.OPS_HOST,
     workerLivenessBoundMs: value.WORKER_LIVENESS_BOUND_MS,
     localStack: { dir: value.LOCAL_STACK_DIR, receiverPort: value.LOCAL_RECEIVER_PORT },
     operatorUsername: value.OPERATOR_USERNAME,

@@ -65,7 +65,7 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
     });
   });
   const port = (server.address() as AddressInfo).port;
-  opts.logger.info('ops server listening', { ops_port: port });
+  opts.logger.info('ops server listening', { ops_port: port, ops_host: opts.host ?? 'every interface' });
   let closing: Promise<void> | undefined;
   return {
     port,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
@@ -31,6 +32,8 @@ declare module 'express-serve-static-core' {
   interface Locals {
     workspaceId: string;
     dashboardSession?: Session;
+    /** The signed-in member, as the dashboard's rate limits key them (a hash of the e-mail). */
+    memberKey?: string;
   }
 }
 
@@ -49,8 +52,12 @@ export interface DashboardDeps {
   testCallbacks: Pick<TestCallbacks, 'send'>;
   /** How the workspace's callback destinations are doing (slots shared by every dispatcher). */
   destinations: Pick<DestinationGate, 'ofWorkspace'>;
-  /** The gateway's per-workspace buckets; they key on `res.locals.workspaceId`, which the session sets. */
-  rateLimits: { read: RequestHandler; create: RequestHandler };
+  /**
+   * The dashboard's own buckets, per member (they key on `res.locals.workspaceId` and
+   * `res.locals.memberKey`, which the session sets): never the workspace's API buckets, so API
+   * traffic cannot hold back an owner's revocation.
+   */
+  rateLimits: { read: RequestHandler; write: RequestHandler };
   /** 503 at once while Redis is down (the gateway's middleware). */
   requireRedis: RequestHandler;
   /** Set the cookie's Secure flag: PUBLIC_BASE_URL is https. */
@@ -100,7 +107,7 @@ function apiRouter(deps: DashboardDeps): Router {
   const api = Router();
   const accounts = deps.accounts;
   const view = new RequestsView(deps);
-  const { read, create } = deps.rateLimits;
+  const { read, write } = deps.rateLimits;
 
   api.use((_req, res, next) => {
     // Answers carry secrets and private data: never stored by the browser or a proxy.
@@ -167,9 +174,10 @@ function apiRouter(deps: DashboardDeps): Router {
     }
     res.locals.dashboardSession = session;
     res.locals.workspaceId = session.workspace.id;
+    res.locals.memberKey = createHash('sha256').update(session.email).digest('hex').slice(0, 32);
     next();
   });
-  api.use((req, res, next) => (req.method === 'GET' || req.method === 'HEAD' ? read : create)(req, res, next));
+  api.use((req, res, next) => (req.method === 'GET' || req.method === 'HEAD' ? read : write)(req, res, next));
 
   const session = (res: Response): Session => res.locals.dashboardSession!;
   const allow = (res: Response, action: Action) => {

@@ -1,4 +1,4 @@
-import { LinkSigner } from './links';
+import { CLOCK_SKEW_SECONDS, LinkSigner } from './links';
 import { describeSize, findModel, imageCost, imagePrice, videoCost, type ImageModel, type VideoModel } from './models';
 import { JobPresenter } from './presenter';
 import { generationPriority, jobIds } from '@media/common';
@@ -18,6 +18,17 @@ describe('LinkSigner', () => {
     expect(signer.check('ws_1/job_1/1.png', expires, signature, 1_000)).toBe('invalid');
     expect(signer.check('ws_1/job_1/0.png', String(Number(expires) + 1), signature, 1_000)).toBe('invalid');
     expect(new LinkSigner('x'.repeat(32), 'https://api.example.com', 60).check('ws_1/job_1/0.png', expires, signature, 1_000)).toBe('invalid');
+  });
+
+  it('refuses a link that would last longer than the TTL allows, however well it is signed', () => {
+    // Signed with the same key by someone who chose the expiry: the year 5138.
+    const forged = new LinkSigner('k'.repeat(32), 'https://api.example.com', 100_000_000_000).mint('ws_1/job_1/0.png', 1_000);
+    const url = new URL(forged.url);
+    expect(signer.check('ws_1/job_1/0.png', url.searchParams.get('expires')!, url.searchParams.get('signature')!, 1_000)).toBe('invalid');
+    // A replica whose clock runs up to five minutes ahead still mints links the others accept.
+    const ahead = signer.mint('ws_1/job_1/0.png', 1_000 + CLOCK_SKEW_SECONDS);
+    const aheadUrl = new URL(ahead.url);
+    expect(signer.check('ws_1/job_1/0.png', aheadUrl.searchParams.get('expires')!, aheadUrl.searchParams.get('signature')!, 1_000)).toBe('ok');
   });
 
   it('mints a fresh link on every render', () => {

@@ -1,5 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
+/** How far ahead of this replica's clock another replica's may run when it mints a link. */
+export const CLOCK_SKEW_SECONDS = 300;
+
 export interface SignedLink {
   url: string;
   /** Unix seconds. */
@@ -25,9 +28,15 @@ export class LinkSigner {
     return { url: `${this.baseUrl}/v1/files/${path}?expires=${expires}&signature=${signature}`, expires_at: expires };
   }
 
-  /** 'ok', or why the link is refused. */
+  /**
+   * 'ok', or why the link is refused. A link that would last longer than this deployment ever mints
+   * one for (LINK_TTL_SECONDS from now, plus {@link CLOCK_SKEW_SECONDS} for replicas whose clocks
+   * differ) is invalid whatever its signature: only someone holding the signing key could have made
+   * it, and such a link must not outlive the key's replacement.
+   */
   check(key: string, expires: string, signature: string, nowSeconds = Math.floor(Date.now() / 1000)): 'ok' | 'expired' | 'invalid' {
-    if (!/^\d+$/.test(expires) || !/^[A-Za-z0-9_-]{43}$/.test(signature)) return 'invalid';
+    if (!/^\d{1,12}$/.test(expires) || !/^[A-Za-z0-9_-]{43}$/.test(signature)) return 'invalid';
+    if (Number(expires) > nowSeconds + this.ttlSeconds + CLOCK_SKEW_SECONDS) return 'invalid';
     const expected = Buffer.from(this.signature(key, Number(expires)));
     const given = Buffer.from(signature);
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) return 'invalid';

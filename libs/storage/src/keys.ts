@@ -37,8 +37,8 @@ export class StoreKeys {
   memberWorkspaces = (emailHash: string) => `${this.prefix}:member:${emailHash}`;
   /** A dashboard session, by the SHA-256 of its cookie token; expires when idle. */
   session = (tokenHash: string) => `${this.prefix}:session:${tokenHash}`;
-  /** Failed sign-ins counted per e-mail or per client address (hashed) in the current window. */
-  signInFailures = (scope: 'email' | 'address', hash: string) => `${this.prefix}:signin:${scope}:${hash}`;
+  /** Failed sign-ins counted per client address, or per e-mail and address together (hashed), in the current window. */
+  signInFailures = (scope: 'address' | 'pair', hash: string) => `${this.prefix}:signin:${scope}:${hash}`;
   /** A test callback the dashboard asked for (its URL and workspace), and its outcome; both short-lived. */
   testCallback = (id: string) => `${this.prefix}:testcb:${id}`;
   testCallbackResult = (id: string) => `${this.prefix}:testcb:${id}:result`;

@@ -46,6 +46,14 @@ export interface WaitingVerdict {
 
 const WINDOW_MS = 60_000;
 
+/**
+ * What one dashboard member may do per minute, each on their own count: reads (page loads and the
+ * Requests page's refresh) and writes (revoke a key, rotate the secret, change a member). Never the
+ * workspace's API buckets, so that API traffic, a leaked key's included, cannot use them up.
+ */
+export const DASHBOARD_LIMITS = { read: 600, write: 60 } as const;
+export type DashboardBucket = keyof typeof DASHBOARD_LIMITS;
+
 // A fixed window per workspace and bucket: it opens with the first call after the previous one
 // expired and lasts a minute. One counter and no clock: replicas with skewed clocks still share
 // it, and a burst can reach at most twice the limit across a window boundary, which is the
@@ -114,6 +122,17 @@ export class LimitRepository {
       this.redis,
       [this.keys.workspaceLimits(workspaceId), this.keys.workspaceRate(workspaceId, bucket)],
       [name, this.defaults[name], WINDOW_MS],
+    )) as [number, number, number];
+    return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetMs };
+  }
+
+  /** Counts one dashboard call of one member (`memberKey`: a hash of the e-mail) against {@link DASHBOARD_LIMITS}. */
+  async hitMember(workspaceId: string, memberKey: string, bucket: DashboardBucket): Promise<RateVerdict> {
+    const [count, limit, resetMs] = (await HIT.run(
+      this.redis,
+      [this.keys.workspaceLimits(workspaceId), this.keys.workspaceRate(workspaceId, `dashboard:${bucket}:${memberKey}`)],
+      // No override is ever stored under this name: the limit is the constant.
+      [`dashboard_${bucket}_per_minute`, DASHBOARD_LIMITS[bucket], WINDOW_MS],
     )) as [number, number, number];
     return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetMs };
   }

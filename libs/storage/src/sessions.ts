@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { StoreKeys } from './keys';
+import { storeScript } from './lua';
 
 /** A dashboard session as stored, under the hash of its cookie token (never the token). */
 export interface StoredSession {
@@ -8,6 +9,8 @@ export interface StoredSession {
   /** The CSRF token the page sends back on every state-changing request. */
   csrf_token: string;
   created_ms: number;
+  /** The member's session epoch when the session was opened ('' for members stored before epochs). */
+  member_epoch: string;
 }
 
 /** Dashboard sessions: one Redis hash per session that expires when idle. */
@@ -26,16 +29,22 @@ export class SessionRepository {
       .exec();
   }
 
-  /** The session, its idle timer restarted; undefined when it expired or was ended. */
-  async touch(tokenHash: string, idleSeconds: number): Promise<StoredSession | undefined> {
-    const key = this.keys.session(tokenHash);
-    const [[error, raw], [expireError, refreshed]] = (await this.redis.multi().hgetall(key).expire(key, idleSeconds, 'XX').exec()) as [
-      [Error | null, Record<string, string>],
-      [Error | null, number],
-    ];
-    if (error ?? expireError) throw error ?? expireError;
-    if (!raw.workspace_id || refreshed !== 1) return undefined;
-    return { workspace_id: raw.workspace_id, email: raw.email, csrf_token: raw.csrf_token, created_ms: Number(raw.created_ms) };
+  /** The session as stored; undefined when it expired or was ended. Its idle timer is not touched. */
+  async get(tokenHash: string): Promise<StoredSession | undefined> {
+    const raw = await this.redis.hgetall(this.keys.session(tokenHash));
+    if (!raw.workspace_id) return undefined;
+    return {
+      workspace_id: raw.workspace_id,
+      email: raw.email,
+      csrf_token: raw.csrf_token,
+      created_ms: Number(raw.created_ms),
+      member_epoch: raw.member_epoch ?? '',
+    };
+  }
+
+  /** Restarts a session's idle timer (only one that still exists: a session ended meanwhile stays ended). */
+  async refresh(tokenHash: string, idleSeconds: number): Promise<void> {
+    await this.redis.expire(this.keys.session(tokenHash), idleSeconds, 'XX');
   }
 
   async delete(tokenHash: string): Promise<void> {
@@ -43,38 +52,42 @@ export class SessionRepository {
   }
 }
 
-// Counts the attempt before the password is checked, so that a burst of parallel attempts cannot
-// all read a count under the limit and all get a (costly) password check. Past the limit the
-// count is put back and the attempt refused. ARGV: 1 limit, 2 window seconds.
-const RESERVE = `
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
-if count > tonumber(ARGV[1]) then
-  redis.call('DECR', KEYS[1])
-  return {0, redis.call('PTTL', KEYS[1])}
-end
-return {1, 0}
-`;
+const RESERVE = storeScript('sign-in-reserve');
+
+/** How sign-in failures are limited (see `lua/sign-in-reserve.lua`). */
+export interface SignInLimits {
+  failuresPerAddress: number;
+  windowSeconds: number;
+  freeFailuresPerEmailAndAddress: number;
+  firstWaitMs: number;
+  longestWaitMs: number;
+}
 
 /**
- * A fixed-window counter of failed attempts per subject (e.g. sign-ins per e-mail). An attempt
- * reserves a place first ({@link reserve}); a successful one gives it back ({@link release}), so
- * only failures stay counted.
+ * Failed sign-ins, counted per client address and per e-mail and address together. An attempt
+ * takes a place first ({@link reserve}); a successful one gives it back and clears its e-mail's
+ * count from that address ({@link release}), so only failures stay counted.
  */
 export class FailureCounter {
   constructor(
     private readonly redis: Redis,
     private readonly keys: StoreKeys,
+    private readonly limits: SignInLimits,
   ) {}
 
-  /** Takes a place for one attempt; refused, with the ms until the window ends, when `limit` failures are counted. */
-  async reserve(scope: 'email' | 'address', hash: string, limit: number, windowSeconds: number): Promise<{ allowed: boolean; resetMs: number }> {
-    const [allowed, resetMs] = (await this.redis.eval(RESERVE, 1, this.keys.signInFailures(scope, hash), String(limit), String(windowSeconds))) as [number, number];
-    return { allowed: allowed === 1, resetMs: Math.max(0, resetMs) };
+  /** Takes a place for one attempt; refused with how long to wait, when the address is over its limit or the pair must slow down. */
+  async reserve(emailHash: string, addressHash: string, nowMs: number): Promise<{ allowed: boolean; retryAfterMs: number }> {
+    const l = this.limits;
+    const [allowed, retryAfterMs] = (await RESERVE.run(
+      this.redis,
+      [this.keys.signInFailures('address', addressHash), this.keys.signInFailures('pair', `${emailHash}:${addressHash}`)],
+      [l.failuresPerAddress, l.windowSeconds, l.freeFailuresPerEmailAndAddress, l.firstWaitMs, l.longestWaitMs, nowMs],
+    )) as [number, number];
+    return { allowed: allowed === 1, retryAfterMs };
   }
 
   /** Gives back the place of an attempt that succeeded. */
-  async release(scope: 'email' | 'address', hash: string): Promise<void> {
-    await this.redis.decr(this.keys.signInFailures(scope, hash));
+  async release(emailHash: string, addressHash: string): Promise<void> {
+    await this.redis.multi().decr(this.keys.signInFailures('address', addressHash)).del(this.keys.signInFailures('pair', `${emailHash}:${addressHash}`)).exec();
   }
 }

@@ -42,6 +42,12 @@ export interface StoredMember {
   email: string;
   role: Role;
   password_hash: string;
+  /**
+   * Changes whenever what a session was opened for no longer holds (the member's role changes, or
+   * the member is made anew: removed and added again, a new password): a session stores the epoch
+   * it was opened under and is void under any other. Absent on members stored before epochs.
+   */
+  session_epoch?: string;
 }
 
 export interface RotatedSecret {
@@ -94,7 +100,8 @@ return #out
 
 // Changes (ARGV[2] = new role) or removes (ARGV[2] = '') a member, refusing to leave the workspace
 // without an owner. In one script: two owners demoting each other at once must not both succeed.
-// KEYS: members hash, the member's e-mail index set. ARGV: e-mail, role, workspace id.
+// A new role comes with a new session epoch, which ends the member's sessions (opened under the old role).
+// KEYS: members hash, the member's e-mail index set. ARGV: e-mail, role, workspace id, new session epoch.
 const CHANGE_MEMBER = `
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return 'missing' end
@@ -111,6 +118,7 @@ if ARGV[2] == '' then
   redis.call('SREM', KEYS[2], ARGV[3])
 else
   member.role = ARGV[2]
+  member.session_epoch = ARGV[4]
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(member))
 end
 return 'ok'
@@ -274,8 +282,11 @@ export class WorkspaceRepository {
     return added === 1;
   }
 
-  /** Sets a member's role (`null` removes the member), never leaving the workspace without an owner. */
-  async changeMember(workspaceId: string, email: string, role: Role | null): Promise<MemberChange> {
+  /**
+   * Sets a member's role with a new session epoch (`null` removes the member), never leaving the
+   * workspace without an owner.
+   */
+  async changeMember(workspaceId: string, email: string, change: { role: Role; sessionEpoch: string } | null): Promise<MemberChange> {
     const normalized = email.trim().toLowerCase();
     return (await this.redis.eval(
       CHANGE_MEMBER,
@@ -283,8 +294,9 @@ export class WorkspaceRepository {
       this.keys.workspaceMembers(workspaceId),
       this.keys.memberWorkspaces(hashEmail(normalized)),
       normalized,
-      role ?? '',
+      change?.role ?? '',
       workspaceId,
+      change?.sessionEpoch ?? '',
     )) as MemberChange;
   }
 }

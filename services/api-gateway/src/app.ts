@@ -8,8 +8,8 @@ import type { JobPresenter, LinkSigner } from '@media/domain';
 import type { BlobStore } from '@media/blob-store';
 import type { CallbackRepository, DestinationGate, JobRepository, LimitRepository, WorkspaceRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
-import { errorHandler, requestContext, requireApiKey, requireRedis } from './http/middleware';
-import { rateLimits } from './http/rate-limit';
+import { errorHandler, requestContext, requireApiKey, requireRedis, transportSecurity } from './http/middleware';
+import { dashboardRateLimits, rateLimits } from './http/rate-limit';
 import type { JobIntakeService } from './job-intake';
 import type { JobWaiter } from './job-waiter';
 import { OPENAPI_PATH } from './openapi/document';
@@ -37,7 +37,7 @@ export interface GatewayDeps {
   testCallbacks: TestCallbacks;
   /** How callback destinations are doing, for the dashboard. */
   destinations: Pick<DestinationGate, 'ofWorkspace'>;
-  /** The dashboard's cookie is Secure when the public address is https. */
+  /** The public address is https: the dashboard's cookie is Secure, and every answer carries HSTS. */
   secureCookies: boolean;
   /** Express's `trust proxy` (TRUST_PROXY): which proxies' X-Forwarded-For names the client. */
   trustProxy: boolean | number | string[];
@@ -84,6 +84,7 @@ export function createStartingApp(logger: Logger, openApi: RequestHandler): Expr
 export function createApp(deps: GatewayDeps): Express {
   const app = baseApp(deps.logger, () => pingRedis(deps.redis), deps.openApi);
   app.set('trust proxy', deps.trustProxy);
+  app.use(transportSecurity(deps.secureCookies));
 
   app.use('/v1/files', fileRoutes(deps.links, deps.blobs));
 
@@ -100,8 +101,8 @@ export function createApp(deps: GatewayDeps): Express {
   v1.use('/videos', videoRoutes({ ...deps, rateLimits: limits }));
   v1.use('/callbacks', callbackRoutes({ ...deps, rateLimits: limits }));
   app.use('/v1', v1);
-  // The dashboard: same origin as the API, its own session auth, the same rate-limit buckets.
-  app.use('/dashboard', dashboardRouter({ ...deps, rateLimits: limits, requireRedis: requireRedis(deps.redis) }));
+  // The dashboard: same origin as the API, its own session auth, and rate limits per member of its own.
+  app.use('/dashboard', dashboardRouter({ ...deps, rateLimits: dashboardRateLimits(deps.limits), requireRedis: requireRedis(deps.redis) }));
 
   app.use((req) => {
     throw ApiError.notFound(`Unknown route ${req.method} ${req.path}.`);

@@ -48,6 +48,7 @@ async function main(): Promise<void> {
   let closeBoard: (() => Promise<void>) | undefined;
   const ops = await startOpsServer({
     port: config.opsPort,
+    host: config.opsHost,
     logger,
     registry,
     isReady: async () => connected && (await pingRedis(redis)),

@@ -103,6 +103,7 @@ async function main(): Promise<void> {
   registerQueueGauges(registry, new QueueDepth(redis, config.keyPrefix), ['generation', 'maintenance'], logger);
   const ops = await startOpsServer({
     port: config.opsPort,
+    host: config.opsHost,
     logger,
     registry,
     isReady: () => pingRedis(redis),

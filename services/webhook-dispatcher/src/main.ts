@@ -35,6 +35,7 @@ async function main(): Promise<void> {
   const consumers: QueueConsumer<'job-events' | 'callback-deliveries'>[] = [];
   const ops = await startOpsServer({
     port: config.opsPort,
+    host: config.opsHost,
     logger,
     registry,
     isReady: async () => consumers.length > 0 && (await pingRedis(redis)),

@@ -84,6 +84,27 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
       return { workspace_id: workspaceId, removed: email.trim().toLowerCase() };
     },
   },
+  'list-keys': {
+    usage: 'list-keys --workspace ID',
+    run: async (ctx, flags) => {
+      const workspaceId = required(flags, 'workspace');
+      if (!(await ctx.workspaces.get(workspaceId))) throw new UsageError(`no workspace ${workspaceId}`);
+      const keys = await ctx.accounts.apiKeys(workspaceId);
+      const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+      return { workspace_id: workspaceId, api_keys: keys.map((k) => ({ id: k.id, prefix: k.prefix, created_at: iso(k.created_ms), last_used_at: iso(k.last_used_ms) })) };
+    },
+  },
+  'revoke-key': {
+    // Straight to Redis, past every gateway and its rate limits: what an owner uses when the
+    // dashboard is out of reach, or a leaked key is flooding the workspace.
+    usage: 'revoke-key --workspace ID --key-id ID',
+    run: async (ctx, flags) => {
+      const workspaceId = required(flags, 'workspace');
+      const keyId = required(flags, 'key-id');
+      await ctx.accounts.revokeApiKey(workspaceId, keyId);
+      return { workspace_id: workspaceId, revoked: keyId };
+    },
+  },
   'retry-callback': {
     usage: 'retry-callback --id MSG_ID [--workspace ID]',
     run: (ctx, flags) => retryCallback(ctx, required(flags, 'id'), flags.workspace),

@@ -96,3 +96,21 @@ function toApiError(err: unknown): ApiError {
   if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return ApiError.invalid('Malformed request.', null, 'invalid_request');
   return new ApiError(500, 'api_error', 'The server had an error while processing your request.', null, 'internal_error');
 }
+
+/** A year: what browsers and the HSTS preload list expect of a site that means it. */
+const HSTS = 'max-age=31536000; includeSubDomains';
+
+/**
+ * Headers every answer of the gateway carries: `X-Content-Type-Options: nosniff` (a downloaded file
+ * is never run as another type than it says), and, when the service is reached over https (its
+ * public address is https, or a trusted proxy says the request came over https), HSTS, so that a
+ * browser never tries plain http to it again. Never on a plain-http local stack, where HSTS would
+ * lock the browser out of localhost.
+ */
+export function transportSecurity(publicHttps: boolean): RequestHandler {
+  return (req, res, next) => {
+    res.setHeader('x-content-type-options', 'nosniff');
+    if (publicHttps || req.secure) res.setHeader('strict-transport-security', HSTS);
+    next();
+  };
+}

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import type { LimitRepository, RateBucket } from '@media/storage';
+import type { DashboardBucket, LimitRepository, RateBucket, RateVerdict } from '@media/storage';
 import { ApiError } from './api-error';
 
 /**
@@ -33,19 +33,34 @@ export function rateLimits(limits: LimitRepository): RateLimits {
   const bucket =
     (name: RateBucket): RateLimit =>
     async (_req, res, next) => {
-      const verdict = await limits.hit(res.locals.workspaceId, name);
-      res.setHeader('x-ratelimit-limit-requests', String(verdict.limit));
-      res.setHeader('x-ratelimit-remaining-requests', String(verdict.remaining));
-      res.setHeader('x-ratelimit-reset-requests', formatResetDuration(verdict.resetMs));
-      if (!verdict.allowed) {
-        const retryAfter = Math.max(1, Math.ceil(verdict.resetMs / 1_000));
-        throw ApiError.rateLimited(
-          `Rate limit reached for ${name} requests in this workspace: ${verdict.limit} per minute. Try again in ${retryAfter} s.`,
-          'rate_limit_exceeded',
-          retryAfter,
-        );
-      }
+      answer(res, await limits.hit(res.locals.workspaceId, name), `${name} requests in this workspace`);
       next();
     };
   return { create: bucket('create'), read: bucket('read') };
+}
+
+/**
+ * The dashboard's buckets: per member (`res.locals.memberKey`, set by the dashboard's session
+ * check), apart from the workspace's API buckets, so that no amount of API traffic can keep an
+ * owner from revoking a key or removing a member.
+ */
+export function dashboardRateLimits(limits: LimitRepository): { [B in DashboardBucket]: RateLimit } {
+  const bucket =
+    (name: DashboardBucket): RateLimit =>
+    async (_req, res, next) => {
+      answer(res, await limits.hitMember(res.locals.workspaceId, res.locals.memberKey!, name), `dashboard ${name}s by you`);
+      next();
+    };
+  return { read: bucket('read'), write: bucket('write') };
+}
+
+/** OpenAI's headers on every limited response; over the limit, a 429 with `Retry-After` that does no work. */
+function answer(res: Response, verdict: RateVerdict, what: string): void {
+  res.setHeader('x-ratelimit-limit-requests', String(verdict.limit));
+  res.setHeader('x-ratelimit-remaining-requests', String(verdict.remaining));
+  res.setHeader('x-ratelimit-reset-requests', formatResetDuration(verdict.resetMs));
+  if (!verdict.allowed) {
+    const retryAfter = Math.max(1, Math.ceil(verdict.resetMs / 1_000));
+    throw ApiError.rateLimited(`Rate limit reached for ${what}: ${verdict.limit} per minute. Try again in ${retryAfter} s.`, 'rate_limit_exceeded', retryAfter);
+  }
 }

@@ -51,6 +51,8 @@ export interface AppConfig {
   syncImageTimeoutMs: number;
   moderationBlocklist: string[];
   maxUploadBytes: number;
+  /** All file parts of one multipart request together (they are streamed to temp files, not held in memory). */
+  maxUploadTotalBytes: number;
   maxJsonBytes: number;
   idempotencyTtlSeconds: number;
   shutdownTimeoutMs: number;
@@ -254,6 +256,7 @@ const schema = Joi.object({
   SYNC_IMAGE_TIMEOUT_MS: Joi.number().integer().min(1_000).default(120_000),
   MODERATION_BLOCKLIST: csv,
   MAX_UPLOAD_BYTES: Joi.number().integer().min(1_024).default(20 * 1024 * 1024),
+  MAX_UPLOAD_TOTAL_BYTES: Joi.number().integer().min(1_024).default(64 * 1024 * 1024),
   MAX_JSON_BYTES: Joi.number().integer().min(1_024).default(32 * 1024 * 1024),
   IDEMPOTENCY_TTL_SECONDS: Joi.number().integer().min(60).default(86_400),
   SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(1_000).default(30_000),
@@ -342,6 +345,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     syncImageTimeoutMs: value.SYNC_IMAGE_TIMEOUT_MS,
     moderationBlocklist: list(value.MODERATION_BLOCKLIST).map((w) => w.toLowerCase()),
     maxUploadBytes: value.MAX_UPLOAD_BYTES,
+    maxUploadTotalBytes: value.MAX_UPLOAD_TOTAL_BYTES,
     maxJsonBytes: value.MAX_JSON_BYTES,
     idempotencyTtlSeconds: value.IDEMPOTENCY_TTL_SECONDS,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,

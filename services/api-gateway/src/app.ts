@@ -43,6 +43,7 @@ export interface GatewayDeps {
   trustProxy: boolean | number | string[];
   syncImageTimeoutMs: number;
   maxUploadBytes: number;
+  maxUploadTotalBytes: number;
   maxJsonBytes: number;
   /** Answers `GET /v1/openapi.json`; made once per process (`staticJson`). */
   openApi: RequestHandler;

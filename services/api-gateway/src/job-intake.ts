@@ -9,8 +9,14 @@ import { IntakeMarks } from './intake-marks';
 import type { ImageParams, RemixParams, VideoParams } from './validation';
 
 export interface Upload {
-  bytes: Buffer;
   ext: ImageExtension;
+  /** SHA-256 of the bytes (hex): what an Idempotency-Key's fingerprint covers. */
+  sha256: string;
+  /**
+   * The bytes in memory (a JSON body's data URL, already held whole), or the temp file a multipart
+   * part was streamed to, which storing moves into the blob store.
+   */
+  source: { bytes: Buffer } | { path: string };
 }
 
 export interface EditInputs {
@@ -62,12 +68,12 @@ export class JobIntakeService {
       if (edit) {
         for (const [i, upload] of edit.images.entries()) {
           const key = `${blobFolderOf({ workspace_id: workspaceId, id })}/input-${i}.${upload.ext}`;
-          await this.blobs.put(key, upload.bytes);
+          await this.putUpload(key, upload);
           inputs.push(key);
         }
         if (edit.mask) {
           mask = `${blobFolderOf({ workspace_id: workspaceId, id })}/mask.${edit.mask.ext}`;
-          await this.blobs.put(mask, edit.mask.bytes);
+          await this.putUpload(mask, edit.mask);
         }
       }
       const job: ImageJob = {
@@ -308,6 +314,10 @@ export class JobIntakeService {
     this.marks.clear(job.id);
   }
 
+  private putUpload(key: string, upload: Upload): Promise<void> {
+    return 'path' in upload.source ? this.blobs.putFile(key, upload.source.path) : this.blobs.put(key, upload.source.bytes);
+  }
+
   private tooManyWaiting(waiting: number, max: number): ApiError {
     return ApiError.rateLimited(
       `This workspace already has ${waiting} jobs waiting to finish, its limit is ${max}. Wait for some of them to finish, then try again.`,
@@ -331,8 +341,8 @@ export class JobIntakeService {
 
   private fingerprint(operation: string, params: object, edit: EditInputs | null): string {
     const hash = createHash('sha256').update(operation).update(JSON.stringify(params));
-    for (const upload of edit?.images ?? []) hash.update(upload.bytes);
-    if (edit?.mask) hash.update('mask').update(edit.mask.bytes);
+    for (const upload of edit?.images ?? []) hash.update(upload.sha256);
+    if (edit?.mask) hash.update('mask').update(edit.mask.sha256);
     return hash.digest('hex');
   }
 }

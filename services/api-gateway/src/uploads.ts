@@ -1,17 +1,120 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Request, RequestHandler } from 'express';
 import multer from 'multer';
-import { extensionOf, sniffImageFormat } from '@media/blob-store';
+import { extensionOf, sniffImageFormat, type ImageExtension } from '@media/blob-store';
 import { ApiError } from './http/api-error';
 import type { EditInputs, Upload } from './job-intake';
 
 /** Input images one edit takes at most. */
 export const MAX_IMAGES = 16;
 
-/** An uploaded image, its type recognised by its bytes rather than a client's label. */
+/** Bytes that tell PNG, JPEG and WebP apart (WebP's signature ends at byte 12). */
+const SIGNATURE_BYTES = 12;
+
+const notAnImage = (param: string) => ApiError.invalid(`'${param}' must be a PNG, JPEG or WebP image.`, param, 'invalid_image_format');
+
+/** An uploaded image held in memory (a JSON data URL), its type recognised by its bytes rather than a client's label. */
 function toUpload(bytes: Buffer, param: string): Upload {
   const format = sniffImageFormat(bytes);
-  if (!format) throw ApiError.invalid(`'${param}' must be a PNG, JPEG or WebP image.`, param, 'invalid_image_format');
-  return { bytes, ext: extensionOf(format) };
+  if (!format) throw notAnImage(param);
+  return { ext: extensionOf(format), sha256: createHash('sha256').update(bytes).digest('hex'), source: { bytes } };
+}
+
+/** What the storage engine leaves on each multer file: where it went and what it is. */
+interface StreamedFile {
+  path: string;
+  size: number;
+  sha256: string;
+  ext: ImageExtension;
+}
+
+const RECEIVED = Symbol('bytes of file parts received');
+
+/**
+ * multer's storage for edit inputs: each file part is streamed to a temp file (never held whole in
+ * memory) while it is hashed and counted against the request's total, and refused as soon as its
+ * first bytes show it is not an image, before the rest is read. multer removes the files of a
+ * request that fails; {@link multipartParser} removes those of one that ends otherwise.
+ */
+class StreamedImageStorage implements multer.StorageEngine {
+  constructor(private readonly maxTotalBytes: number) {}
+
+  _handleFile(req: Request, file: Express.Multer.File, done: (error?: unknown, info?: Partial<Express.Multer.File & StreamedFile>) => void): void {
+    const request = req as Request & { [RECEIVED]?: number };
+    const path = join(tmpdir(), `media-upload-${randomBytes(12).toString('hex')}`);
+    const out = createWriteStream(path, { flags: 'wx' });
+    const hash = createHash('sha256');
+    let head = Buffer.alloc(0);
+    let ext: ImageExtension | undefined;
+    let size = 0;
+    let settled = false;
+    const fail = (error: unknown) => {
+      if (settled) return;
+      settled = true;
+      file.stream.unpipe();
+      file.stream.resume(); // the rest of this part is not wanted: let busboy move past it
+      out.destroy();
+      void rm(path, { force: true }).finally(() => done(error));
+    };
+    const sniff = () => {
+      const format = sniffImageFormat(head);
+      if (!format) throw notAnImage(file.fieldname);
+      ext = extensionOf(format);
+    };
+    file.stream.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      size += chunk.length;
+      request[RECEIVED] = (request[RECEIVED] ?? 0) + chunk.length;
+      if (request[RECEIVED] > this.maxTotalBytes) {
+        fail(new ApiError(413, 'invalid_request_error', `The uploaded files are larger than ${this.maxTotalBytes} bytes in all.`, file.fieldname, 'upload_too_large'));
+        return;
+      }
+      if (ext === undefined) {
+        head = Buffer.concat([head, chunk]).subarray(0, SIGNATURE_BYTES);
+        if (head.length >= SIGNATURE_BYTES) {
+          try {
+            sniff();
+          } catch (err) {
+            fail(err);
+            return;
+          }
+        }
+      }
+      hash.update(chunk);
+      if (!out.write(chunk)) {
+        file.stream.pause();
+        out.once('drain', () => file.stream.resume());
+      }
+    });
+    file.stream.once('error', fail);
+    out.once('error', fail);
+    file.stream.once('end', () => {
+      if (settled) return;
+      try {
+        // A file shorter than the longest signature is judged on what there is.
+        if (ext === undefined) sniff();
+      } catch (err) {
+        fail(err);
+        return;
+      }
+      out.end(() => {
+        if (settled) return;
+        settled = true;
+        done(undefined, { path, size, sha256: hash.digest('hex'), ext });
+      });
+    });
+  }
+
+  _removeFile(_req: Request, file: Express.Multer.File, done: (error: Error | null) => void): void {
+    rm(file.path, { force: true }).then(
+      () => done(null),
+      (err: Error) => done(err),
+    );
+  }
 }
 
 /** RFC 2046: a boundary is 1 to 70 characters, quoted or not. */
@@ -25,15 +128,17 @@ export interface MultipartParser {
 }
 
 /**
- * multer, with every parser error answered in the error shape: 413 for a file over the limit, 400
- * `invalid_multipart` for everything else (no boundary, a body cut short, broken part headers, too
- * many parts). Everything multer and busboy can fail on is in the client's body: memory storage
- * does no I/O of its own.
+ * multer, with every parser error answered in the error shape: 413 for a file or a body over its
+ * limit, 400 `invalid_image_format` for a part that is not an image, 400 `invalid_multipart` for
+ * everything else (no boundary, a body cut short, broken part headers, too many parts). Everything
+ * multer and busboy can fail on is in the client's body. File parts go to temp files (see
+ * {@link StreamedImageStorage}), so what a request holds in memory is a few chunks at a time,
+ * whatever it sends; a refused request's connection is closed rather than read to its end.
  */
-export function multipartParser(maxUploadBytes: number): MultipartParser {
+export function multipartParser(limits: { maxUploadBytes: number; maxUploadTotalBytes: number }): MultipartParser {
   const upload = multer({
-    storage: multer.memoryStorage(),
-    limits: { fileSize: maxUploadBytes, files: MAX_IMAGES + 1, fields: 50, fieldSize: 1024 * 1024 },
+    storage: new StreamedImageStorage(limits.maxUploadTotalBytes),
+    limits: { fileSize: limits.maxUploadBytes, files: MAX_IMAGES + 1, fields: 50, fieldSize: 1024 * 1024 },
   });
   const wrap =
     (handler: RequestHandler): RequestHandler =>
@@ -42,7 +147,16 @@ export function multipartParser(maxUploadBytes: number): MultipartParser {
       if (req.is('multipart/form-data') && !BOUNDARY.test(req.get('content-type') ?? '')) {
         throw ApiError.invalid('Invalid multipart body: the boundary parameter must be 1 to 70 characters.', null, 'invalid_multipart');
       }
-      handler(req, res, (err?: unknown) => next(err === undefined ? undefined : multipartError(err)));
+      // Files that storing did not move into the blob store (the request failed later) go when it ends.
+      res.once('close', () => {
+        for (const file of (req.files as Express.Multer.File[] | undefined) ?? []) void rm(file.path, { force: true });
+      });
+      handler(req, res, (err?: unknown) => {
+        if (err === undefined) return next();
+        // multer stops reading a refused body; the client may still be sending it.
+        res.setHeader('connection', 'close');
+        next(multipartError(err));
+      });
     };
   return { none: () => wrap(upload.none()), any: () => wrap(upload.any()) };
 }
@@ -65,10 +179,11 @@ export function multipartEditInputs(req: Request): EditInputs {
   const masks = files.filter((f) => f.fieldname === 'mask');
   const stray = files.find((f) => !['image', 'image[]', 'mask'].includes(f.fieldname));
   if (stray) throw ApiError.invalid(`Unexpected file field '${stray.fieldname}'.`, stray.fieldname, 'unknown_parameter');
-  return check(
-    images.map((f) => toUpload(f.buffer, 'image')),
-    masks.map((f) => toUpload(f.buffer, 'mask')),
-  );
+  const streamed = (f: Express.Multer.File): Upload => {
+    const { path, sha256, ext } = f as Express.Multer.File & StreamedFile;
+    return { ext, sha256, source: { path } };
+  };
+  return check(images.map(streamed), masks.map(streamed));
 }
 
 /** The one form of a JSON edit input: an inline base64 data URL of an image. */

@@ -73,6 +73,7 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
     trustProxy: config.trustProxy,
     syncImageTimeoutMs: config.syncImageTimeoutMs,
     maxUploadBytes: config.maxUploadBytes,
+    maxUploadTotalBytes: config.maxUploadTotalBytes,
     maxJsonBytes: config.maxJsonBytes,
     openApi: overrides.openApi ?? openApiRoute(config),
   });

@@ -19,6 +19,7 @@ export interface ImageRoutesDeps {
   waiter: JobWaiter;
   syncTimeoutMs: number;
   maxUploadBytes: number;
+  maxUploadTotalBytes: number;
   rateLimits: RateLimits;
 }
 
@@ -31,7 +32,7 @@ const SYNC_FAILURE_STATUS = new Map<string, number>([
 
 export function imageRoutes(deps: ImageRoutesDeps): Router {
   const router = Router();
-  const upload = multipartParser(deps.maxUploadBytes);
+  const upload = multipartParser(deps);
 
   const create = (edit: boolean) => async (req: Request, res: Response) => {
     const body = { ...((req.body as Record<string, unknown> | undefined) ?? {}) };

@@ -19,12 +19,13 @@ export interface VideoRoutesDeps {
   blobs: BlobStore;
   presenter: JobPresenter;
   maxUploadBytes: number;
+  maxUploadTotalBytes: number;
   rateLimits: RateLimits;
 }
 
 export function videoRoutes(deps: VideoRoutesDeps): Router {
   const router = Router();
-  const upload = multipartParser(deps.maxUploadBytes);
+  const upload = multipartParser(deps);
 
   const findVideo = async (workspaceId: string, id: string): Promise<VideoJob> => {
     const job = await deps.jobs.getForWorkspace(workspaceId, id);

@@ -4,13 +4,13 @@
 // slow lane and back-pressure lower the cap, every parked attempt is still made, and a deferred
 // attempt's next_attempt_at says when. Jobs are written to the store as finished and announced on
 // the job-events queue, as the generator does, so the only timing in play is the dispatchers'.
-import { randomBytes } from 'node:crypto';
 import { createLogger, JobQueue, jobIds } from '@media/common';
-import { callbackIdFor, destinationOf, type ImageJob } from '@media/domain';
+import { callbackIdFor, destinationOf } from '@media/domain';
 import { CallbackRepository, DestinationGate } from '@media/storage';
 import { eventually, TestStack, type TestWorkspace } from '../support/stack';
 import { baseEnv } from './support/harness';
 import { makeTestPki, type TestPki } from './support/pki';
+import { finishedImageJob } from './support/finished-job';
 import { TestReceiver } from './support/receiver';
 
 const TIMEOUT_MS = 1_500;
@@ -60,16 +60,10 @@ async function receiver(): Promise<TestReceiver> {
 
 /** A finished image job with a callback, announced as the generator would; returns its callback id. */
 async function finished(workspace: TestWorkspace, url: string): Promise<{ messageId: string; finishedMs: number }> {
-  const id = `req_${randomBytes(8).toString('hex')}`;
-  const now = Date.now();
-  const job: ImageJob = {
-    id, workspace_id: workspace.workspaceId, kind: 'image', operation: 'generation', model: 'pixel-1', prompt: 'p', seed: 1,
-    status: 'completed', created_ms: now - 1_000, finished_ms: now, cost: 0.005, error: null, callback_url: url, request_id: id,
-    n: 1, size: '256x256', output_format: 'png', response_format: 'url', inputs: [], mask: null, outputs: [`${workspace.workspaceId}/${id}/0.png`],
-  };
+  const job = finishedImageJob(workspace.workspaceId, url);
   await stack.jobs.create(job);
-  await events.add('job-finished', { jobId: id }, { jobId: jobIds.jobFinished(id) });
-  return { messageId: callbackIdFor(id, 'image.completed'), finishedMs: now };
+  await events.add('job-finished', { jobId: job.id }, { jobId: jobIds.jobFinished(job.id) });
+  return { messageId: callbackIdFor(job.id, 'image.completed'), finishedMs: job.finished_ms! };
 }
 
 /** Job end → the receiver's answer, for callbacks that are delivered. */

@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { bullPrefix, createLogger, jobIds, loadConfig } from '@media/common';
-import type { ImageJob } from '@media/domain';
 import { createAccounts } from '@media/accounts';
 import { CallbackRepository, JobRepository, StoreKeys } from '@media/storage';
 import { createCallbackService, type CallbackServiceHandle } from '../../services/webhook-dispatcher/src/wiring';
 import { deleteKeysUnder, REDIS_URL } from '../support/stack';
 import { makeTestPki, type TestPki } from './support/pki';
+import { finishedImageJob } from './support/finished-job';
 import { TestReceiver } from './support/receiver';
 
 /**
@@ -44,15 +44,9 @@ afterAll(async () => {
 });
 
 async function finishedJob(path: string, workspace = workspaceId): Promise<string> {
-  const id = `req_${randomBytes(8).toString('hex')}`;
-  const now = Date.now();
-  const job: ImageJob = {
-    id, workspace_id: workspace, kind: 'image', operation: 'generation', model: 'pixel-1', prompt: 'p', seed: 1, status: 'completed',
-    created_ms: now - 1_000, finished_ms: now, cost: 0.005, error: null, callback_url: receiver.url(path), request_id: id,
-    n: 1, size: '256x256', output_format: 'png', response_format: 'url', inputs: [], mask: null, outputs: [`${workspace}/${id}/0.png`],
-  };
+  const job = finishedImageJob(workspace, receiver.url(path));
   await jobs.create(job);
-  return id;
+  return job.id;
 }
 
 const queued = async (messageId: string, attempt: number) => deliveries.getJob(jobIds.delivery(messageId, attempt, 'scheduled'));

@@ -92,8 +92,14 @@ export class TestReceiver {
     const receivedMs = Date.now();
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
-    // Fires once, when the answer is sent or the sender gives up on the connection.
-    res.once('close', () => this.inFlight--);
+    // Over when the answer is written (its sender may send the next request the moment it reads it,
+    // before this response's 'close' is seen here), or when the sender gives up on the connection.
+    let over = false;
+    const end = () => {
+      if (!over) this.inFlight--;
+      over = true;
+    };
+    res.once('close', end);
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const path = req.url ?? '/';
@@ -122,6 +128,7 @@ export class TestReceiver {
     const answer = () => {
       if (res.destroyed) return;
       request.answeredMs = Date.now();
+      end();
       res.writeHead(reply.status, { 'content-type': 'text/plain', ...reply.headers });
       res.end(reply.body ?? '');
     };

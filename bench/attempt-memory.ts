@@ -2,8 +2,8 @@
  * What one callback attempt in flight costs the dispatcher in memory, for sizing DISPATCHER_CONCURRENCY:
  * one WebhookSender in a child process of its own (bench/attempt-memory-child.ts) holds 0, 250, 500
  * and 1000 HTTPS attempts open at a receiver in this process that reads each request and never
- * answers; after a full GC at each step, the child's RSS and heap are read. The figure is the
- * growth per attempt from none to the most.
+ * answers; after a full GC at each step, the child's RSS and heap are read. Each step's figure is
+ * its growth over none divided by its attempts; the headline is that of the most.
  */
 import { TestReceiver } from '../test/dispatcher/support/receiver';
 import { HelperProcess, waitUntil, type BenchContext } from './support';
@@ -13,6 +13,9 @@ export interface AttemptMemoryStep {
   rssBytes: number;
   heapUsedBytes: number;
   externalBytes: number;
+  /** Growth over the step with none in flight, per attempt; null for that step itself. */
+  rssPerAttemptBytes: number | null;
+  heapPerAttemptBytes: number | null;
 }
 
 export interface AttemptMemoryResult {
@@ -35,14 +38,19 @@ export async function benchAttemptMemory(ctx: BenchContext): Promise<AttemptMemo
       if (more > 0) await child.call('open', { url: receiver.url('/hold'), count: more });
       await waitUntil(() => receiver.inFlight === inFlight, 60_000, `${inFlight} attempts held open`, 20);
       const m = await child.call<{ rss: number; heapUsed: number; external: number }>('measure');
-      steps.push({ inFlight, rssBytes: m.rss, heapUsedBytes: m.heapUsed, externalBytes: m.external });
+      const none = steps[0];
+      const per = (grown: number) => (none === undefined || inFlight === 0 ? null : grown / inFlight);
+      steps.push({
+        inFlight,
+        rssBytes: m.rss,
+        heapUsedBytes: m.heapUsed,
+        externalBytes: m.external,
+        rssPerAttemptBytes: per(m.rss - (none?.rssBytes ?? 0)),
+        heapPerAttemptBytes: per(m.heapUsed + m.external - (none?.heapUsedBytes ?? 0) - (none?.externalBytes ?? 0)),
+      });
     }
-    const [first, last] = [steps[0]!, steps.at(-1)!];
-    return {
-      steps,
-      rssPerAttemptBytes: (last.rssBytes - first.rssBytes) / last.inFlight,
-      heapPerAttemptBytes: (last.heapUsedBytes + last.externalBytes - first.heapUsedBytes - first.externalBytes) / last.inFlight,
-    };
+    const most = steps.at(-1)!;
+    return { steps, rssPerAttemptBytes: most.rssPerAttemptBytes!, heapPerAttemptBytes: most.heapPerAttemptBytes! };
   } finally {
     await child.stop();
     await receiver.stop();

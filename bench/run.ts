@@ -301,9 +301,17 @@ function printDetails(r: Results): void {
   if (r['attempt-memory']) {
     console.log('\nmemory of one sender with attempts held open (a child process, after a full GC at each step)');
     const mib = (b: number) => fmt(b / 1024 / 1024, 1);
+    const kib = (b: number | null) => (b === null ? '–' : fmt(b / 1024, 1));
     printTable(
-      ['in flight', 'RSS MiB', 'heap used MiB', 'external MiB'],
-      r['attempt-memory'].steps.map((step) => [String(step.inFlight), mib(step.rssBytes), mib(step.heapUsedBytes), mib(step.externalBytes)]),
+      ['in flight', 'RSS MiB', 'heap used MiB', 'external MiB', 'RSS KiB / attempt', 'heap + external KiB / attempt'],
+      r['attempt-memory'].steps.map((step) => [
+        String(step.inFlight),
+        mib(step.rssBytes),
+        mib(step.heapUsedBytes),
+        mib(step.externalBytes),
+        kib(step.rssPerAttemptBytes),
+        kib(step.heapPerAttemptBytes),
+      ]),
     );
   }
 }

@@ -302,3 +302,23 @@ describe('a slow receiver', () => {
     expect((await Promise.all(hung)).every((e) => e.status === null && e.transportError === 'reset')).toBe(true);
   });
 });
+
+describe('Retry-After', () => {
+  it('is read from the answer, in seconds or as a date, and is null when the receiver does not send it', async () => {
+    const server = await serve();
+    const webhooks = await sender();
+    const inTwoMinutes = new Date(Date.now() + 120_000).toUTCString();
+    const answers = [{ 'retry-after': '30' }, { 'retry-after': inTwoMinutes }, {}];
+    server.handler = (_req, res) => res.writeHead(429, answers[server.arrivals.length - 1]).end();
+
+    const exchanges: Exchange[] = [];
+    for (let i = 0; i < answers.length; i++) exchanges.push(await post(webhooks, await target(server.port)));
+
+    expect(exchanges.map((e) => e.status)).toEqual([429, 429, 429]);
+    expect(exchanges[0]!.retryAfterMs).toBe(30_000);
+    // Whole seconds on the wire, and the exchange itself took a moment.
+    expect(exchanges[1]!.retryAfterMs).toBeGreaterThan(115_000);
+    expect(exchanges[1]!.retryAfterMs).toBeLessThanOrEqual(120_000);
+    expect(exchanges[2]!.retryAfterMs).toBeNull();
+  });
+});

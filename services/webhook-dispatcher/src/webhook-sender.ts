@@ -8,6 +8,7 @@ import type { AttemptErrorClass, AttemptTiming } from '@media/storage';
 import type { Got, Request as GotRequest } from 'got' with { 'resolution-mode': 'import' };
 import { AgentPool, type AgentLease, type AgentPoolLimits } from './agent-pool';
 import { classifyTransportError } from './classify';
+import { parseRetryAfter } from './retry-after';
 
 /** Bytes of a response body read at most; the rest is never downloaded. */
 export const RESPONSE_READ_CAP_BYTES = 4096;
@@ -19,8 +20,6 @@ export const RESPONSE_EXCERPT_CHARS = 512;
  * `--max-http-header-size`, so no start-up flag can widen what a receiver may make us buffer.
  */
 export const RESPONSE_HEAD_CAP_BYTES = 16 * 1024;
-/** A `Retry-After` beyond this is read as this. */
-const MAX_RETRY_AFTER_MS = 3_600_000;
 
 export interface WebhookSenderOptions {
   /** Time the whole exchange may take, connect to last body byte read (WEBHOOK_TIMEOUT_MS). */
@@ -49,19 +48,8 @@ export interface Exchange {
   excerpt: string;
   /** Phase timings as got measured them; absent when no request was made. */
   timing?: AttemptTiming;
-  /** How long the receiver asked us to wait (its `Retry-After`), or null when it did not say. */
+  /** How long the receiver asked us to wait (its `Retry-After`, see {@link parseRetryAfter}), or null when it did not say. */
   retryAfterMs: number | null;
-}
-
-/**
- * A `Retry-After` value (RFC 9110: delay-seconds or an HTTP-date) in ms from `nowMs`, at most an
- * hour; null when absent or unreadable. A date in the past is 0.
- */
-export function parseRetryAfter(value: string | undefined, nowMs: number): number | null {
-  if (value === undefined) return null;
-  const text = value.trim();
-  const ms = /^\d+$/.test(text) ? Number(text) * 1000 : /[A-Za-z]/.test(text) ? Date.parse(text) - nowMs : Number.NaN;
-  return Number.isFinite(ms) ? Math.min(MAX_RETRY_AFTER_MS, Math.max(0, ms)) : null;
 }
 
 /** Errors of a reused socket, before any answer, that mean the server closed it while it was idle. */
@@ -242,6 +230,7 @@ export class WebhookSender {
       stream.on('response', (response: { statusCode: number; headers: Record<string, string | string[] | undefined> }) => {
         status = response.statusCode;
         const retryAfter = response.headers['retry-after'];
+        // The real clock, not `now`: an HTTP-date is on the receiver's wall clock, never a test's fake one.
         retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, Date.now());
       });
       stream.on('data', (chunk: Buffer) => {

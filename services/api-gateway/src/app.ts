@@ -9,6 +9,7 @@ import type { BlobStore } from '@media/blob-store';
 import type { CallbackRepository, DestinationGate, JobRepository, LimitRepository, WorkspaceRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
 import { errorHandler, requestContext, requireApiKey, requireRedis, transportSecurity } from './http/middleware';
+import { budgetedJson } from './http/json-budget';
 import { dashboardRateLimits, rateLimits } from './http/rate-limit';
 import type { JobIntakeService } from './job-intake';
 import type { JobWaiter } from './job-waiter';
@@ -102,7 +103,7 @@ export function createApp(deps: GatewayDeps): Express {
   v1.use(requireApiKey(deps.accounts));
   // Only edits carry images inline (base64 data URLs); every other body is a few fields.
   const smallJson = express.json({ limit: '1mb' });
-  const editJson = express.json({ limit: deps.maxJsonBytes });
+  const editJson = budgetedJson(deps.maxJsonBytes);
   v1.use((req, res, next) => (req.path === '/images/edits' ? editJson : smallJson)(req, res, next));
   v1.use('/models', modelRoutes());
   const limits = rateLimits(deps.limits);

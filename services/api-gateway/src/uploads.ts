@@ -46,7 +46,8 @@ const GUARD = Symbol('the multipart guard of this request');
  * One multipart request's way to be refused at once. multer answers its own errors only after it
  * has read the body to its end (so a client is not cut off mid-send), which would let a refused
  * request keep streaming up to its whole size; a refusal here answers now, with `Connection: close`,
- * and stops the parser, so nothing more of the body is read than what is already in flight.
+ * and stops the parser, so no more of the body is read than what is in flight and what the closing
+ * connection drops while the answer reaches the client ({@link closeAfterAnswer}).
  */
 class MultipartGuard {
   private parser: { destroy(err?: Error): void } | undefined;
@@ -75,8 +76,9 @@ class MultipartGuard {
       fieldBytes += Buffer.byteLength(name ?? '') + Buffer.byteLength(value ?? '');
       if (fieldBytes > MAX_FIELD_BYTES_TOTAL) this.refuse(ApiError.invalid(`Invalid multipart body: the form fields are larger than ${MAX_FIELD_BYTES_TOTAL} bytes in all.`, null, 'invalid_multipart'));
     });
-    busboy.on('file', (name: string | undefined) => {
-      if (!opts.filesAllowed) this.refuse(new multer.MulterError('LIMIT_UNEXPECTED_FILE', name));
+    // As multer does, a file part without a file name (an empty file input of a browser form) is skipped, not refused.
+    busboy.on('file', (name: string | undefined, _stream: unknown, info: { filename?: string } | undefined) => {
+      if (!opts.filesAllowed && info?.filename) this.refuse(new multer.MulterError('LIMIT_UNEXPECTED_FILE', name));
     });
     busboy.on('filesLimit', () => this.refuse(new multer.MulterError('LIMIT_FILE_COUNT')));
     busboy.on('fieldsLimit', () => this.refuse(new multer.MulterError('LIMIT_FIELD_COUNT')));

@@ -23,6 +23,9 @@ const built = Object.fromEntries(OVERLAYS.map((o) => [o, build(o)]));
 const deployments = (objects: K8sObject[]) => objects.filter((o) => o.kind === 'Deployment');
 const containers = (o: K8sObject): any[] => o.spec?.template?.spec?.containers ?? [];
 
+/** Settings that are credentials: a Secret's, never the ConfigMap's. */
+const CREDENTIALS = ['LINK_SIGNING_SECRET', 'OPERATOR_PASSWORD', 'UPSTREAM_API_KEY'];
+
 const COMMANDS: Record<string, string> = {
   'api-gateway': 'services/api-gateway/dist/main.js',
   generator: 'services/generator/dist/main.js',
@@ -80,6 +83,31 @@ describe.each(OVERLAYS)('k8s/%s', (overlay) => {
       }
       expect(objects.some((o) => o.kind === 'PodDisruptionBudget' && o.spec.selector.matchLabels['app.kubernetes.io/name'] === d.metadata.name)).toBe(true);
     }
+  });
+
+  it('keeps credentials in the Secret, and hands the link-signing key to the services that sign or check links from it', () => {
+    const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'media-config')!;
+    const secret = objects.find((o) => o.kind === 'Secret' && o.metadata.name === 'media-secrets')!;
+    const credentials = CREDENTIALS.filter((name) => CONFIG_KEYS.includes(name));
+    expect(credentials).toEqual(CREDENTIALS);
+    expect(Object.keys(config.data).filter((key) => credentials.includes(key))).toEqual([]);
+    for (const d of deployments(objects)) {
+      const [c] = containers(d);
+      // Never a literal value in the manifest: from the Secret, by envFrom or by secretKeyRef.
+      for (const e of c.env ?? []) if (credentials.includes(e.name)) expect([d.metadata.name, e.name, e.valueFrom?.secretKeyRef?.name]).toEqual([d.metadata.name, e.name, expect.any(String)]);
+      if (d.metadata.name === 'generator') continue;
+      const fromSecret =
+        (c.envFrom ?? []).some((f: any) => f.secretRef?.name === secret.metadata.name && 'LINK_SIGNING_SECRET' in { ...secret.data, ...secret.stringData }) ||
+        (c.env ?? []).some((e: any) => e.name === 'LINK_SIGNING_SECRET' && e.valueFrom?.secretKeyRef);
+      expect([d.metadata.name, fromSecret]).toEqual([d.metadata.name, true]);
+    }
+  });
+
+  it('opens the ops port to the pod address, where the kubelet probes and Prometheus scrape', () => {
+    const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'media-config')!;
+    expect(loadConfig({ ...config.data }).opsHost).toBe('0.0.0.0');
+    // Outside Kubernetes the default stays loopback.
+    expect(loadConfig({}).opsHost).toBe('127.0.0.1');
   });
 
   if (hasKubectl) {

@@ -1,13 +1,10 @@
-// Download links and the gateway's transport headers against a real gateway process: a link signed
+// Download links and the gateway's transport headers against real gateway processes: a link signed
 // with the real key but an expiry beyond what the deployment ever mints is refused; every answer
-// says nosniff; HSTS is sent when the request came over https through a trusted proxy, never on
-// plain http.
-import express from 'express';
-import request from 'supertest';
-import { LinkSigner } from '@media/domain';
+// says nosniff; HSTS is sent when the public address is https, or the request came over https
+// through a trusted proxy, never on plain http and never on a client's unverified word.
+import { CLOCK_SKEW_SECONDS, LinkSigner } from '@media/domain';
 import { loadLinkSigningKey } from '@media/storage';
-import { transportSecurity } from '../../services/api-gateway/src/http/middleware';
-import { api, TestStack, type TestWorkspace } from '../support/stack';
+import { api, freePort, TestStack, type TestWorkspace } from '../support/stack';
 import { expectApiError } from '../support/http';
 
 const HSTS = 'max-age=31536000; includeSubDomains';
@@ -37,24 +34,61 @@ describe('download links', () => {
     // The same key with the deployment's own TTL: the link is good (the file just does not exist).
     const fair = await fetch(new LinkSigner(key, stack.baseUrl, 86_400).mint(path).url);
     expect(fair.status).toBe(404);
+    // The edge: another replica's clock may run up to CLOCK_SKEW_SECONDS ahead, not more.
+    const skewed = await fetch(new LinkSigner(key, stack.baseUrl, 86_400 + CLOCK_SKEW_SECONDS - 30).mint(path).url);
+    expect(skewed.status).toBe(404);
+    const beyond = await fetch(new LinkSigner(key, stack.baseUrl, 86_400 + CLOCK_SKEW_SECONDS + 60).mint(path).url);
+    expect([beyond.status, ((await beyond.json()) as { error: { code: string } }).error.code]).toEqual([403, 'invalid_link']);
   });
 });
 
 describe('transport headers', () => {
-  it('sends nosniff on every answer, files included, and HSTS only for a request that came over https', async () => {
-    const plain = await api(stack, ws.apiKey)('/v1/models');
-    expect(plain.headers.get('x-content-type-options')).toBe('nosniff');
-    expect(plain.headers.get('strict-transport-security')).toBeNull();
-    const file = await fetch(`${stack.baseUrl}/v1/files/x/y.png?expires=1&signature=${'a'.repeat(43)}`);
-    expect([file.status, file.headers.get('x-content-type-options')]).toEqual([403, 'nosniff']);
-    const viaHttps = await api(stack, ws.apiKey)('/v1/models', { headers: { 'x-forwarded-proto': 'https' } });
-    expect(viaHttps.headers.get('strict-transport-security')).toBe(HSTS);
+  /** Another gateway of this stack on its own port, with some settings changed. */
+  async function gatewayWith(env: Record<string, string>): Promise<string> {
+    const port = await freePort();
+    await stack.startService('api-gateway', { PORT: String(port), ...env });
+    return `http://127.0.0.1:${port}`;
+  }
+
+  it('sends nosniff on every answer: files, errors, liveness, the OpenAPI document', async () => {
+    const answers = [
+      await api(stack, ws.apiKey)('/v1/models'),
+      await fetch(`${stack.baseUrl}/v1/files/x/y.png?expires=1&signature=${'a'.repeat(43)}`),
+      await fetch(`${stack.baseUrl}/nothing-here`),
+      await fetch(`${stack.baseUrl}/healthz`),
+      await fetch(`${stack.baseUrl}/readyz`),
+      await fetch(`${stack.baseUrl}/v1/openapi.json`),
+      await fetch(`${stack.baseUrl}/dashboard/`),
+    ];
+    expect(answers.map((a) => [a.status, a.headers.get('x-content-type-options')])).toEqual([
+      [200, 'nosniff'],
+      [403, 'nosniff'],
+      [404, 'nosniff'],
+      [200, 'nosniff'],
+      [200, 'nosniff'],
+      [200, 'nosniff'],
+      [200, 'nosniff'],
+    ]);
   });
 
-  it('sends HSTS on every answer when the public address is https', async () => {
-    const app = express().use(transportSecurity(true)).get('/', (_req, res) => void res.send('ok'));
-    const res = await request(app).get('/');
-    expect(res.headers['strict-transport-security']).toBe(HSTS);
-    expect(res.headers['x-content-type-options']).toBe('nosniff');
+  it('sends HSTS behind a trusted proxy only for a request that came over https', async () => {
+    const plain = await api(stack, ws.apiKey)('/v1/models');
+    expect(plain.headers.get('strict-transport-security')).toBeNull();
+    for (const path of ['/v1/models', '/healthz', '/v1/nothing-here']) {
+      const viaHttps = await api(stack, ws.apiKey)(path, { headers: { 'x-forwarded-proto': 'https' } });
+      expect([path, viaHttps.headers.get('strict-transport-security')]).toEqual([path, HSTS]);
+    }
+  });
+
+  it('ignores X-Forwarded-Proto when no proxy is trusted, and sends HSTS on every answer when the public address is https', async () => {
+    const direct = await gatewayWith({ TRUST_PROXY: '' });
+    const claimed = await fetch(`${direct}/healthz`, { headers: { 'x-forwarded-proto': 'https' } });
+    expect([claimed.status, claimed.headers.get('strict-transport-security')]).toEqual([200, null]);
+
+    const https = await gatewayWith({ TRUST_PROXY: '', PUBLIC_BASE_URL: 'https://media.example.test' });
+    for (const path of ['/healthz', '/v1/nothing-here', `/v1/files/x/y.png?expires=1&signature=${'a'.repeat(43)}`]) {
+      const res = await fetch(`${https}${path}`);
+      expect([path, res.headers.get('strict-transport-security'), res.headers.get('x-content-type-options')]).toEqual([path, HSTS, 'nosniff']);
+    }
   });
 });

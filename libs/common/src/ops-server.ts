@@ -12,8 +12,11 @@ export interface HealthCheck {
 
 export interface OpsServerOptions {
   port: number;
-  /** Bind address; all interfaces by default, as the kubelet and Prometheus reach the pod IP. */
-  host?: string;
+  /**
+   * Bind address (OPS_HOST). Required, so that no caller listens on every interface by omission:
+   * loopback outside Kubernetes, `0.0.0.0` in a pod, where the kubelet and Prometheus reach the pod IP.
+   */
+  host: string;
   logger: Logger;
   registry: Registry;
   /** Readiness: false while the service cannot do its work (Redis unreachable). */
@@ -65,7 +68,7 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
     });
   });
   const port = (server.address() as AddressInfo).port;
-  opts.logger.info('ops server listening', { ops_port: port, ops_host: opts.host ?? 'every interface' });
+  opts.logger.info('ops server listening', { ops_port: port, ops_host: opts.host });
   let closing: Promise<void> | undefined;
   return {
     port,

@@ -9,6 +9,7 @@ import type { BlobStore } from '@media/blob-store';
 import type { CallbackRepository, DestinationGate, JobRepository, LimitRepository, WorkspaceRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
 import { errorHandler, requestContext, requireApiKey, requireRedis, transportSecurity } from './http/middleware';
+import { budgetedJson } from './http/json-budget';
 import { dashboardRateLimits, rateLimits } from './http/rate-limit';
 import type { JobIntakeService } from './job-intake';
 import type { JobWaiter } from './job-waiter';
@@ -49,13 +50,23 @@ export interface GatewayDeps {
   openApi: RequestHandler;
 }
 
+/** How clients reach the gateway, which the transport headers of every answer depend on. */
+export interface Transport {
+  /** The public address (`PUBLIC_BASE_URL`) is https. */
+  publicHttps: boolean;
+  /** Express's `trust proxy` (TRUST_PROXY): which proxies' X-Forwarded-For and X-Forwarded-Proto count. */
+  trustProxy: boolean | number | string[];
+}
+
 /**
- * What every variant of the gateway answers: request ids, logs, liveness and readiness, and the
- * OpenAPI document, which needs no API key, no workspace and no Redis.
+ * What every variant of the gateway answers: transport headers, request ids, logs, liveness and
+ * readiness, and the OpenAPI document, which needs no API key, no workspace and no Redis.
  */
-function baseApp(logger: Logger, isReady: () => Promise<boolean>, openApi: RequestHandler): Express {
+function baseApp(logger: Logger, isReady: () => Promise<boolean>, openApi: RequestHandler, transport: Transport): Express {
   const app = express();
   app.disable('x-powered-by');
+  app.set('trust proxy', transport.trustProxy);
+  app.use(transportSecurity(transport.publicHttps));
   app.use(requestContext(logger));
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -72,8 +83,8 @@ function baseApp(logger: Logger, isReady: () => Promise<boolean>, openApi: Reque
  * The gateway until Redis has answered once (it holds the link-signing key every other part
  * needs): alive, not ready, and 503 for everything else, so that it can be started before Redis.
  */
-export function createStartingApp(logger: Logger, openApi: RequestHandler): Express {
-  const app = baseApp(logger, async () => false, openApi);
+export function createStartingApp(logger: Logger, openApi: RequestHandler, transport: Transport): Express {
+  const app = baseApp(logger, async () => false, openApi, transport);
   app.use(() => {
     throw ApiError.unavailable();
   });
@@ -83,9 +94,7 @@ export function createStartingApp(logger: Logger, openApi: RequestHandler): Expr
 
 /** The HTTP surface; every dependency comes in, so tests build it against a real Redis. */
 export function createApp(deps: GatewayDeps): Express {
-  const app = baseApp(deps.logger, () => pingRedis(deps.redis), deps.openApi);
-  app.set('trust proxy', deps.trustProxy);
-  app.use(transportSecurity(deps.secureCookies));
+  const app = baseApp(deps.logger, () => pingRedis(deps.redis), deps.openApi, { publicHttps: deps.secureCookies, trustProxy: deps.trustProxy });
 
   app.use('/v1/files', fileRoutes(deps.links, deps.blobs));
 
@@ -94,7 +103,7 @@ export function createApp(deps: GatewayDeps): Express {
   v1.use(requireApiKey(deps.accounts));
   // Only edits carry images inline (base64 data URLs); every other body is a few fields.
   const smallJson = express.json({ limit: '1mb' });
-  const editJson = express.json({ limit: deps.maxJsonBytes });
+  const editJson = budgetedJson(deps.maxJsonBytes);
   v1.use((req, res, next) => (req.path === '/images/edits' ? editJson : smallJson)(req, res, next));
   v1.use('/models', modelRoutes());
   const limits = rateLimits(deps.limits);

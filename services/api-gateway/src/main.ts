@@ -58,7 +58,7 @@ async function main(): Promise<void> {
     },
   });
 
-  let handler: RequestListener = createStartingApp(logger, openApi);
+  let handler: RequestListener = createStartingApp(logger, openApi, { publicHttps: config.publicBaseUrl.startsWith('https:'), trustProxy: config.trustProxy });
   const server = createServer(measureRequests(new PromHttpMetrics(registry), (req, res) => handler(req, res)));
   server.on('clientError', clientErrorHandler(logger));
 

@@ -7,6 +7,7 @@ import type { Request, RequestHandler } from 'express';
 import multer from 'multer';
 import { extensionOf, sniffImageFormat, type ImageExtension } from '@media/blob-store';
 import { ApiError } from './http/api-error';
+import { closeAfterAnswer } from './http/middleware';
 import type { EditInputs, Upload } from './job-intake';
 
 /** Input images one edit takes at most. */
@@ -32,19 +33,83 @@ interface StreamedFile {
   ext: ImageExtension;
 }
 
-const RECEIVED = Symbol('bytes of file parts received');
+/**
+ * The form fields of one request together, at most: what a JSON body of the same call may carry
+ * (1 MiB). busboy holds each field whole until it ends, so without this, 50 fields of 1 MiB each
+ * would sit in memory per request.
+ */
+const MAX_FIELD_BYTES_TOTAL = 1024 * 1024;
+
+const GUARD = Symbol('the multipart guard of this request');
+
+/**
+ * One multipart request's way to be refused at once. multer answers its own errors only after it
+ * has read the body to its end (so a client is not cut off mid-send), which would let a refused
+ * request keep streaming up to its whole size; a refusal here answers now, with `Connection: close`,
+ * and stops the parser, so no more of the body is read than what is in flight and what the closing
+ * connection drops while the answer reaches the client ({@link closeAfterAnswer}).
+ */
+class MultipartGuard {
+  private parser: { destroy(err?: Error): void } | undefined;
+  private refused = false;
+
+  constructor(
+    private readonly req: Request,
+    private readonly answer: (err: unknown) => void,
+  ) {}
+
+  static of(req: Request): MultipartGuard {
+    return (req as Request & { [GUARD]: MultipartGuard })[GUARD];
+  }
+
+  /** Watches the body as busboy reads it: the total bytes, the count of parts, the fields' bytes. */
+  watch(busboy: NodeJS.WritableStream & { destroy(err?: Error): void }, opts: { maxBodyBytes: number; filesAllowed: boolean }): void {
+    this.parser = busboy;
+    let received = 0;
+    let fieldBytes = 0;
+    this.req.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > opts.maxBodyBytes) this.refuse(uploadTooLarge(opts.maxBodyBytes));
+    });
+    // A part without a name comes with none (multer refuses it); nothing here may throw inside busboy.
+    busboy.on('field', (name: string | undefined, value: string | undefined) => {
+      fieldBytes += Buffer.byteLength(name ?? '') + Buffer.byteLength(value ?? '');
+      if (fieldBytes > MAX_FIELD_BYTES_TOTAL) this.refuse(ApiError.invalid(`Invalid multipart body: the form fields are larger than ${MAX_FIELD_BYTES_TOTAL} bytes in all.`, null, 'invalid_multipart'));
+    });
+    // As multer does, a file part without a file name (an empty file input of a browser form) is skipped, not refused.
+    busboy.on('file', (name: string | undefined, _stream: unknown, info: { filename?: string } | undefined) => {
+      if (!opts.filesAllowed && info?.filename) this.refuse(new multer.MulterError('LIMIT_UNEXPECTED_FILE', name));
+    });
+    busboy.on('filesLimit', () => this.refuse(new multer.MulterError('LIMIT_FILE_COUNT')));
+    busboy.on('fieldsLimit', () => this.refuse(new multer.MulterError('LIMIT_FIELD_COUNT')));
+  }
+
+  /** Answers with `err` now (the first refusal wins) and reads no more of the body. */
+  refuse(err: unknown): void {
+    if (this.refused) return;
+    this.refused = true;
+    this.answer(err);
+    this.req.unpipe();
+    // busboy is mid-event here; once it is out, destroying it fails the part in progress (its temp
+    // file is removed) and makes multer clean up and let go of the request.
+    const parser = this.parser;
+    process.nextTick(() => parser?.destroy(err instanceof Error ? err : new Error(String(err))));
+  }
+}
+
+const uploadTooLarge = (max: number) =>
+  new ApiError(413, 'invalid_request_error', `The multipart body is larger than ${max} bytes (MAX_UPLOAD_TOTAL_BYTES).`, null, 'upload_too_large');
 
 /**
  * multer's storage for edit inputs: each file part is streamed to a temp file (never held whole in
- * memory) while it is hashed and counted against the request's total, and refused as soon as its
- * first bytes show it is not an image, before the rest is read. multer removes the files of a
- * request that fails; {@link multipartParser} removes those of one that ends otherwise.
+ * memory) while it is hashed, and refused as soon as its first bytes show it is not an image, or it
+ * passes the per-file limit, before the rest is read. multer removes the files of a request that
+ * fails; {@link multipartParser} removes those of one that ends otherwise.
  */
 class StreamedImageStorage implements multer.StorageEngine {
-  constructor(private readonly maxTotalBytes: number) {}
+  constructor(private readonly maxFileBytes: number) {}
 
   _handleFile(req: Request, file: Express.Multer.File, done: (error?: unknown, info?: Partial<Express.Multer.File & StreamedFile>) => void): void {
-    const request = req as Request & { [RECEIVED]?: number };
     const path = join(tmpdir(), `media-upload-${randomBytes(12).toString('hex')}`);
     const out = createWriteStream(path, { flags: 'wx' });
     const hash = createHash('sha256');
@@ -52,11 +117,12 @@ class StreamedImageStorage implements multer.StorageEngine {
     let ext: ImageExtension | undefined;
     let size = 0;
     let settled = false;
-    const fail = (error: unknown) => {
+    const fail = (error: unknown, refuse: boolean) => {
       if (settled) return;
       settled = true;
+      if (refuse) MultipartGuard.of(req).refuse(error);
       file.stream.unpipe();
-      file.stream.resume(); // the rest of this part is not wanted: let busboy move past it
+      file.stream.resume(); // what busboy still has of this part is not wanted
       out.destroy();
       void rm(path, { force: true }).finally(() => done(error));
     };
@@ -65,21 +131,20 @@ class StreamedImageStorage implements multer.StorageEngine {
       if (!format) throw notAnImage(file.fieldname);
       ext = extensionOf(format);
     };
+    // busboy stops the part at the per-file limit (multer's fileSize) and says so here.
+    file.stream.once('limit', () =>
+      fail(new ApiError(413, 'invalid_request_error', `Uploaded file is larger than ${this.maxFileBytes} bytes (MAX_UPLOAD_BYTES).`, file.fieldname, 'file_too_large'), true),
+    );
     file.stream.on('data', (chunk: Buffer) => {
       if (settled) return;
       size += chunk.length;
-      request[RECEIVED] = (request[RECEIVED] ?? 0) + chunk.length;
-      if (request[RECEIVED] > this.maxTotalBytes) {
-        fail(new ApiError(413, 'invalid_request_error', `The uploaded files are larger than ${this.maxTotalBytes} bytes in all.`, file.fieldname, 'upload_too_large'));
-        return;
-      }
       if (ext === undefined) {
         head = Buffer.concat([head, chunk]).subarray(0, SIGNATURE_BYTES);
         if (head.length >= SIGNATURE_BYTES) {
           try {
             sniff();
           } catch (err) {
-            fail(err);
+            fail(err, true);
             return;
           }
         }
@@ -90,15 +155,16 @@ class StreamedImageStorage implements multer.StorageEngine {
         out.once('drain', () => file.stream.resume());
       }
     });
-    file.stream.once('error', fail);
-    out.once('error', fail);
+    // An error of the part itself: the request was cut off, or the guard stopped the parser.
+    file.stream.once('error', (err) => fail(err, false));
+    out.once('error', (err) => fail(err, false));
     file.stream.once('end', () => {
       if (settled) return;
       try {
         // A file shorter than the longest signature is judged on what there is.
         if (ext === undefined) sniff();
       } catch (err) {
-        fail(err);
+        fail(err, true);
         return;
       }
       out.end(() => {
@@ -131,34 +197,58 @@ export interface MultipartParser {
  * multer, with every parser error answered in the error shape: 413 for a file or a body over its
  * limit, 400 `invalid_image_format` for a part that is not an image, 400 `invalid_multipart` for
  * everything else (no boundary, a body cut short, broken part headers, too many parts). Everything
- * multer and busboy can fail on is in the client's body. File parts go to temp files (see
- * {@link StreamedImageStorage}), so what a request holds in memory is a few chunks at a time,
- * whatever it sends; a refused request's connection is closed rather than read to its end.
+ * multer and busboy can fail on is in the client's body.
+ *
+ * What one request can hold in memory is bounded whatever it sends: file parts go to temp files
+ * (see {@link StreamedImageStorage}), fields are capped together, and the whole body is capped at
+ * `maxUploadTotalBytes` (by its Content-Length before anything is read, and by counting as it
+ * arrives). A request refused for what it sends is answered at once and its connection closed
+ * (see {@link MultipartGuard}); the rest of its body is not read.
  */
 export function multipartParser(limits: { maxUploadBytes: number; maxUploadTotalBytes: number }): MultipartParser {
-  const upload = multer({
-    storage: new StreamedImageStorage(limits.maxUploadTotalBytes),
-    limits: { fileSize: limits.maxUploadBytes, files: MAX_IMAGES + 1, fields: 50, fieldSize: 1024 * 1024 },
-  });
+  const parser = (filesAllowed: boolean) =>
+    multer({
+      storage: new StreamedImageStorage(limits.maxUploadBytes),
+      limits: { fileSize: limits.maxUploadBytes, files: MAX_IMAGES + 1, fields: 50, fieldSize: 1024 * 1024 },
+      // multer 2's hook to feed busboy (not in its type definitions): where the guard sees the body.
+      streamHandler: (req: Request, busboy: NodeJS.WritableStream & { destroy(err?: Error): void }) => {
+        MultipartGuard.of(req).watch(busboy, { maxBodyBytes: limits.maxUploadTotalBytes, filesAllowed });
+        req.pipe(busboy);
+      },
+    } as multer.Options);
   const wrap =
     (handler: RequestHandler): RequestHandler =>
     (req, res, next) => {
+      if (!req.is('multipart/form-data')) return next();
       // busboy takes an empty boundary and then finds no parts at all: a body framed by nothing.
-      if (req.is('multipart/form-data') && !BOUNDARY.test(req.get('content-type') ?? '')) {
+      if (!BOUNDARY.test(req.get('content-type') ?? '')) {
         throw ApiError.invalid('Invalid multipart body: the boundary parameter must be 1 to 70 characters.', null, 'invalid_multipart');
       }
-      // Files that storing did not move into the blob store (the request failed later) go when it ends.
-      res.once('close', () => {
-        for (const file of (req.files as Express.Multer.File[] | undefined) ?? []) void rm(file.path, { force: true });
-      });
-      handler(req, res, (err?: unknown) => {
+      if (Number(req.get('content-length')) > limits.maxUploadTotalBytes) {
+        // Nothing of the body is read: the connection goes with the answer.
+        closeAfterAnswer(req, res);
+        throw uploadTooLarge(limits.maxUploadTotalBytes);
+      }
+      let answered = false;
+      const answer = (err?: unknown) => {
+        if (answered) return;
+        answered = true;
         if (err === undefined) return next();
-        // multer stops reading a refused body; the client may still be sending it.
-        res.setHeader('connection', 'close');
+        // The client may still be sending what will not be read.
+        closeAfterAnswer(req, res);
         next(multipartError(err));
+      };
+      (req as Request & { [GUARD]: MultipartGuard })[GUARD] = new MultipartGuard(req, answer);
+      // Files that storing did not move into the blob store (the request failed later) go when it ends.
+      // A part still being written has no path yet (multer's placeholder): its own failure removes it.
+      res.once('close', () => {
+        for (const file of (req.files as Express.Multer.File[] | undefined) ?? []) {
+          if (file.path) rm(file.path, { force: true }).catch(() => undefined);
+        }
       });
+      handler(req, res, answer);
     };
-  return { none: () => wrap(upload.none()), any: () => wrap(upload.any()) };
+  return { none: () => wrap(parser(false).none()), any: () => wrap(parser(true).any()) };
 }
 
 function multipartError(err: unknown): ApiError {

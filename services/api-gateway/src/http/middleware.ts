@@ -114,3 +114,33 @@ export function transportSecurity(publicHttps: boolean): RequestHandler {
     next();
   };
 }
+
+/** How long, and how much, a refused body is still read and dropped before its connection is cut. */
+const LINGER_MS = 2_000;
+const LINGER_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Marks the answer `Connection: close` and closes the connection once it is out, without reading
+ * the rest of the body. Node destroys the socket as soon as such an answer is written; bytes the
+ * client is still sending then make the kernel reset the connection, and a reset can discard the
+ * answer before the client has read it (it sees EPIPE, never the 413). So the write side is ended
+ * at once and what still arrives is read and dropped for a short while (at most {@link LINGER_MS}
+ * and {@link LINGER_BYTES}: the lingering close of nginx and Apache), then the socket is destroyed.
+ */
+export function closeAfterAnswer(req: Request, res: Response): void {
+  res.setHeader('connection', 'close');
+  const socket = req.socket as Request['socket'] & { destroySoon(): void };
+  socket.destroySoon = () => {
+    socket.end();
+    let dropped = 0;
+    const cut = () => socket.destroy();
+    const timer = setTimeout(cut, LINGER_MS).unref();
+    socket.once('close', () => clearTimeout(timer));
+    socket.once('end', cut);
+    socket.on('data', (chunk: Buffer) => {
+      dropped += chunk.length;
+      if (dropped > LINGER_BYTES) cut();
+    });
+    socket.resume();
+  };
+}

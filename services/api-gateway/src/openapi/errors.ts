@@ -47,12 +47,14 @@ export const ERROR_CODES: Record<string, ErrorCode> = {
   content_expired: { status: 410, type: 'invalid_request_error', when: 'the video file was removed' },
   request_too_large: { status: 413, type: 'invalid_request_error', when: 'a JSON body over its limit' },
   file_too_large: { status: 413, type: 'invalid_request_error', when: 'an uploaded or data-URL image over the upload limit' },
+  upload_too_large: { status: 413, type: 'invalid_request_error', when: 'a multipart body over `MAX_UPLOAD_TOTAL_BYTES`; the connection is closed, the rest not read' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error', when: 'a body that is neither JSON nor multipart (where those are taken), or an unsupported encoding' },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error', when: "over the workspace's request limit for this bucket" },
   too_many_pending_jobs: { status: 429, type: 'rate_limit_error', when: 'a creation call while the workspace has its maximum of unfinished jobs' },
   generation_failed: { status: 500, type: 'api_error', when: 'synchronous image call: the generator failed' },
   internal_error: { status: 500, type: 'api_error', when: 'an unexpected server error (details only in the logs)' },
   service_unavailable: { status: 503, type: 'api_error', when: 'Redis or the blob store cannot be reached' },
+  server_busy: { status: 503, type: 'api_error', when: 'a JSON edit while the gateway holds as many large JSON bodies as it can (`Retry-After`); multipart is not limited so' },
   timeout: { status: 504, type: 'api_error', when: 'synchronous image call still running after the wait; fetch `GET /v1/images/{id}` later' },
 };
 
@@ -68,7 +70,7 @@ export const ERROR_RESPONSES: Record<number, { name: string; title: string }> = 
   415: { name: 'UnsupportedMediaType', title: 'Unsupported content type' },
   429: { name: 'TooManyRequests', title: 'Over a workspace limit' },
   500: { name: 'InternalServerError', title: 'Server error' },
-  503: { name: 'ServiceUnavailable', title: 'Dependency unavailable' },
+  503: { name: 'ServiceUnavailable', title: 'Unavailable for now' },
   504: { name: 'GatewayTimeout', title: 'Still running' },
 };
 

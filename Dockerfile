@@ -5,19 +5,18 @@
 # ffmpeg/ffprobe come from the @ffmpeg-installer / @ffprobe-installer npm packages and sharp from its
 # prebuilt @img/* packages (glibc builds, hence Debian rather than Alpine); no apt packages are needed.
 
-# Node 22 (maintenance LTS until April 2027): Node 20 left maintenance in April 2026. The code still
-# runs on Node 20 (package.json engines), which the development machines have.
-ARG NODE_IMAGE=node:22-bookworm-slim
+# Node 24, the active LTS line (.nvmrc, package.json engines).
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # --- build: all dependencies (TypeScript is a dev dependency), compile every package -----------------
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY . .
-RUN --mount=type=cache,target=/root/.npm npm install --no-audit --no-fund
+RUN --mount=type=cache,target=/root/.npm npm ci --no-audit --no-fund
 RUN npx tsc -b
 # The dashboard's browser app (Vite): its output, libs/dashboard/dist/web, is served by the gateway.
 RUN node libs/dashboard/web/build-if-stale.mjs
-# Only what runs: the manifests (npm install needs every workspace's package.json to link @media/*),
+# Only what runs: the manifests (npm ci needs every workspace's package.json to link @media/*),
 # the compiled dist folders, and the Lua scripts a package reads beside dist (its lua/ folder).
 RUN mkdir -p /out \
  && cp package.json package-lock.json /out/ \
@@ -33,7 +32,7 @@ ENV NODE_ENV=production \
     PORT=8080
 WORKDIR /app
 COPY --from=build /out/ ./
-RUN --mount=type=cache,target=/root/.npm npm install --omit=dev --no-audit --no-fund \
+RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --no-audit --no-fund \
  && mkdir -p /data/media \
  && chown -R node:node /data
 # uid 1000; the Kubernetes manifests require runAsNonRoot with this uid and a read-only root

@@ -1,6 +1,6 @@
 import type { Config } from 'jest';
 
-// got and its helpers ship as ES modules only; Jest on Node 20 loads them through the transform.
+// got and its helpers ship as ES modules only; Jest (CommonJS) loads them through the transform.
 const esmPackages = [
   'got', '@sindresorhus', '@szmarczak', 'cacheable-lookup', 'cacheable-request', 'decompress-response',
   'form-data-encoder', 'lowercase-keys', 'mimic-response', 'normalize-url', 'p-cancelable', 'responselike',

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm install --no-audit --no-fund 1>&2
+  npm ci --no-audit --no-fund 1>&2
 fi
 
 # The stamp's mtime is the start of the last successful `tsc -b`. Anything newer means a rebuild:

@@ -3,7 +3,7 @@
 // flood of form fields, and JSON bodies of data URLs at their cap. Every request must get a clear
 // 4xx (or, for JSON over the process's budget, a 503 to retry) in the error shape, a refused
 // multipart body must not be read further, and the gateway's resident memory must stay within the
-// bounds of docs/security.md over its own baseline measured here, then come back down. Real gateway
+// bounds of docs/security.md over its own baseline measured here, and none of it may be kept. Real gateway
 // process, real HTTP.
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -18,8 +18,8 @@ const MiB = 1024 * 1024;
 const MULTIPART_RSS_BOUND = 96 * MiB;
 /** docs/security.md: what JSON edits at MAX_JSON_BYTES, however many at once, may add (one is read at a time). */
 const JSON_RSS_BOUND = 256 * MiB;
-/** Once the attacks end, the gateway is back within this of its baseline. */
-const SETTLED_BOUND = 48 * MiB;
+/** Once the attacks end, the gateway's heap in use is back within this of its baseline. */
+const HEAP_SETTLED_BOUND = 16 * MiB;
 /**
  * Bytes a client may have written when it sees its answer: what sockets buffer, plus what the
  * gateway reads and drops after answering so that the answer is not lost to a reset (at most 64 MiB
@@ -148,6 +148,9 @@ describe('a request cannot take the gateway’s memory', () => {
   let pid: number;
   let baseline: number;
   let peak: number;
+  /** The highest RSS seen over all the attacks so far. */
+  let highest = 0;
+  let heapBaseline: number;
   let sampler: NodeJS.Timeout;
   const mib = (bytes: number) => `${(bytes / MiB).toFixed(0)} MiB`;
 
@@ -160,13 +163,22 @@ describe('a request cannot take the gateway’s memory', () => {
       return { result, growth: peak - baseline };
     } finally {
       clearInterval(sampler);
+      highest = Math.max(highest, peak);
       console.log(`${what}: baseline ${mib(baseline)}, peak ${mib(peak)} (+${mib(peak - baseline)})`);
     }
   }
 
-  beforeAll(() => {
+  /** The V8 heap in use in the gateway, from its own metrics. */
+  async function heapUsed(): Promise<number> {
+    const metrics = await (await fetch(`${stack.service('api-gateway').opsUrl}/metrics`)).text();
+    return Number(/^media_nodejs_heap_size_used_bytes\{[^}]*\} (\d+)/m.exec(metrics)?.[1]);
+  }
+
+  beforeAll(async () => {
     pid = stack.service('api-gateway').pid!;
     baseline = rssOf(pid);
+    heapBaseline = await heapUsed();
+    expect(heapBaseline).toBeGreaterThan(0);
   });
 
   afterAll(() => clearInterval(sampler));
@@ -224,10 +236,13 @@ describe('a request cannot take the gateway’s memory', () => {
     expect((await fetch(`${stack.baseUrl}/healthz`)).status).toBe(200);
   });
 
-  it('returns the memory, and leaves nothing in the temp directory', async () => {
+  it('keeps none of it: the heap in use comes back to its baseline', async () => {
     await eventually(() => (readdirSync(temp).length === 0 ? true : undefined), 10_000, 'the temp files to be removed');
-    // V8 gives back freed heap when its memory reducer runs, seconds after the allocation stops.
-    const settled = await eventually(() => (rssOf(pid) - baseline < SETTLED_BOUND ? rssOf(pid) : undefined), 60_000, `RSS back within ${mib(SETTLED_BOUND)} of ${mib(baseline)}`);
-    console.log(`afterwards: ${mib(settled)} (baseline ${mib(baseline)})`);
-  }, 90_000);
+    // The heap in use is what a leak would raise; RSS is not. Node 24 keeps the pages it grew to use
+    // again (a young generation of up to 128 MiB on a large machine, and freed buffers in malloc's
+    // arenas), so RSS stays near its highest rather than coming back down; docs/security.md has figures.
+    let heap = 0;
+    await eventually(async () => ((heap = await heapUsed()) - heapBaseline < HEAP_SETTLED_BOUND ? heap : undefined), 90_000, `heap in use back within ${mib(HEAP_SETTLED_BOUND)} of its baseline`);
+    console.log(`afterwards: heap in use ${mib(heap)} (baseline ${mib(heapBaseline)}); RSS ${mib(rssOf(pid))} (baseline ${mib(baseline)}, highest ${mib(highest)})`);
+  }, 120_000);
 });

@@ -104,7 +104,8 @@ export class WebhookSender {
     };
     this.#pool = new AgentPool(this.#fresh, secureContext, options.pool);
     // got reads no proxy settings from the environment (it has no proxy support at all), and
-    // Node 20's http module does not either, so nothing here can be routed through a proxy.
+    // Node's http module applies HTTP_PROXY (with NODE_USE_ENV_PROXY) only to its global agents,
+    // never to agents made here, so nothing here can be routed through a proxy.
     this.#got = got.extend({
       followRedirect: false,
       throwHttpErrors: false,

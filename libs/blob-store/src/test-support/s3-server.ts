@@ -25,9 +25,6 @@ const S3rver = require('@20minutes/s3rver') as S3rverClass;
 export const S3_TEST_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
 export const S3_TEST_REGION = 'us-east-1';
 
-// The pinned SDK warns once per process that its later releases need Node 22; tests know.
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-
 /**
  * A real S3 API over HTTP on loopback, in the test's own process, with one bucket; its objects live
  * in a temporary directory. `stop()` and `start()` again on the same port and data play an outage.
@@ -61,7 +58,6 @@ export class S3TestServer {
       S3_FORCE_PATH_STYLE: 'true',
       AWS_ACCESS_KEY_ID: S3_TEST_CREDENTIALS.accessKeyId,
       AWS_SECRET_ACCESS_KEY: S3_TEST_CREDENTIALS.secretAccessKey,
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     };
   }
 

@@ -39,8 +39,46 @@ describe('loadConfig', () => {
         { host: 'redis-1.svc', port: 7001 },
         { host: '::1', port: 7002 },
       ],
+      auth: { username: undefined, password: undefined, sentinelPassword: undefined },
     });
     expect(config.keyPrefix).toBe('prod-{media}');
+  });
+
+  it('takes Sentinels and the name of the primary instead of REDIS_URL, with credentials for the nodes and the Sentinels', () => {
+    const config = loadConfig({
+      REDIS_URL: 'redis://ignored:6379',
+      REDIS_SENTINELS: '10.0.0.21:26379,sentinel-2.svc:26379',
+      REDIS_SENTINEL_NAME: 'mymaster',
+      REDIS_USERNAME: 'media',
+      REDIS_PASSWORD: 'node-secret',
+      REDIS_SENTINEL_PASSWORD: 'sentinel-secret',
+    });
+    expect(config.redis).toEqual({
+      kind: 'sentinel',
+      sentinels: [
+        { host: '10.0.0.21', port: 26379 },
+        { host: 'sentinel-2.svc', port: 26379 },
+      ],
+      name: 'mymaster',
+      auth: { username: 'media', password: 'node-secret', sentinelPassword: 'sentinel-secret' },
+    });
+  });
+
+  it('refuses Sentinels without a name, a name without Sentinels, and Sentinels with a Cluster', () => {
+    const problems = (env: NodeJS.ProcessEnv) => {
+      try {
+        loadConfig(env);
+        return '';
+      } catch (err) {
+        return (err as ConfigError).problems.join('\n');
+      }
+    };
+    expect(problems({ REDIS_SENTINELS: '10.0.0.21:26379' })).toMatch(/REDIS_SENTINEL_NAME.*must name the primary/);
+    expect(problems({ REDIS_SENTINEL_NAME: 'mymaster' })).toMatch(/REDIS_SENTINEL_NAME.*only read with REDIS_SENTINELS/);
+    expect(problems({ REDIS_SENTINELS: '10.0.0.21:26379', REDIS_SENTINEL_NAME: 'm', REDIS_CLUSTER_NODES: '10.0.0.5:7000' })).toMatch(
+      /set REDIS_SENTINELS or REDIS_CLUSTER_NODES, not both/,
+    );
+    expect(problems({ REDIS_SENTINELS: 'sentinel-without-port', REDIS_SENTINEL_NAME: 'm' })).toMatch(/"REDIS_SENTINELS" has entries that are not host:port: sentinel-without-port/);
   });
 
   it('refuses bad cluster seeds and prefixes with more than one hash tag or stray braces', () => {

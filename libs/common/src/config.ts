@@ -6,7 +6,10 @@ import { CRASH_POINTS, type CrashPoint } from './faults';
  * environment; services receive the typed {@link AppConfig} through their constructors.
  */
 export interface AppConfig {
-  /** One Redis (`REDIS_URL`), or a Redis Cluster (`REDIS_CLUSTER_NODES`, and then `REDIS_URL` is not used). */
+  /**
+   * One Redis (`REDIS_URL`), a primary found through Sentinels (`REDIS_SENTINELS`), or a Redis Cluster
+   * (`REDIS_CLUSTER_NODES`); with either of the last two, `REDIS_URL` is not used.
+   */
   redis: RedisTarget;
   /**
    * Namespace for every Redis key and BullMQ queue, so several deployments (or tests) share one
@@ -125,9 +128,19 @@ export interface LocalStackSettings {
 }
 
 export type RedisTarget =
+  /** Credentials, if any, are in the URL (`redis://user:password@host:port`). */
   | { kind: 'single'; url: string }
   /** Seed nodes; the client learns the rest of the cluster from them. */
-  | { kind: 'cluster'; nodes: { host: string; port: number }[] };
+  | { kind: 'cluster'; nodes: { host: string; port: number }[]; auth: RedisAuth }
+  /** The Sentinels watching the primary called `name`; the client asks them where it is, and again after a failover. */
+  | { kind: 'sentinel'; sentinels: { host: string; port: number }[]; name: string; auth: RedisAuth };
+
+/** Credentials for the Redis nodes (an ACL user, or the default user's password) and for the Sentinels. */
+export interface RedisAuth {
+  username?: string;
+  password?: string;
+  sentinelPassword?: string;
+}
 
 const DURATION = /^\d+(ms|s|m|h)$/;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
@@ -177,14 +190,24 @@ export function parseModelMap(text: string): ReadonlyMap<string, string> | strin
   return map;
 }
 
+/** `host:port` seeds, comma-separated. */
+const nodeList = Joi.string().custom((value: string, helpers) => {
+  const bad = list(value).filter((node) => parseNode(node) === undefined);
+  if (list(value).length === 0) return helpers.message({ custom: '{{#label}} must list host:port seeds, comma-separated' });
+  return bad.length === 0 ? value : helpers.message({ custom: `{{#label}} has entries that are not host:port: ${bad.join(', ')}` });
+});
+
 const schema = Joi.object({
   REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
-  REDIS_CLUSTER_NODES: Joi.string()
-    .custom((value: string, helpers) => {
-      const bad = list(value).filter((node) => parseNode(node) === undefined);
-      if (list(value).length === 0) return helpers.message({ custom: '{{#label}} must list host:port seeds, comma-separated' });
-      return bad.length === 0 ? value : helpers.message({ custom: `{{#label}} has entries that are not host:port: ${bad.join(', ')}` });
-    }),
+  REDIS_CLUSTER_NODES: nodeList,
+  REDIS_SENTINELS: nodeList,
+  REDIS_SENTINEL_NAME: Joi.string()
+    .pattern(/^[A-Za-z0-9_.-]+$/)
+    .when('REDIS_SENTINELS', { is: Joi.exist(), then: Joi.required(), otherwise: Joi.forbidden() })
+    .messages({ 'any.required': '{{#label}} must name the primary the Sentinels monitor', 'any.unknown': '{{#label}} is only read with REDIS_SENTINELS' }),
+  REDIS_USERNAME: Joi.string(),
+  REDIS_PASSWORD: Joi.string(),
+  REDIS_SENTINEL_PASSWORD: Joi.string(),
   // Letters, digits, _ . - and at most one `{…}` hash tag (Redis Cluster: every key then shares its slot).
   KEY_PREFIX: Joi.string()
     .pattern(/^[A-Za-z0-9_.-]*(\{[A-Za-z0-9_.-]+\}[A-Za-z0-9_.-]*)?$/)
@@ -280,7 +303,10 @@ const schema = Joi.object({
   OPERATOR_USERNAME: Joi.string().pattern(/^[^:]+$/).default('operator'),
   // Long enough that Basic auth over the ops port is not guessable in practice.
   OPERATOR_PASSWORD: Joi.string().min(16),
-});
+})
+  // One shape of Redis at a time: a second one set by mistake would be silently ignored.
+  .oxor('REDIS_SENTINELS', 'REDIS_CLUSTER_NODES')
+  .messages({ 'object.oxor': 'set REDIS_SENTINELS or REDIS_CLUSTER_NODES, not both' });
 
 /** Names of the settings, for the README and for docker-compose/k8s checks. */
 export const CONFIG_KEYS: readonly string[] = Object.keys(schema.describe().keys);
@@ -290,6 +316,14 @@ export class ConfigError extends Error {
     super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
     this.name = 'ConfigError';
   }
+}
+
+function redisTarget(value: Record<string, any>): RedisTarget {
+  const nodes = (text: string) => list(text).map((node) => parseNode(node)!);
+  const auth: RedisAuth = { username: value.REDIS_USERNAME, password: value.REDIS_PASSWORD, sentinelPassword: value.REDIS_SENTINEL_PASSWORD };
+  if (value.REDIS_SENTINELS) return { kind: 'sentinel', sentinels: nodes(value.REDIS_SENTINELS), name: value.REDIS_SENTINEL_NAME, auth };
+  if (value.REDIS_CLUSTER_NODES) return { kind: 'cluster', nodes: nodes(value.REDIS_CLUSTER_NODES), auth };
+  return { kind: 'single', url: value.REDIS_URL };
 }
 
 /** Validates the environment once; throws a {@link ConfigError} listing every bad key. */
@@ -302,9 +336,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const { value, error } = schema.validate(known, { abortEarly: false, convert: true });
   if (error) throw new ConfigError(error.details.map((d) => d.message));
   return {
-    redis: value.REDIS_CLUSTER_NODES
-      ? { kind: 'cluster', nodes: list(value.REDIS_CLUSTER_NODES).map((node) => parseNode(node)!) }
-      : { kind: 'single', url: value.REDIS_URL },
+    redis: redisTarget(value),
     keyPrefix: value.KEY_PREFIX,
     port: value.PORT,
     publicBaseUrl: value.PUBLIC_BASE_URL.replace(/\/+$/, ''),

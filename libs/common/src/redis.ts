@@ -1,5 +1,5 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import type { RedisTarget } from './config';
+import type { RedisAuth, RedisTarget } from './config';
 import type { Logger } from './logger';
 
 /** One log line per this many ms at most while a connection keeps failing (ioredis retries every few ms). */
@@ -18,15 +18,40 @@ const ERROR_LOG_INTERVAL_MS = 10_000;
  * where the two differ go through {@link duplicateRedis} and {@link isCluster}.
  */
 export function createRedis(target: RedisTarget | string, role: 'worker' | 'request', logger?: Logger): Redis {
-  const options: RedisOptions = { maxRetriesPerRequest: role === 'worker' ? null : 3, enableReadyCheck: true };
+  const options: RedisOptions = {
+    maxRetriesPerRequest: role === 'worker' ? null : 3,
+    enableReadyCheck: true,
+    // A primary demoted by a failover answers writes with READONLY while the connection stays up
+    // (a managed Redis promoting behind one address, or an old primary back as a replica):
+    // reconnect, which finds the new primary, and send the command again.
+    reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),
+  };
   const resolved: RedisTarget = typeof target === 'string' ? { kind: 'single', url: target } : target;
-  const redis = resolved.kind === 'cluster' ? (new Cluster(resolved.nodes, clusterOptions(options)) as unknown as Redis) : new Redis(resolved.url, options);
+  const redis =
+    resolved.kind === 'cluster'
+      ? (new Cluster(resolved.nodes, clusterOptions({ ...options, ...credentials(resolved.auth) })) as unknown as Redis)
+      : resolved.kind === 'sentinel'
+        ? new Redis({
+            ...options,
+            ...credentials(resolved.auth),
+            sentinels: resolved.sentinels,
+            name: resolved.name,
+            sentinelPassword: resolved.auth.sentinelPassword,
+            // Hear of a promotion from the Sentinels (+switch-master) at once, rather than when
+            // the old primary's connection fails; every duplicate (BullMQ's blocking ones) does too.
+            failoverDetector: true,
+          })
+        : new Redis(resolved.url, options);
   if (logger) logRedisErrors(redis, logger, role);
   // A request connection carries the commands of every HTTP call in flight (the gateway's image
   // intake sends three per call); sent one write(2) each, they cost the gateway and Redis more CPU
   // than anything else the call does.
   if (role === 'request') coalesceWrites(redis);
   return redis;
+}
+
+function credentials(auth: RedisAuth): Pick<RedisOptions, 'username' | 'password'> {
+  return { ...(auth.username ? { username: auth.username } : {}), ...(auth.password ? { password: auth.password } : {}) };
 }
 
 function clusterOptions(redisOptions: RedisOptions): ClusterOptions {

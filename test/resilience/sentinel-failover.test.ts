@@ -1,0 +1,89 @@
+// Redis with Sentinels, as a platform team runs it: the services' connections (createRedis with
+// REDIS_SENTINELS, and REDIS_PASSWORD for the nodes) find the primary through the Sentinels, write nothing to REDIS_URL's Redis, and
+// when the primary is killed go on against the replica the Sentinels promote, a BullMQ worker
+// included, without a restart; the old primary comes back as a replica and nothing writes to it.
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { createRedis, loadConfig } from '@media/common';
+import { eventually, REDIS_URL } from '../support/stack';
+import { TestRedisSentinel } from '../support/redis-sentinel';
+
+const prefix = `sentinel-${process.pid}-${Date.now()}`;
+let sentinel: TestRedisSentinel;
+let redis: Redis;
+const closers: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  sentinel = await TestRedisSentinel.start();
+  // REDIS_URL names the shared test Redis on purpose: nothing may be written there.
+  const config = loadConfig({ ...sentinel.env, REDIS_URL, KEY_PREFIX: prefix });
+  expect(config.redis.kind).toBe('sentinel');
+  redis = createRedis(config.redis, 'worker');
+  redis.on('error', () => undefined);
+}, 60_000);
+
+afterAll(async () => {
+  for (const close of closers.reverse()) await close().catch(() => undefined);
+  redis?.disconnect();
+  await sentinel?.destroy();
+});
+
+/** Keys under this test's prefix on one Redis. */
+async function keysOn(target: string | Redis): Promise<string[]> {
+  const node = typeof target === 'string' ? new Redis(target, { maxRetriesPerRequest: 1 }) : target;
+  try {
+    return await node.keys(`${prefix}*`);
+  } finally {
+    node.disconnect();
+  }
+}
+
+describe('Redis behind Sentinels', () => {
+  it('reaches the primary through the Sentinels and writes nothing to REDIS_URL', async () => {
+    await redis.set(`${prefix}:hello`, 'world');
+    const primary = await sentinel.primaryPort();
+    expect(primary).toBe(sentinel.dataPorts[0]);
+    expect(await keysOn(sentinel.node(primary))).toEqual([`${prefix}:hello`]);
+    expect(await keysOn(REDIS_URL)).toEqual([]);
+  });
+
+  it('goes on after the primary is killed: writes within 30 s, the same BullMQ worker consumes, the old primary returns as a replica', async () => {
+    const connection = redis;
+    const queue = new Queue('failover', { connection, prefix });
+    const done = new Set<string>();
+    const worker = new Worker('failover', async (job) => void done.add(job.id!), { connection, prefix, concurrency: 4 });
+    worker.on('error', () => undefined);
+    queue.on('error', () => undefined);
+    closers.push(() => queue.close(), () => worker.close(true));
+    const add = async (from: number, count: number) => {
+      for (let i = from; i < from + count; i++) await queue.add('job', { i }, { jobId: `j${i}` });
+    };
+    const allDone = (count: number) => eventually(() => (done.size >= count ? true : undefined), 30_000, `${count} jobs processed`);
+
+    await add(0, 20);
+    await allDone(20);
+
+    const old = await sentinel.primaryPort();
+    const killedAt = Date.now();
+    await sentinel.kill(old);
+    // The same connection, retrying: a write goes through once the replica is promoted.
+    await redis.set(`${prefix}:after-failover`, '1');
+    const outageMs = Date.now() - killedAt;
+    const promoted = await sentinel.primaryPort();
+    console.log(`write blocked ${outageMs} ms after the primary's SIGKILL; the Sentinels promoted ${promoted}`);
+    expect(promoted).not.toBe(old);
+    expect(outageMs).toBeLessThan(30_000);
+
+    await add(20, 20);
+    await allDone(40);
+
+    // The old primary comes back on its port and data; the Sentinels make it a replica.
+    await sentinel.launchNode(old);
+    await eventually(async () => ((await sentinel.roleOf(old)) === 'slave' ? true : undefined), 30_000, 'the old primary to become a replica');
+    await redis.incr(`${prefix}:counter`);
+    await add(40, 10);
+    await allDone(50);
+    expect([...done].sort()).toEqual(Array.from({ length: 50 }, (_, i) => `j${i}`).sort());
+    expect(await keysOn(REDIS_URL)).toEqual([]);
+  }, 120_000);
+});

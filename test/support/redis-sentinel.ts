@@ -1,0 +1,157 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { eventually, freePort, redisAnswers } from './stack';
+
+/** The name the Sentinels monitor the primary under (`REDIS_SENTINEL_NAME`). */
+export const SENTINEL_NAME = 'media-primary';
+/** The data nodes' password (`REDIS_PASSWORD`), as production Redis has one; the Sentinels have none. */
+export const NODE_PASSWORD = 'sentinel-test-node-password';
+
+/**
+ * Redis with automatic failover, as a platform team runs it, on loopback and of the test's own: a
+ * primary, a replica of it, and three Sentinels (quorum 2) that promote the replica when the
+ * primary stops answering. Every node writes an append-only file, so a killed primary can come back
+ * on its port and data, where the Sentinels make it a replica of the one they promoted.
+ */
+export class TestRedisSentinel {
+  private readonly nodes = new Map<number, ChildProcess>();
+  private readonly sentinelChildren: ChildProcess[] = [];
+
+  private constructor(
+    /** The two data nodes' ports; the first starts as the primary. */
+    readonly dataPorts: number[],
+    readonly sentinelPorts: number[],
+    private readonly dir: string,
+  ) {}
+
+  static async start(): Promise<TestRedisSentinel> {
+    const ports: number[] = [];
+    while (ports.length < 5) {
+      const port = await freePort();
+      if (!ports.includes(port)) ports.push(port);
+    }
+    const set = new TestRedisSentinel(ports.slice(0, 2), ports.slice(2), await mkdtemp(join(tmpdir(), 'redis-sentinel-')));
+    try {
+      await set.launch();
+    } catch (err) {
+      await set.destroy();
+      throw err;
+    }
+    return set;
+  }
+
+  /** `REDIS_SENTINELS` and `REDIS_SENTINEL_NAME` for the services. */
+  get env(): Record<string, string> {
+    return {
+      REDIS_SENTINELS: this.sentinelPorts.map((port) => `127.0.0.1:${port}`).join(','),
+      REDIS_SENTINEL_NAME: SENTINEL_NAME,
+      REDIS_PASSWORD: NODE_PASSWORD,
+    };
+  }
+
+  /** A plain connection to one data node. */
+  node(port: number): Redis {
+    return new Redis(port, '127.0.0.1', { password: NODE_PASSWORD, maxRetriesPerRequest: 1 });
+  }
+
+  /** The port of the primary, as the Sentinels see it now. */
+  async primaryPort(): Promise<number> {
+    const sentinel = new Redis(this.sentinelPorts[0], '127.0.0.1', { maxRetriesPerRequest: 1 });
+    try {
+      const [, port] = (await sentinel.call('SENTINEL', 'get-master-addr-by-name', SENTINEL_NAME)) as [string, string];
+      return Number(port);
+    } finally {
+      sentinel.disconnect();
+    }
+  }
+
+  /** A crash of the node on this port: SIGKILL. */
+  async kill(port: number): Promise<void> {
+    const child = this.nodes.get(port);
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, 'exit');
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  /** Starts a data node (again) on its port and directory; the first run of the second one replicates the first. */
+  async launchNode(port: number, replicaOf?: number): Promise<void> {
+    const dir = join(this.dir, String(port));
+    await mkdir(dir, { recursive: true });
+    // masterauth too: a node made a replica (the first one, or an old primary after a failover) authenticates to its primary.
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', '', '--requirepass', NODE_PASSWORD, '--masterauth', NODE_PASSWORD];
+    if (replicaOf !== undefined) args.push('--replicaof', '127.0.0.1', String(replicaOf));
+    this.nodes.set(port, spawn('redis-server', args, { stdio: 'ignore' }));
+    await redisAnswers({ url: `redis://:${NODE_PASSWORD}@127.0.0.1:${port}` }, `redis node ${port} to answer`);
+  }
+
+  /** The role (`master` or `slave`) the node on this port says it has. */
+  async roleOf(port: number): Promise<string> {
+    const node = this.node(port);
+    try {
+      return /role:(\w+)/.exec(await node.info('replication'))?.[1] ?? 'unknown';
+    } finally {
+      node.disconnect();
+    }
+  }
+
+  private async launch(): Promise<void> {
+    const [primary, replica] = this.dataPorts;
+    await this.launchNode(primary);
+    await this.launchNode(replica, primary);
+    for (const port of this.sentinelPorts) {
+      const dir = join(this.dir, `sentinel-${port}`);
+      await mkdir(dir, { recursive: true });
+      const conf = join(dir, 'sentinel.conf');
+      // Sentinel rewrites its file as it learns the set; it must be its own and writable.
+      await writeFile(
+        conf,
+        [
+          `port ${port}`,
+          'bind 127.0.0.1',
+          `dir ${dir}`,
+          `sentinel monitor ${SENTINEL_NAME} 127.0.0.1 ${primary} 2`,
+          `sentinel auth-pass ${SENTINEL_NAME} ${NODE_PASSWORD}`,
+          `sentinel down-after-milliseconds ${SENTINEL_NAME} 1000`,
+          `sentinel failover-timeout ${SENTINEL_NAME} 5000`,
+          `sentinel parallel-syncs ${SENTINEL_NAME} 1`,
+          '',
+        ].join('\n'),
+      );
+      this.sentinelChildren.push(spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' }));
+    }
+    for (const port of this.sentinelPorts) await redisAnswers({ port }, `sentinel ${port} to answer`);
+    // Ready once every Sentinel knows the replica and the other Sentinels (they find each other
+    // through the primary), so that a failover can reach its quorum.
+    await eventually(async () => {
+      for (const port of this.sentinelPorts) {
+        const sentinel = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+        try {
+          const master = (await sentinel.call('SENTINEL', 'master', SENTINEL_NAME)) as string[];
+          const field = (name: string) => Number(master[master.indexOf(name) + 1]);
+          if (field('num-slaves') < 1 || field('num-other-sentinels') < 2) return undefined;
+        } finally {
+          sentinel.disconnect();
+        }
+      }
+      return true;
+    }, 30_000, 'every Sentinel to know the replica and the other Sentinels');
+  }
+
+  async destroy(): Promise<void> {
+    const children = [...this.nodes.values(), ...this.sentinelChildren];
+    await Promise.all(
+      children.map(async (child) => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        const exited = once(child, 'exit');
+        child.kill('SIGKILL');
+        await exited;
+      }),
+    );
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}

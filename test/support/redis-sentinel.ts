@@ -53,6 +53,17 @@ export class TestRedisSentinel {
     };
   }
 
+  /** The tests' own handle on the primary, found through the Sentinels as the services find it. */
+  client(): Redis {
+    return new Redis({
+      sentinels: this.sentinelPorts.map((port) => ({ host: '127.0.0.1', port })),
+      name: SENTINEL_NAME,
+      password: NODE_PASSWORD,
+      maxRetriesPerRequest: null,
+      failoverDetector: true,
+    });
+  }
+
   /** A plain connection to one data node. */
   node(port: number): Redis {
     return new Redis(port, '127.0.0.1', { password: NODE_PASSWORD, maxRetriesPerRequest: 1 });

@@ -11,6 +11,7 @@ import { isCluster } from '@media/common';
 import { StoreKeys, WorkspaceRepository, JobRepository } from '@media/storage';
 import { S3TestServer } from '../../libs/blob-store/src/test-support/s3-server';
 import type { TestRedisCluster } from './redis-cluster';
+import type { TestRedisSentinel } from './redis-sentinel';
 
 export type ServiceName = 'api-gateway' | 'generator' | 'webhook-dispatcher';
 
@@ -208,12 +209,13 @@ export class TestStack {
   /** The stack's blob store, as the services see it. */
   blobs!: BlobStore;
 
-  /** The stack's Redis: a URL, or the cluster it runs on (`redisUrl` is then unused). */
+  /** The stack's Redis: a URL, or the cluster or Sentinels it runs on (`redisUrl` is then unused). */
   private constructor(
     readonly redisUrl: string,
     readonly cluster?: TestRedisCluster,
+    readonly sentinel?: TestRedisSentinel,
   ) {
-    this.redis = cluster ? cluster.client() : new Redis(redisUrl, { maxRetriesPerRequest: null });
+    this.redis = cluster ? cluster.client() : sentinel ? sentinel.client() : new Redis(redisUrl, { maxRetriesPerRequest: null });
     // Tests that stop Redis on purpose expect this client to lose its connection; it reconnects.
     this.redis.on('error', () => undefined);
     this.workspaces = new WorkspaceRepository(this.redis, this.keys);
@@ -225,9 +227,9 @@ export class TestStack {
   static async start(
     services: ServiceName[],
     env: Record<string, string> = {},
-    options: { blobStore?: BlobStoreKind; redisCluster?: TestRedisCluster } = {},
+    options: { blobStore?: BlobStoreKind; redisCluster?: TestRedisCluster; redisSentinel?: TestRedisSentinel } = {},
   ): Promise<TestStack> {
-    const stack = new TestStack(env.REDIS_URL ?? REDIS_URL, options.redisCluster);
+    const stack = new TestStack(env.REDIS_URL ?? REDIS_URL, options.redisCluster, options.redisSentinel);
     const port = await freePort();
     stack.mediaDir = await mkdtemp(join(tmpdir(), 'media-test-'));
     stack.blobStore = options.blobStore ?? DEFAULT_BLOB_STORE;
@@ -240,7 +242,8 @@ export class TestStack {
     stack.baseUrl = `http://127.0.0.1:${port}`;
     stack.env = {
       PATH: process.env.PATH,
-      ...(stack.cluster ? { REDIS_CLUSTER_NODES: stack.cluster.nodes } : { REDIS_URL: stack.redisUrl }),
+      // With Sentinels, REDIS_URL still names the shared test Redis: the services must not use it.
+      ...(stack.cluster ? { REDIS_CLUSTER_NODES: stack.cluster.nodes } : { REDIS_URL: stack.redisUrl, ...stack.sentinel?.env }),
       KEY_PREFIX: stack.prefix,
       PORT: String(port),
       PUBLIC_BASE_URL: stack.baseUrl,

@@ -87,3 +87,30 @@ describe('Redis behind Sentinels', () => {
     expect(await keysOn(REDIS_URL)).toEqual([]);
   }, 120_000);
 });
+
+describe('waiting for replicas (REDIS_WAIT_REPLICAS)', () => {
+  it('holds a write until the replica has it, and goes ahead, counted, when no replica confirms in time', async () => {
+    const { ReplicaWait } = await import('@media/storage');
+    const short: number[] = [];
+    const wait = new ReplicaWait(1, 300, (acknowledged) => short.push(acknowledged));
+    const primary = await sentinel.primaryPort();
+    const replica = sentinel.dataPorts.find((port) => port !== primary)!;
+    await eventually(async () => ((await sentinel.replicating(replica)) ? true : undefined), 30_000, 'a replica in sync');
+    await redis.set(`${prefix}:waited`, '1');
+    await wait.after(redis);
+    expect(short).toEqual([]);
+    const onReplica = sentinel.node(replica);
+    expect(await onReplica.get(`${prefix}:waited`)).toBe('1');
+    onReplica.disconnect();
+
+    // The replica gone: the wait ends at its timeout, and the write stands on the primary.
+    await sentinel.kill(replica);
+    await redis.set(`${prefix}:unconfirmed`, '1');
+    const started = Date.now();
+    await wait.after(redis);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    expect(short).toEqual([0]);
+    expect(await redis.get(`${prefix}:unconfirmed`)).toBe('1');
+    await sentinel.launchNode(replica);
+  }, 60_000);
+});

@@ -110,6 +110,17 @@ export class TestRedisSentinel {
     }
   }
 
+  /** True when the node on this port is a replica whose link to its primary is up. */
+  async replicating(port: number): Promise<boolean> {
+    const node = this.node(port);
+    try {
+      const info = await node.info('replication');
+      return /role:slave/.test(info) && /master_link_status:up/.test(info);
+    } finally {
+      node.disconnect();
+    }
+  }
+
   private async launch(): Promise<void> {
     const [primary, replica] = this.dataPorts;
     await this.launchNode(primary);

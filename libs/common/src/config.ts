@@ -64,6 +64,12 @@ export interface AppConfig {
   rateLimitCreatePerMinute: number;
   rateLimitReadPerMinute: number;
   maxWaitingJobsPerWorkspace: number;
+  /**
+   * Replicas that must confirm a job's acceptance, and a job's finish and charge, before a client or
+   * a receiver is told (Redis WAIT), and how long to wait for them; 0 waits for none.
+   */
+  redisWaitReplicas: number;
+  redisWaitTimeoutMs: number;
   /** Test-only crash points (see faults.ts); empty in production. */
   faultCrashPoints: CrashPoint[];
   /** Operations port: /healthz, /readyz, /metrics (and Bull Board on the gateway). */
@@ -208,6 +214,8 @@ const schema = Joi.object({
   REDIS_USERNAME: Joi.string(),
   REDIS_PASSWORD: Joi.string(),
   REDIS_SENTINEL_PASSWORD: Joi.string(),
+  REDIS_WAIT_REPLICAS: Joi.number().integer().min(0).max(16).default(0),
+  REDIS_WAIT_TIMEOUT_MS: Joi.number().integer().min(10).max(60_000).default(1_000),
   // Letters, digits, _ . - and at most one `{…}` hash tag (Redis Cluster: every key then shares its slot).
   KEY_PREFIX: Joi.string()
     .pattern(/^[A-Za-z0-9_.-]*(\{[A-Za-z0-9_.-]+\}[A-Za-z0-9_.-]*)?$/)
@@ -306,7 +314,12 @@ const schema = Joi.object({
 })
   // One shape of Redis at a time: a second one set by mistake would be silently ignored.
   .oxor('REDIS_SENTINELS', 'REDIS_CLUSTER_NODES')
-  .messages({ 'object.oxor': 'set REDIS_SENTINELS or REDIS_CLUSTER_NODES, not both' });
+  .messages({ 'object.oxor': 'set REDIS_SENTINELS or REDIS_CLUSTER_NODES, not both' })
+  // WAIT counts one connection's writes on one node; a Cluster client spreads a job's writes over
+  // connections it picks itself, so there is nothing there for WAIT to count yet.
+  .custom((value: Record<string, unknown>, helpers) =>
+    value.REDIS_CLUSTER_NODES && Number(value.REDIS_WAIT_REPLICAS) > 0 ? helpers.message({ custom: 'REDIS_WAIT_REPLICAS is not supported with REDIS_CLUSTER_NODES' }) : value,
+  );
 
 /** Names of the settings, for the README and for docker-compose/k8s checks. */
 export const CONFIG_KEYS: readonly string[] = Object.keys(schema.describe().keys);
@@ -390,6 +403,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     opsPort: value.OPS_PORT,
     opsHost: value.OPS_HOST,
     workerLivenessBoundMs: value.WORKER_LIVENESS_BOUND_MS,
+    redisWaitReplicas: value.REDIS_WAIT_REPLICAS,
+    redisWaitTimeoutMs: value.REDIS_WAIT_TIMEOUT_MS,
     localStack: { dir: value.LOCAL_STACK_DIR, receiverPort: value.LOCAL_RECEIVER_PORT },
     operatorUsername: value.OPERATOR_USERNAME,
     operatorPassword: value.OPERATOR_PASSWORD,

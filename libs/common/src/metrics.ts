@@ -275,3 +275,15 @@ export function registerScrapedGauge<L extends string>(
     },
   });
 }
+
+/**
+ * Writes that fewer than `REDIS_WAIT_REPLICAS` replicas confirmed within `REDIS_WAIT_TIMEOUT_MS`
+ * (they went ahead: see ReplicaWait). Anything but flat means a promotion now could lose them.
+ */
+export function replicaWaitShortCounter(registry: Registry): Counter {
+  return new Counter({
+    name: 'media_redis_replica_wait_short_total',
+    help: 'Acceptances and finishes that fewer than REDIS_WAIT_REPLICAS replicas confirmed in time.',
+    registers: [registry],
+  });
+}

@@ -10,3 +10,4 @@ export * from './record-json';
 export * from './sessions';
 export * from './test-callbacks';
 export * from './destinations';
+export * from './replica-wait';

@@ -4,6 +4,7 @@ import { isFinished, type JobRecord, type LedgerEntry } from '@media/domain';
 import { readIndexPage, type IndexPage } from './index-page';
 import type { IdempotencyEntry } from './idempotency';
 import type { StoreKeys } from './keys';
+import { NO_REPLICA_WAIT, type ReplicaWait } from './replica-wait';
 import { encodeRecord } from './record-json';
 
 // A record that cjson cannot decode (written before encodeRecord existed, or by hand) must not
@@ -167,6 +168,8 @@ export class JobRepository {
   constructor(
     private readonly redis: Redis,
     private readonly keys: StoreKeys,
+    /** Held after an acceptance and a finish, before anyone is told of them. */
+    private readonly replicaWait: ReplicaWait = NO_REPLICA_WAIT,
   ) {}
 
   /**
@@ -186,6 +189,7 @@ export class JobRepository {
       .sadd(this.keys.workspaceUnfinished(job.workspace_id), job.id)
       .exec()) as [[Error | null, unknown], ...unknown[]];
     if (error) throw error;
+    await this.replicaWait.after(this.redis);
     return set === 'OK';
   }
 
@@ -207,6 +211,7 @@ export class JobRepository {
       args.push(options.idempotency.value, options.idempotency.ttlSeconds, options.claimMustExist ? '1' : '0');
     }
     const [code, a, b] = (await ADMIT.run(this.redis, keys, args)) as [number, (number | string)?, number?];
+    if (code === 1) await this.replicaWait.after(this.redis);
     switch (code) {
       case 1:
         return { outcome: 'stored', rank: Number(a) };
@@ -282,6 +287,8 @@ export class JobRepository {
     );
     if (result === -1) throw new Error(`job ${job.id} does not exist`);
     if (result === -2) throw new CorruptRecordError(job.id);
+    // Also when it had already finished: that earlier finish may not have reached a replica yet.
+    await this.replicaWait.after(this.redis);
     return result === 1;
   }
 

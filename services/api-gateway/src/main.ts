@@ -12,9 +12,11 @@ import {
   QUEUE_NAMES,
   QueueDepth,
   registerQueueGauges,
+  replicaWaitShortCounter,
   startOpsServer,
   warnIfCallbackChecksRelaxed,
 } from '@media/common';
+import { ReplicaWait } from '@media/storage';
 import { createStartingApp } from './app';
 import { clientErrorHandler } from './http/client-error';
 import { isDependencyOutage } from './http/outage';
@@ -44,6 +46,8 @@ async function main(): Promise<void> {
   // it exports every queue's gauges: a scaler still sees the backlog of a worker scaled to zero.
   const registry = createMetricsRegistry('api-gateway');
   registerQueueGauges(registry, new QueueDepth(redis, config.keyPrefix), QUEUE_NAMES, logger);
+  const replicaWaitShort = replicaWaitShortCounter(registry);
+  const replicaWait = new ReplicaWait(config.redisWaitReplicas, config.redisWaitTimeoutMs, () => replicaWaitShort.inc());
   let connected = false;
   let closeBoard: (() => Promise<void>) | undefined;
   const ops = await startOpsServer({
@@ -68,7 +72,7 @@ async function main(): Promise<void> {
   const connecting = (async () => {
     for (let delay = START_RETRY_FIRST_MS; !stopping; delay = Math.min(delay * 2, START_RETRY_MAX_MS)) {
       try {
-        gateway = await createGateway(config, redis, logger, { faults, openApi });
+        gateway = await createGateway(config, redis, logger, { faults, openApi, replicaWait });
         handler = gateway.app;
         connected = true;
         return;

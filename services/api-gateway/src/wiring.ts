@@ -6,7 +6,7 @@ import { CallbackUrlGuard } from '@media/callback-guard';
 import { createCallbackAdmin } from '@media/callbacks';
 import { createRedis, FaultInjector, JobQueue, type AppConfig, type Logger } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
-import { CallbackRepository, configuredLimits, DestinationGate, destinationLimits, IdempotencyRepository, JobRepository, LimitRepository, loadLinkSigningKey, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { CallbackRepository, configuredLimits, DestinationGate, destinationLimits, IdempotencyRepository, JobRepository, LimitRepository, loadLinkSigningKey, ReplicaWait, StoreKeys, WorkspaceRepository } from '@media/storage';
 import { createApp } from './app';
 import { JobIntakeService } from './job-intake';
 import { JobWaiter } from './job-waiter';
@@ -22,6 +22,8 @@ export interface GatewayHandle {
 
 export interface GatewayOverrides {
   faults?: FaultInjector;
+  /** How acceptances wait for replicas; by default as configured, uncounted. */
+  replicaWait?: ReplicaWait;
   /** The OpenAPI route, when the caller already serves it elsewhere (main's starting app) and it should be built once. */
   openApi?: RequestHandler;
 }
@@ -37,7 +39,7 @@ export const openApiRoute = (config: AppConfig): RequestHandler => staticJson(bu
 export async function createGateway(config: AppConfig, redis: Redis, logger: Logger, overrides: GatewayOverrides = {}): Promise<GatewayHandle> {
   const keys = new StoreKeys(config.keyPrefix);
   const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret), config.publicBaseUrl, config.linkTtlSeconds);
-  const jobs = new JobRepository(redis, keys);
+  const jobs = new JobRepository(redis, keys, overrides.replicaWait ?? new ReplicaWait(config.redisWaitReplicas, config.redisWaitTimeoutMs));
   const blobs = createBlobStore(config.blobStore);
   const waiter = new JobWaiter(createRedis(config.redis, 'worker', logger), keys, jobs);
   const generation = new JobQueue('generation', redis, config.keyPrefix, logger, { attempts: config.generationAttempts });

@@ -14,10 +14,11 @@ import {
   QueueDepth,
   registerQueueGauges,
   registerScrapedGauge,
+  replicaWaitShortCounter,
   startOpsServer,
 } from '@media/common';
 import { createBlobStore } from '@media/blob-store';
-import { CallbackRepository, JobRepository, StoreKeys } from '@media/storage';
+import { CallbackRepository, JobRepository, ReplicaWait, StoreKeys } from '@media/storage';
 import { MediaRetention } from '@media/retention';
 import { createGeneratorBackend } from './backends';
 import { GenerationService } from './generation-service';
@@ -31,12 +32,13 @@ async function main(): Promise<void> {
   const logger = createLogger('generator', config.logLevel);
   const redis = createRedis(config.redis, 'worker', logger);
   const keys = new StoreKeys(config.keyPrefix);
-  const jobs = new JobRepository(redis, keys);
+  const registry = createMetricsRegistry('generator');
+  const replicaWaitShort = replicaWaitShortCounter(registry);
+  const jobs = new JobRepository(redis, keys, new ReplicaWait(config.redisWaitReplicas, config.redisWaitTimeoutMs, () => replicaWaitShort.inc()));
   const events = new JobQueue('job-events', redis, config.keyPrefix, logger);
   // Jobs the intake repair queues get the same retries as the gateway's.
   const generation = new JobQueue('generation', redis, config.keyPrefix, logger, { attempts: config.generationAttempts });
   const faults = FaultInjector.killing(config.faultCrashPoints, logger);
-  const registry = createMetricsRegistry('generator');
   const blobs = createBlobStore(config.blobStore);
   const service = new GenerationService({
     jobs,

@@ -33,6 +33,8 @@ export interface ImageItem {
 export interface ImageRequestObject {
   id: string;
   object: 'image.generation';
+  /** OpenAI's `created` (its SDKs type it as an integer): when the images were made, or until then when the request was accepted. */
+  created: number;
   model: string;
   status: JobStatus;
   created_at: number;
@@ -90,13 +92,15 @@ export class JobPresenter {
   imageRequest(job: ImageJob, nowSeconds?: number): ImageRequestObject {
     const completed = job.status === 'completed';
     const links = completed ? job.outputs.map((key) => this.links.mint(key, nowSeconds, expiresAt(job) ?? Infinity)) : [];
+    const completedAt = completed && job.finished_ms ? seconds(job.finished_ms) : null;
     return {
       id: job.id,
       object: 'image.generation',
+      created: completedAt ?? seconds(job.created_ms),
       model: job.model,
       status: job.status,
       created_at: seconds(job.created_ms),
-      completed_at: completed && job.finished_ms ? seconds(job.finished_ms) : null,
+      completed_at: completedAt,
       data: links.map((link) => ({ url: link.url })),
       url_expires_at: links.length > 0 ? links[0].expires_at : null,
       cost: job.cost,

@@ -8,6 +8,7 @@ const OTHER = 'whsec_dGhlIG9sZCBzZWNyZXQgc3RpbGwgc2lnbmluZw==';
 const image: ImageRequestObject = {
   id: 'req_1',
   object: 'image.generation',
+  created: 1_700_000_003,
   model: 'pixel-1',
   status: 'completed',
   created_at: 1_700_000_000,

@@ -75,6 +75,7 @@ function sampleImage(nowSeconds: number, docsUrl: string, callbackUrl: string): 
   return {
     id: `req_test_${newId('x', 16).slice(2)}`,
     object: 'image.generation',
+    created: nowSeconds,
     model: 'pixel-1',
     status: 'completed',
     created_at: nowSeconds - 3,

@@ -242,6 +242,7 @@ const videoFields: Record<string, Schema> = {
 const imageRequestFields: Record<string, Schema> = {
   id: idOf('req', 'Also the `x-request-id` of the creation call.'),
   object: { type: 'string', const: 'image.generation' },
+  created: unixSeconds("OpenAI's `created`: when the images were made; until then, when the request was accepted (the same as `created_at`)"),
   model: { type: 'string' },
   status: describedEnum(JOB_STATUSES, 'Where the request stands (no `queued` state: image requests are in progress from acceptance).', imageStatuses),
   created_at: unixSeconds('When the request was accepted'),
@@ -337,13 +338,12 @@ const objects: Record<string, SchemaObject> = {
   ImageRequest: closedObject(imageRequestFields, undefined, { description: 'An image request (generation or edit) as the API and its callbacks show it; `data` always holds links.' }),
   ImageResult: closedObject(
     {
-      created: unixSeconds("OpenAI's `created`: when the images were made"),
       ...imageRequestFields,
       status: { type: 'string', const: 'completed' },
       data: { type: 'array', items: { oneOf: [ref('ImageUrl'), ref('ImageBase64')] }, description: 'Links, or base64 with `response_format: b64_json`.' },
     },
     undefined,
-    { description: 'The answer of a synchronous image call: the completed image request plus `created`.' },
+    { description: 'The answer of a synchronous image call: the completed image request.' },
   ),
   ImageRequestList: list('ImageRequest', 'Newest first unless `order=asc`.'),
   Callback: closedObject(callbackFields, undefined, { description: 'What became of a job\'s callback.' }),

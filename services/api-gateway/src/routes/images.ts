@@ -84,12 +84,12 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
   return router;
 }
 
-/** The completed object plus OpenAI's `created`, with `url` or `b64_json` items as asked. */
+/** The completed object, with `url` or `b64_json` items as asked. */
 async function syncBody(deps: ImageRoutesDeps, job: ImageJob) {
   const rendered = deps.presenter.imageRequest(job);
   const data =
     job.response_format === 'b64_json'
       ? await Promise.all(job.outputs.map(async (key) => ({ b64_json: (await deps.blobs.get(key)).toString('base64') })))
       : rendered.data;
-  return { created: rendered.completed_at, ...rendered, data };
+  return { ...rendered, data };
 }

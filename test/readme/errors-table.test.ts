@@ -1,4 +1,4 @@
-// The README's Errors table is what clients code against, so each row is held to the gateway's
+// The Errors table of docs/api.md is what clients code against, so each row is held to the gateway's
 // source: the code must be raised there with the status and type the row states, and every code the
 // gateway raises must have a row.
 import { readdirSync, readFileSync } from 'node:fs';
@@ -43,12 +43,12 @@ function raisedByGateway(): Raised[] {
 }
 
 function readmeRows(): Raised[] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = /^## Errors\n[\s\S]*?(?=^## )/m.exec(readme)?.[0] ?? '';
+  const readme = readFileSync(join(ROOT, 'docs', 'api.md'), 'utf8');
+  const section = /^## Errors\n[\s\S]*?(?=^## |$(?![\s\S]))/m.exec(readme)?.[0] ?? '';
   return [...section.matchAll(/^\| (\d{3}) \| `(\w+)` \| `(\w+)` \|/gm)].map((m) => ({ status: Number(m[1]), type: m[2], code: m[3] }));
 }
 
-describe('README Errors table', () => {
+describe('docs/api.md Errors table', () => {
   const raised = raisedByGateway();
   const rows = readmeRows();
 

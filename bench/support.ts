@@ -13,10 +13,21 @@ import { Redis } from 'ioredis';
 import { createAccounts } from '@media/accounts';
 import type { TestPki } from '../test/dispatcher/support/pki';
 import type { Arrival, ReceiverStats } from './ipc';
+import { CONFIG_KEYS, createRedis, loadConfig } from '@media/common';
 import { deleteKeysUnder, freePort, REDIS_URL } from '../test/support/stack';
 
 export const ROOT = resolve(__dirname, '..');
 export { REDIS_URL };
+
+/**
+ * The Redis settings of the bench's environment, as the services read them (REDIS_URL, or Sentinels,
+ * credentials, TLS), given to every service and client of the run, so that the bench measures the
+ * Redis an operator points it at.
+ */
+function redisSettings(): Record<string, string> {
+  const set = CONFIG_KEYS.filter((key) => key.startsWith('REDIS_') && process.env[key]).map((key) => [key, process.env[key] as string]);
+  return { REDIS_URL, ...Object.fromEntries(set) };
+}
 
 /** A number from the environment, or the default. */
 export function envNumber(name: string, fallback: number): number {
@@ -45,9 +56,9 @@ export function useRedisCluster(nodes: string, client: () => Redis): void {
   clusterClient = client;
 }
 
-/** A new connection to the run's Redis: REDIS_URL, or the cluster of `BENCH_REDIS=cluster`. */
+/** A new connection to the run's Redis: the environment's (REDIS_URL or Sentinels), or the cluster of `BENCH_REDIS=cluster`. */
 export function benchRedis(): Redis {
-  return clusterClient ? clusterClient() : new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  return clusterClient ? clusterClient() : createRedis(loadConfig(redisSettings()).redis, 'worker');
 }
 let deadlineAt = Number.POSITIVE_INFINITY;
 
@@ -208,7 +219,7 @@ export async function serviceEnv(prefix: string, pki: TestPki, extra: Record<str
   const port = await freePort();
   return {
     PATH: process.env.PATH,
-    ...(clusterNodes ? { REDIS_CLUSTER_NODES: clusterNodes } : { REDIS_URL }),
+    ...(clusterNodes ? { REDIS_CLUSTER_NODES: clusterNodes } : redisSettings()),
     KEY_PREFIX: prefix,
     PORT: String(port),
     PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,

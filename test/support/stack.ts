@@ -11,6 +11,7 @@ import { isCluster } from '@media/common';
 import { StoreKeys, WorkspaceRepository, JobRepository } from '@media/storage';
 import { S3TestServer } from '../../libs/blob-store/src/test-support/s3-server';
 import type { TestRedisCluster } from './redis-cluster';
+import type { TestRedisTls } from './redis-tls';
 import type { TestRedisSentinel } from './redis-sentinel';
 
 export type ServiceName = 'api-gateway' | 'generator' | 'webhook-dispatcher';
@@ -214,8 +215,9 @@ export class TestStack {
     readonly redisUrl: string,
     readonly cluster?: TestRedisCluster,
     readonly sentinel?: TestRedisSentinel,
+    readonly tls?: TestRedisTls,
   ) {
-    this.redis = cluster ? cluster.client() : sentinel ? sentinel.client() : new Redis(redisUrl, { maxRetriesPerRequest: null });
+    this.redis = cluster ? cluster.client() : sentinel ? sentinel.client() : tls ? tls.client() : new Redis(redisUrl, { maxRetriesPerRequest: null });
     // Tests that stop Redis on purpose expect this client to lose its connection; it reconnects.
     this.redis.on('error', () => undefined);
     this.workspaces = new WorkspaceRepository(this.redis, this.keys);
@@ -227,9 +229,9 @@ export class TestStack {
   static async start(
     services: ServiceName[],
     env: Record<string, string> = {},
-    options: { blobStore?: BlobStoreKind; redisCluster?: TestRedisCluster; redisSentinel?: TestRedisSentinel } = {},
+    options: { blobStore?: BlobStoreKind; redisCluster?: TestRedisCluster; redisSentinel?: TestRedisSentinel; redisTls?: TestRedisTls } = {},
   ): Promise<TestStack> {
-    const stack = new TestStack(env.REDIS_URL ?? REDIS_URL, options.redisCluster, options.redisSentinel);
+    const stack = new TestStack(options.redisTls?.url ?? env.REDIS_URL ?? REDIS_URL, options.redisCluster, options.redisSentinel, options.redisTls);
     const port = await freePort();
     stack.mediaDir = await mkdtemp(join(tmpdir(), 'media-test-'));
     stack.blobStore = options.blobStore ?? DEFAULT_BLOB_STORE;
@@ -243,7 +245,7 @@ export class TestStack {
     stack.env = {
       PATH: process.env.PATH,
       // With Sentinels, REDIS_URL still names the shared test Redis: the services must not use it.
-      ...(stack.cluster ? { REDIS_CLUSTER_NODES: stack.cluster.nodes } : { REDIS_URL: stack.redisUrl, ...stack.sentinel?.env }),
+      ...(stack.cluster ? { REDIS_CLUSTER_NODES: stack.cluster.nodes } : { REDIS_URL: stack.redisUrl, ...stack.sentinel?.env, ...stack.tls?.env }),
       KEY_PREFIX: stack.prefix,
       PORT: String(port),
       PUBLIC_BASE_URL: stack.baseUrl,

@@ -81,6 +81,19 @@ describe('loadConfig', () => {
     expect(problems({ REDIS_SENTINELS: 'sentinel-without-port', REDIS_SENTINEL_NAME: 'm' })).toMatch(/"REDIS_SENTINELS" has entries that are not host:port: sentinel-without-port/);
   });
 
+  it('turns TLS on for every shape (REDIS_TLS, or rediss:// for one Redis), with an optional CA file, and refuses a CA file without TLS', () => {
+    expect(loadConfig({ REDIS_URL: 'rediss://redis.example:6380' }).redis).toEqual({ kind: 'single', url: 'rediss://redis.example:6380', tls: { caFile: undefined } });
+    expect(loadConfig({ REDIS_URL: 'redis://redis.example:6379' }).redis).toEqual({ kind: 'single', url: 'redis://redis.example:6379' });
+    expect(loadConfig({ REDIS_CLUSTER_NODES: '10.0.0.5:7000', REDIS_TLS: 'true', REDIS_TLS_CA_FILE: '/etc/redis/ca.pem' }).redis).toMatchObject({
+      kind: 'cluster',
+      tls: { caFile: '/etc/redis/ca.pem' },
+    });
+    expect(loadConfig({ REDIS_SENTINELS: '10.0.0.21:26379', REDIS_SENTINEL_NAME: 'm', REDIS_TLS: '1' }).redis).toMatchObject({ kind: 'sentinel', tls: {} });
+    // rediss:// names one Redis: with Sentinels it is not read, so it does not turn TLS on there.
+    expect(loadConfig({ REDIS_URL: 'rediss://ignored:6380', REDIS_SENTINELS: '10.0.0.21:26379', REDIS_SENTINEL_NAME: 'm' }).redis.tls).toBeUndefined();
+    expect(() => loadConfig({ REDIS_TLS_CA_FILE: '/etc/redis/ca.pem' })).toThrow(/REDIS_TLS_CA_FILE is only read with TLS/);
+  });
+
   it('refuses bad cluster seeds and prefixes with more than one hash tag or stray braces', () => {
     for (const env of [
       { REDIS_CLUSTER_NODES: 'redis-1' },

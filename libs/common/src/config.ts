@@ -133,13 +133,22 @@ export interface LocalStackSettings {
   receiverPort: number;
 }
 
-export type RedisTarget =
-  /** Credentials, if any, are in the URL (`redis://user:password@host:port`). */
+export type RedisTarget = (
+  /** Credentials, if any, are in the URL (`redis://user:password@host:port`); `rediss://` is TLS. */
   | { kind: 'single'; url: string }
   /** Seed nodes; the client learns the rest of the cluster from them. */
   | { kind: 'cluster'; nodes: { host: string; port: number }[]; auth: RedisAuth }
   /** The Sentinels watching the primary called `name`; the client asks them where it is, and again after a failover. */
-  | { kind: 'sentinel'; sentinels: { host: string; port: number }[]; name: string; auth: RedisAuth };
+  | { kind: 'sentinel'; sentinels: { host: string; port: number }[]; name: string; auth: RedisAuth }
+) & {
+  /** TLS to every node (and Sentinel); absent: plain TCP. */
+  tls?: RedisTls;
+};
+
+/** How Redis's TLS certificates are checked: the system's roots, or the CAs of one PEM file. */
+export interface RedisTls {
+  caFile?: string;
+}
 
 /** Credentials for the Redis nodes (an ACL user, or the default user's password) and for the Sentinels. */
 export interface RedisAuth {
@@ -214,6 +223,8 @@ const schema = Joi.object({
   REDIS_USERNAME: Joi.string(),
   REDIS_PASSWORD: Joi.string(),
   REDIS_SENTINEL_PASSWORD: Joi.string(),
+  REDIS_TLS: Joi.boolean().truthy('1').falsy('0').default(false),
+  REDIS_TLS_CA_FILE: Joi.string(),
   REDIS_WAIT_REPLICAS: Joi.number().integer().min(0).max(16).default(0),
   REDIS_WAIT_TIMEOUT_MS: Joi.number().integer().min(10).max(60_000).default(1_000),
   // Letters, digits, _ . - and at most one `{…}` hash tag (Redis Cluster: every key then shares its slot).
@@ -319,7 +330,18 @@ const schema = Joi.object({
   // connections it picks itself, so there is nothing there for WAIT to count yet.
   .custom((value: Record<string, unknown>, helpers) =>
     value.REDIS_CLUSTER_NODES && Number(value.REDIS_WAIT_REPLICAS) > 0 ? helpers.message({ custom: 'REDIS_WAIT_REPLICAS is not supported with REDIS_CLUSTER_NODES' }) : value,
+  )
+  // A CA file for a connection that is not TLS would be ignored, and the operator would believe the
+  // certificates were checked against it.
+  .custom((value: Record<string, unknown>, helpers) =>
+    value.REDIS_TLS_CA_FILE && !redisTlsOn(value) ? helpers.message({ custom: 'REDIS_TLS_CA_FILE is only read with TLS: set REDIS_TLS=true or a rediss:// REDIS_URL' }) : value,
   );
+
+/** TLS is on with REDIS_TLS, and for one Redis also with a `rediss://` URL. */
+function redisTlsOn(value: Record<string, unknown>): boolean {
+  const single = !value.REDIS_SENTINELS && !value.REDIS_CLUSTER_NODES;
+  return value.REDIS_TLS === true || value.REDIS_TLS === 'true' || (single && /^rediss:/i.test(String(value.REDIS_URL ?? '')));
+}
 
 /** Names of the settings, for the README and for docker-compose/k8s checks. */
 export const CONFIG_KEYS: readonly string[] = Object.keys(schema.describe().keys);
@@ -334,9 +356,10 @@ export class ConfigError extends Error {
 function redisTarget(value: Record<string, any>): RedisTarget {
   const nodes = (text: string) => list(text).map((node) => parseNode(node)!);
   const auth: RedisAuth = { username: value.REDIS_USERNAME, password: value.REDIS_PASSWORD, sentinelPassword: value.REDIS_SENTINEL_PASSWORD };
-  if (value.REDIS_SENTINELS) return { kind: 'sentinel', sentinels: nodes(value.REDIS_SENTINELS), name: value.REDIS_SENTINEL_NAME, auth };
-  if (value.REDIS_CLUSTER_NODES) return { kind: 'cluster', nodes: nodes(value.REDIS_CLUSTER_NODES), auth };
-  return { kind: 'single', url: value.REDIS_URL };
+  const tls = redisTlsOn(value) ? { tls: { caFile: value.REDIS_TLS_CA_FILE } } : {};
+  if (value.REDIS_SENTINELS) return { kind: 'sentinel', sentinels: nodes(value.REDIS_SENTINELS), name: value.REDIS_SENTINEL_NAME, auth, ...tls };
+  if (value.REDIS_CLUSTER_NODES) return { kind: 'cluster', nodes: nodes(value.REDIS_CLUSTER_NODES), auth, ...tls };
+  return { kind: 'single', url: value.REDIS_URL, ...tls };
 }
 
 /** Validates the environment once; throws a {@link ConfigError} listing every bad key. */

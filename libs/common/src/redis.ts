@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import type { RedisAuth, RedisTarget } from './config';
+import type { RedisAuth, RedisTarget, RedisTls } from './config';
+import { storePrefix } from './keyspace';
 import type { Logger } from './logger';
 
 /** One log line per this many ms at most while a connection keeps failing (ioredis retries every few ms). */
@@ -27,6 +30,8 @@ export function createRedis(target: RedisTarget | string, role: 'worker' | 'requ
     reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),
   };
   const resolved: RedisTarget = typeof target === 'string' ? { kind: 'single', url: target } : target;
+  const tls = resolved.tls ? tlsOptions(resolved.tls) : undefined;
+  if (tls) options.tls = tls;
   const redis =
     resolved.kind === 'cluster'
       ? (new Cluster(resolved.nodes, clusterOptions({ ...options, ...credentials(resolved.auth) })) as unknown as Redis)
@@ -34,6 +39,8 @@ export function createRedis(target: RedisTarget | string, role: 'worker' | 'requ
         ? new Redis({
             ...options,
             ...credentials(resolved.auth),
+            // The Sentinels speak TLS when the nodes do (one certificate authority for both).
+            ...(tls ? { enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
             sentinels: resolved.sentinels,
             name: resolved.name,
             sentinelPassword: resolved.auth.sentinelPassword,
@@ -48,6 +55,16 @@ export function createRedis(target: RedisTarget | string, role: 'worker' | 'requ
   // than anything else the call does.
   if (role === 'request') coalesceWrites(redis);
   return redis;
+}
+
+const caFiles = new Map<string, Buffer>();
+
+/** Certificates checked against the system's roots, or against the CA file's (read once per process). */
+function tlsOptions(tls: RedisTls): ConnectionOptions {
+  if (!tls.caFile) return {};
+  let ca = caFiles.get(tls.caFile);
+  if (!ca) caFiles.set(tls.caFile, (ca = readFileSync(tls.caFile)));
+  return { ca };
 }
 
 function credentials(auth: RedisAuth): Pick<RedisOptions, 'username' | 'password'> {
@@ -146,15 +163,28 @@ export function logRedisErrors(emitter: { on(event: 'error', listener: (err: Err
 
 /** Waits until Redis answers or the deadline passes; used by start-up and /readyz. */
 export async function pingRedis(redis: Redis, timeoutMs = 1_000): Promise<boolean> {
+  return answers(() => redis.ping().then((reply) => reply === 'PONG'), timeoutMs);
+}
+
+/**
+ * Readiness: whether the store can be reached. On a Cluster a PING goes to any node, which says
+ * nothing about the one that serves the store's slot (during a failover the others answer while
+ * the store cannot be written), so a read of a key in that slot stands in for it.
+ */
+export function storeAnswers(redis: Redis, keyPrefix: string, timeoutMs = 1_000): Promise<boolean> {
+  if (!isCluster(redis)) return pingRedis(redis, timeoutMs);
+  return answers(() => redis.exists(`${storePrefix(keyPrefix)}:readiness`).then(() => true), timeoutMs);
+}
+
+async function answers(probe: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    const reply = await Promise.race([
-      redis.ping(),
+    return await Promise.race([
+      probe(),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
       }),
     ]);
-    return reply === 'PONG';
   } catch {
     return false;
   } finally {

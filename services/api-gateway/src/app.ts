@@ -48,6 +48,8 @@ export interface GatewayDeps {
   maxJsonBytes: number;
   /** Answers `GET /v1/openapi.json`; made once per process (`staticJson`). */
   openApi: RequestHandler;
+  /** `/readyz`: whether the store answers (on a Cluster, its slot's node); a PING of `redis` when not given. */
+  storeAnswers?: () => Promise<boolean>;
 }
 
 /** How clients reach the gateway, which the transport headers of every answer depend on. */
@@ -94,7 +96,7 @@ export function createStartingApp(logger: Logger, openApi: RequestHandler, trans
 
 /** The HTTP surface; every dependency comes in, so tests build it against a real Redis. */
 export function createApp(deps: GatewayDeps): Express {
-  const app = baseApp(deps.logger, () => pingRedis(deps.redis), deps.openApi, { publicHttps: deps.secureCookies, trustProxy: deps.trustProxy });
+  const app = baseApp(deps.logger, deps.storeAnswers ?? (() => pingRedis(deps.redis)), deps.openApi, { publicHttps: deps.secureCookies, trustProxy: deps.trustProxy });
 
   app.use('/v1/files', fileRoutes(deps.links, deps.blobs));
 

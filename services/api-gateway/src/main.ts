@@ -7,7 +7,7 @@ import {
   drainWithin,
   FaultInjector,
   loadConfig,
-  pingRedis,
+  storeAnswers,
   PromHttpMetrics,
   QUEUE_NAMES,
   QueueDepth,
@@ -55,7 +55,7 @@ async function main(): Promise<void> {
     host: config.opsHost,
     logger,
     registry,
-    isReady: async () => connected && (await pingRedis(redis)),
+    isReady: async () => connected && (await storeAnswers(redis, config.keyPrefix)),
     mount: (app) => {
       const password = config.operatorPassword;
       if (password) closeBoard = mountOperatorBoard(app, { connection: redis, keyPrefix: config.keyPrefix, credentials: { username: config.operatorUsername, password }, logger });

@@ -4,7 +4,7 @@ import { API_KEY_CACHE_MS, createAccounts } from '@media/accounts';
 import { createBlobStore } from '@media/blob-store';
 import { CallbackUrlGuard } from '@media/callback-guard';
 import { createCallbackAdmin } from '@media/callbacks';
-import { createRedis, FaultInjector, JobQueue, type AppConfig, type Logger } from '@media/common';
+import { createRedis, FaultInjector, JobQueue, storeAnswers, type AppConfig, type Logger } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
 import { CallbackRepository, configuredLimits, DestinationGate, destinationLimits, IdempotencyRepository, JobRepository, LimitRepository, loadLinkSigningKey, ReplicaWait, StoreKeys, WorkspaceRepository } from '@media/storage';
 import { createApp } from './app';
@@ -72,6 +72,7 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
     testCallbacks: callbackAdmin.tests,
     destinations: new DestinationGate(redis, keys, destinationLimits(config)),
     secureCookies: config.publicBaseUrl.startsWith('https:'),
+    storeAnswers: () => storeAnswers(redis, config.keyPrefix),
     trustProxy: config.trustProxy,
     syncImageTimeoutMs: config.syncImageTimeoutMs,
     maxUploadBytes: config.maxUploadBytes,

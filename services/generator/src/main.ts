@@ -7,7 +7,7 @@ import {
   FaultInjector,
   JobQueue,
   loadConfig,
-  pingRedis,
+  storeAnswers,
   PromGenerationMetrics,
   PromRetentionMetrics,
   QueueConsumer,
@@ -108,7 +108,7 @@ async function main(): Promise<void> {
     host: config.opsHost,
     logger,
     registry,
-    isReady: () => pingRedis(redis),
+    isReady: () => storeAnswers(redis, config.keyPrefix),
     health: async () => Promise.all([consumer.health(), housekeeping.health()]),
   });
   const repair = new IntakeRepair(jobs, generation, logger);

@@ -6,7 +6,7 @@ import {
   drainWithin,
   FaultInjector,
   loadConfig,
-  pingRedis,
+  storeAnswers,
   PromCallbackMetrics,
   QueueConsumer,
   QueueDepth,
@@ -38,7 +38,7 @@ async function main(): Promise<void> {
     host: config.opsHost,
     logger,
     registry,
-    isReady: async () => consumers.length > 0 && (await pingRedis(redis)),
+    isReady: async () => consumers.length > 0 && (await storeAnswers(redis, config.keyPrefix)),
     health: () => Promise.all(consumers.map((c) => c.health())),
   });
   const { service, tests, callbacks, destinations, close } = await createCallbackService(config, redis, logger, { faults, metrics: new PromCallbackMetrics(registry) });

@@ -155,7 +155,7 @@ describe('prod autoscaling and policies', () => {
     expect(policy.spec.egress[0].ports).toEqual([{ port: 443, protocol: 'TCP' }]);
   });
 
-  it('alerts on the six conditions of the runbook, each linked to its section', () => {
+  it('alerts on the seven conditions of the runbook, each linked to its section', () => {
     const rule = prod.find((o) => o.kind === 'PrometheusRule')!;
     const alerts = rule.spec.groups.flatMap((g: any) => g.rules);
     const runbook = readFileSync(resolve(ROOT, 'docs/operations.md'), 'utf8');
@@ -166,6 +166,7 @@ describe('prod autoscaling and policies', () => {
       'MediaWorkerWedged',
       'MediaRedisMemoryNearLimit',
       'MediaRetentionBehind',
+      'MediaRedisReplicaWaitShort',
     ]);
     for (const a of alerts) expect(runbook).toMatch(new RegExp(`^### ${a.alert}$`, 'm'));
   });

@@ -6,7 +6,8 @@
  * (`bench-<run>-<phase>`), deleted when the phase ends, and the whole run stops by itself at a
  * deadline, cleaning up on the way out.
  *
- * Phases, in order (BENCH_ONLY=dispatcher,gateway,latency,memory,generation,isolation,attempt-memory picks some):
+ * Phases, in order (BENCH_ONLY=redis-cost,dispatcher,gateway,latency,memory,generation,isolation,attempt-memory picks some):
+ *   redis-cost  bench/redis-cost.ts  Redis CPU and commands per job, end to end, vs BullMQ alone (two hops)
  *   dispatcher  bench/dispatcher.ts  callbacks/s of one dispatcher vs plain got POST loops
  *   gateway     bench/gateway.ts     async image acceptance of one gateway vs bare Express (autocannon)
  *   latency     bench/latency.ts     job end → receiver's first byte, whole stack, paced jobs
@@ -37,6 +38,7 @@ import { benchGeneration, type GenerationResult } from './generation';
 import { benchIsolation, type IsolationResult } from './isolation';
 import { benchAttemptMemory, type AttemptMemoryResult } from './attempt-memory';
 import { benchLatency, type LatencyResult } from './latency';
+import { benchRedisCost, type RedisCostResult } from './redis-cost';
 import { benchMemory, type MemoryResult } from './memory';
 import {
   benchRedis,
@@ -55,10 +57,11 @@ import {
   type MachineInfo,
 } from './support';
 
-const PHASES = ['dispatcher', 'gateway', 'latency', 'memory', 'generation', 'isolation', 'attempt-memory'] as const;
+const PHASES = ['redis-cost', 'dispatcher', 'gateway', 'latency', 'memory', 'generation', 'isolation', 'attempt-memory'] as const;
 type Phase = (typeof PHASES)[number];
 
 interface Results {
+  'redis-cost'?: RedisCostResult;
   dispatcher?: DispatcherResult;
   gateway?: GatewayResult;
   latency?: LatencyResult;
@@ -79,6 +82,8 @@ interface Row {
 }
 
 const GOALS = {
+  /** Redis CPU per job, at most this many times BullMQ's own two-hop floor. */
+  redisCostVsBullmq: 2,
   dispatcherVsKeepAlive: 0.7,
   gatewayVsExpress: 0.5,
   latencyP50Ms: 5,
@@ -94,6 +99,22 @@ const yesNo = (ok: boolean) => (ok ? 'yes' : 'NO');
 
 function tableRows(r: Results): Row[] {
   const rows: Row[] = [];
+  if (r['redis-cost']) {
+    const { ours, peer, mode } = r['redis-cost'];
+    const ratio = ours.cpuMicrosPerJob / peer.cpuMicrosPerJob;
+    rows.push({
+      figure: `Redis CPU per async job, end to end${mode === 'cluster' ? ' (cluster, all nodes)' : ''}`,
+      ours: `${fmt(ours.cpuMicrosPerJob)} µs, ${fmt(ours.commandsPerJob)} cmds`,
+      peer: `BullMQ 2 hops: ${fmt(peer.cpuMicrosPerJob)} µs, ${fmt(peer.commandsPerJob)} cmds`,
+      ratio: fmt(ratio, 2),
+      goal: `≤ ${GOALS.redisCostVsBullmq}`,
+      met: yesNo(ratio <= GOALS.redisCostVsBullmq),
+    });
+    if (ours.perNode) {
+      const busiest = Math.max(...ours.perNode.map((n) => n.share));
+      rows.push({ figure: '  busiest node, share of Redis CPU', ours: `${fmt(busiest * 100)} %`, peer: '–', ratio: '–', goal: '≤ 50 %', met: yesNo(busiest <= 0.5) });
+    }
+  }
   if (r.dispatcher) {
     const d = r.dispatcher;
     const ratio = d.dispatcher.perSecond / d.keepAlive.perSecond;
@@ -220,6 +241,17 @@ function tableRows(r: Results): Row[] {
 }
 
 function printDetails(r: Results): void {
+  if (r['redis-cost']) {
+    const { ours, peer, mode } = r['redis-cost'];
+    console.log(
+      `\nRedis cost per job (${mode}; main-thread CPU and commands, idle cost subtracted): ours ${ours.jobs} async 256x256 images with callbacks in ${fmt(ours.seconds, 1)} s,` +
+        ` idle ${fmt(ours.idleCpuMicrosPerSecond)} µs/s; peer ${peer.jobs} BullMQ jobs through two queues in ${fmt(peer.seconds, 1)} s, idle ${fmt(peer.idleCpuMicrosPerSecond)} µs/s`,
+    );
+    const top = (side: typeof ours) => side.topCommands.map((c) => `${c.command} ${fmt(c.perJob, 1)}`).join(', ');
+    console.log(`  ours, commands per job: ${top(ours)}`);
+    console.log(`  peer, commands per job: ${top(peer)}`);
+    for (const node of ours.perNode ?? []) console.log(`  node ${node.port}: ${fmt(node.cpuMicrosPerJob)} µs per job (${fmt(node.share * 100)} %)`);
+  }
   if (r.dispatcher) {
     const d = r.dispatcher;
     console.log(`\ncallback throughput: ${d.callbacks} requests each, after ${d.warmup} warm-up requests each; body ${d.bodyBytes} B`);
@@ -366,6 +398,7 @@ async function main(): Promise<number> {
     receiver = await ReceiverClient.start(pki);
     const ctx: BenchContext = { redis, pki, receiver };
     const run: Record<Phase, () => Promise<void>> = {
+      'redis-cost': async () => void (results['redis-cost'] = await benchRedisCost(ctx, cluster)),
       dispatcher: async () => void (results.dispatcher = await benchDispatcher(ctx)),
       gateway: async () => void (results.gateway = await benchGateway(ctx)),
       latency: async () => void (results.latency = await benchLatency(ctx)),

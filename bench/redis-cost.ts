@@ -1,0 +1,270 @@
+/**
+ * Redis's cost per job: main-thread CPU and commands that Redis spends on one asynchronous image
+ * job from acceptance to its delivered callback (gateway, generator and dispatcher from dist/),
+ * beside its peer, BullMQ alone moving a job through two queue hops (add → worker → add → worker),
+ * each measured on the same Redis in the same run. Redis is what this service scales on: workers
+ * scale out, every job's records and queue hops land on Redis primaries.
+ *
+ * How: a Redis of the phase's own (single mode; with BENCH_REDIS=cluster, the run's cluster, every
+ * node read). For each side: a warm-up, then CONFIG RESETSTAT and an idle spell (the side's
+ * processes running, nothing submitted) for the idle rate of CPU and commands; then RESETSTAT again,
+ * N jobs, and the totals once the last one has ended, less the idle rate over the same time.
+ * `INFO cpu` (used_cpu_user_main_thread + used_cpu_sys_main_thread) and `INFO commandstats`.
+ */
+import { spawn } from 'node:child_process';
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { TestRedisCluster } from '../test/support/redis-cluster';
+import { freePort } from '../test/support/stack';
+import {
+  BenchStack,
+  createWorkspace,
+  envNumber,
+  newPrefix,
+  registerChild,
+  stopChild,
+  serviceEnv,
+  sleep,
+  submitImage,
+  tempDir,
+  waitUntil,
+  type BenchContext,
+} from './support';
+
+/** What Redis spent, per job, on one side. */
+export interface RedisCostSide {
+  jobs: number;
+  seconds: number;
+  /** Main-thread CPU per job, idle cost subtracted (µs). */
+  cpuMicrosPerJob: number;
+  commandsPerJob: number;
+  /** The busiest commands, per job. */
+  topCommands: { command: string; perJob: number; microsPerJob: number }[];
+  /** With a cluster: CPU per job on each node (µs), by port. */
+  perNode?: { port: number; cpuMicrosPerJob: number; share: number }[];
+  idleCpuMicrosPerSecond: number;
+}
+
+export interface RedisCostResult {
+  ours: RedisCostSide;
+  peer: RedisCostSide;
+  mode: 'single' | 'cluster';
+}
+
+interface Reading {
+  cpuMicros: number[];
+  commands: Map<string, { calls: number; micros: number }>;
+  atMs: number;
+}
+
+/** The Redis nodes measured: one private redis-server, or every node of the run's cluster. */
+class MeasuredRedis {
+  private constructor(
+    readonly ports: number[],
+    readonly env: Record<string, string>,
+    readonly client: () => Redis,
+    /** Stops what the phase started (its own redis-server); nothing for the run's cluster. */
+    readonly stop: () => Promise<void> = async () => undefined,
+  ) {}
+
+  static async single(): Promise<MeasuredRedis> {
+    const port = await freePort();
+    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', tempDir('redis-cost'), '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    registerChild(child);
+    const url = `redis://127.0.0.1:${port}`;
+    await waitUntil(async () => {
+      const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on('error', () => undefined);
+      try {
+        await probe.connect();
+        return (await probe.ping()) === 'PONG';
+      } catch {
+        return false;
+      } finally {
+        probe.disconnect();
+      }
+    }, 10_000, 'the phase’s redis-server');
+    // The services read Sentinel settings before REDIS_URL: blank them, so this Redis is the one used.
+    return new MeasuredRedis(
+      [port],
+      { REDIS_URL: url, REDIS_SENTINELS: '', REDIS_SENTINEL_NAME: '' },
+      () => new Redis(url, { maxRetriesPerRequest: null }),
+      () => stopChild(child),
+    );
+  }
+
+  static cluster(cluster: TestRedisCluster): MeasuredRedis {
+    return new MeasuredRedis(cluster.ports, { REDIS_CLUSTER_NODES: cluster.nodes }, () => cluster.client());
+  }
+
+  private async eachNode<T>(run: (node: Redis) => Promise<T>): Promise<T[]> {
+    return Promise.all(
+      this.ports.map(async (port) => {
+        const node = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+        try {
+          return await run(node);
+        } finally {
+          node.disconnect();
+        }
+      }),
+    );
+  }
+
+  async reset(): Promise<void> {
+    await this.eachNode((node) => node.config('RESETSTAT'));
+  }
+
+  async read(): Promise<Reading> {
+    const infos = await this.eachNode(async (node) => ({ cpu: await node.info('cpu'), stats: await node.info('commandstats') }));
+    const commands = new Map<string, { calls: number; micros: number }>();
+    const cpuMicros = infos.map(({ cpu, stats }) => {
+      for (const [, name, calls, micros] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+        const seen = commands.get(name) ?? { calls: 0, micros: 0 };
+        commands.set(name, { calls: seen.calls + Number(calls), micros: seen.micros + Number(micros) });
+      }
+      const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(cpu)?.[1] ?? Number.NaN);
+      return (field('used_cpu_user_main_thread') + field('used_cpu_sys_main_thread')) * 1e6;
+    });
+    return { cpuMicros, commands, atMs: Date.now() };
+  }
+}
+
+/** What Redis did between two readings; the first after a RESETSTAT, so commandstats are since then. */
+function cost(idle: { before: Reading; after: Reading }, before: Reading, after: Reading, jobs: number, ports: number[]): RedisCostSide {
+  const idleSeconds = (idle.after.atMs - idle.before.atMs) / 1000;
+  const seconds = (after.atMs - before.atMs) / 1000;
+  const idleCpuPerNode = idle.after.cpuMicros.map((c, i) => (c - idle.before.cpuMicros[i]) / idleSeconds);
+  const cpuPerNode = after.cpuMicros.map((c, i) => Math.max(0, c - before.cpuMicros[i] - idleCpuPerNode[i] * seconds) / jobs);
+  const idleCalls = new Map([...idle.after.commands].map(([name, c]) => [name, c.calls / idleSeconds]));
+  const rows = [...after.commands].map(([command, c]) => ({
+    command,
+    perJob: Math.max(0, c.calls - (idleCalls.get(command) ?? 0) * seconds) / jobs,
+    microsPerJob: c.micros / jobs,
+  }));
+  const cpu = cpuPerNode.reduce((a, b) => a + b, 0);
+  return {
+    jobs,
+    seconds,
+    cpuMicrosPerJob: cpu,
+    commandsPerJob: rows.reduce((a, r) => a + r.perJob, 0),
+    topCommands: rows.sort((a, b) => b.perJob - a.perJob).slice(0, 10),
+    perNode: ports.length > 1 ? ports.map((port, i) => ({ port, cpuMicrosPerJob: cpuPerNode[i], share: cpu > 0 ? cpuPerNode[i] / cpu : 0 })) : undefined,
+    idleCpuMicrosPerSecond: idleCpuPerNode.reduce((a, b) => a + b, 0),
+  };
+}
+
+/** Resets the statistics, lets `idleMs` pass with nothing submitted, and reads the idle cost. */
+async function idleSpell(measured: MeasuredRedis, idleMs: number): Promise<{ before: Reading; after: Reading }> {
+  await measured.reset();
+  const before = await measured.read();
+  await sleep(idleMs);
+  return { before, after: await measured.read() };
+}
+
+async function ourSide(ctx: BenchContext, measured: MeasuredRedis, jobs: number, idleMs: number): Promise<RedisCostSide> {
+  const redis = measured.client();
+  const prefix = newPrefix('redis-cost');
+  const stack = await BenchStack.start(
+    prefix,
+    ['api-gateway', 'generator', 'webhook-dispatcher'],
+    await serviceEnv(prefix, ctx.pki, {
+      ...measured.env,
+      RATE_LIMIT_CREATE_PER_MINUTE: '100000000',
+      MAX_WAITING_JOBS_PER_WORKSPACE: '100000000',
+    }),
+  );
+  try {
+    const { apiKey } = await createWorkspace(redis, prefix);
+    const body = JSON.stringify({ model: 'pixel-1', prompt: 'a lighthouse at dusk', size: '256x256', callback_url: ctx.receiver.url('/hook') });
+    const run = async (count: number) => {
+      await ctx.receiver.reset();
+      // 16 submissions in flight: a steady flow, as clients make it, without a backlog to drain.
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (next < count) {
+            next++;
+            await submitImage(stack.baseUrl, apiKey, body);
+          }
+        }),
+      );
+      await waitUntil(
+        async () => {
+          stack.assertAlive();
+          return (await ctx.receiver.uniqueCount()) >= count;
+        },
+        120_000,
+        `${count} callbacks`,
+        20,
+      );
+    };
+    await run(20);
+    const idle = await idleSpell(measured, idleMs);
+    await measured.reset();
+    const before = await measured.read();
+    await run(jobs);
+    return cost(idle, before, await measured.read(), jobs, measured.ports);
+  } finally {
+    await stack.stop();
+    redis.disconnect();
+  }
+}
+
+/**
+ * BullMQ alone: a job added to one queue, whose worker adds it to a second queue, whose worker
+ * completes it. Completed jobs kept as the services keep them (the last 100).
+ */
+async function peerSide(measured: MeasuredRedis, jobs: number, idleMs: number): Promise<RedisCostSide> {
+  // One hash tag, so that both queues' keys are valid on a cluster too.
+  const prefix = `{${newPrefix('redis-cost-peer')}}`;
+  const connection = measured.client();
+  const options = { connection, prefix };
+  const first = new Queue('first', options);
+  const second = new Queue('second', options);
+  const jobOptions = { removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } };
+  let done = 0;
+  const workers = [
+    new Worker('first', async (job) => void (await second.add('hop', job.data, jobOptions)), { ...options, concurrency: 50 }),
+    new Worker('second', async () => void done++, { ...options, concurrency: 50 }),
+  ];
+  try {
+    await Promise.all(workers.map((w) => w.waitUntilReady()));
+    const run = async (count: number) => {
+      done = 0;
+      // As many in flight as the services' run: the same flow of jobs.
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (next < count) await first.add('job', { n: next++, prompt: 'a lighthouse at dusk' }, jobOptions);
+        }),
+      );
+      await waitUntil(() => done >= count, 120_000, `${count} jobs through two hops`, 20);
+    };
+    await run(20);
+    const idle = await idleSpell(measured, idleMs);
+    await measured.reset();
+    const before = await measured.read();
+    await run(jobs);
+    return cost(idle, before, await measured.read(), jobs, measured.ports);
+  } finally {
+    await Promise.all(workers.map((w) => w.close()));
+    await first.obliterate({ force: true }).catch(() => undefined);
+    await second.obliterate({ force: true }).catch(() => undefined);
+    await first.close();
+    await second.close();
+    connection.disconnect();
+  }
+}
+
+export async function benchRedisCost(ctx: BenchContext, cluster?: TestRedisCluster): Promise<RedisCostResult> {
+  const JOBS = envNumber('BENCH_REDIS_COST_JOBS', 500);
+  const IDLE_MS = envNumber('BENCH_REDIS_COST_IDLE_SECONDS', 5) * 1000;
+  const measured = cluster ? MeasuredRedis.cluster(cluster) : await MeasuredRedis.single();
+  try {
+    const peer = await peerSide(measured, JOBS, IDLE_MS);
+    const ours = await ourSide(ctx, measured, JOBS, IDLE_MS);
+    return { ours, peer, mode: cluster ? 'cluster' : 'single' };
+  } finally {
+    await measured.stop();
+  }
+}

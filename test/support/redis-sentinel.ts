@@ -80,6 +80,31 @@ export class TestRedisSentinel {
     }
   }
 
+  /**
+   * Cuts a replica off its primary while both keep running: it can no longer authenticate, so it
+   * stays disconnected while the primary goes on acknowledging writes that it will never have. A
+   * promotion afterwards loses them, as one after a replica fell behind does.
+   */
+  async cutReplication(replicaPort: number): Promise<void> {
+    const node = this.node(replicaPort);
+    try {
+      await node.config('SET', 'masterauth', 'not-the-password');
+      await node.client('KILL', 'TYPE', 'master');
+    } finally {
+      node.disconnect();
+    }
+  }
+
+  /** Gives a replica cut off by {@link cutReplication} the right password again. */
+  async restoreReplication(replicaPort: number): Promise<void> {
+    const node = this.node(replicaPort);
+    try {
+      await node.config('SET', 'masterauth', NODE_PASSWORD);
+    } finally {
+      node.disconnect();
+    }
+  }
+
   /** A crash of the node on this port: SIGKILL. */
   async kill(port: number): Promise<void> {
     const child = this.nodes.get(port);

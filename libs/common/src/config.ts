@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import Joi from 'joi';
 import { CRASH_POINTS, type CrashPoint } from './faults';
 
@@ -39,6 +40,11 @@ export interface AppConfig {
   secretRotationOverlapSeconds: number;
   callbackAllowHttp: boolean;
   callbackAllowedCidrs: string[];
+  /**
+   * Address and port pairs (`127.0.0.1:9443`, `[::1]:9443`) exempted from the private-address block:
+   * one receiver, not a network. `npm start` sets its local receiver's here.
+   */
+  callbackAllowedEndpoints: string[];
   callbackCaFile: string | undefined;
   logLevel: string;
   generatorConcurrency: number;
@@ -196,6 +202,18 @@ export function parseModelMap(text: string): ReadonlyMap<string, string> | strin
   return map;
 }
 
+/** `a.b.c.d:port` or `[v6]:port`, comma-separated: addresses, never names, which could resolve anywhere. */
+const endpointList = Joi.string()
+  .custom((value: string, helpers) => {
+    const bad = list(value).filter((entry) => {
+      const node = parseNode(entry);
+      return node === undefined || isIP(node.host) === 0 || (isIP(node.host) === 6) !== entry.startsWith('[');
+    });
+    return bad.length === 0 ? value : helpers.message({ custom: `{{#label}} has entries that are not ip:port or [ipv6]:port: ${bad.join(', ')}` });
+  })
+  .allow('')
+  .default('');
+
 /** `host:port` seeds, comma-separated. */
 const nodeList = Joi.string().custom((value: string, helpers) => {
   const bad = list(value).filter((node) => parseNode(node) === undefined);
@@ -274,6 +292,7 @@ const schema = Joi.object({
   SECRET_ROTATION_OVERLAP_SECONDS: Joi.number().integer().min(0).default(86_400),
   CALLBACK_ALLOW_HTTP: Joi.boolean().truthy('1').falsy('0').default(false),
   CALLBACK_ALLOWED_CIDRS: csv,
+  CALLBACK_ALLOWED_ENDPOINTS: endpointList,
   CALLBACK_CA_FILE: Joi.string(),
   LOG_LEVEL: Joi.string().valid('error', 'warn', 'info', 'debug').default('info'),
   GENERATOR_CONCURRENCY: Joi.number().integer().min(1).max(64).default(2),
@@ -378,6 +397,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     secretRotationOverlapSeconds: value.SECRET_ROTATION_OVERLAP_SECONDS,
     callbackAllowHttp: value.CALLBACK_ALLOW_HTTP,
     callbackAllowedCidrs: list(value.CALLBACK_ALLOWED_CIDRS),
+    callbackAllowedEndpoints: list(value.CALLBACK_ALLOWED_ENDPOINTS),
     callbackCaFile: value.CALLBACK_CA_FILE,
     logLevel: value.LOG_LEVEL,
     generatorConcurrency: value.GENERATOR_CONCURRENCY,

@@ -116,6 +116,12 @@ describe('loadConfig', () => {
     }
   });
 
+  it('turns the local receiver of npm start on by default, and off with LOCAL_RECEIVER=off', () => {
+    expect(loadConfig({}).localStack).toEqual({ dir: 'var', receiver: true, receiverPort: 9443 });
+    expect(loadConfig({ LOCAL_RECEIVER: 'off' }).localStack.receiver).toBe(false);
+    expect(() => loadConfig({ LOCAL_RECEIVER: 'no' })).toThrow(/LOCAL_RECEIVER/);
+  });
+
   it('reads the per-workspace limits and refuses ones that would stop every call', () => {
     expect(loadConfig({})).toMatchObject({ rateLimitCreatePerMinute: 300, rateLimitReadPerMinute: 1_200, maxWaitingJobsPerWorkspace: 1_000 });
     expect(loadConfig({ RATE_LIMIT_CREATE_PER_MINUTE: '5', RATE_LIMIT_READ_PER_MINUTE: '7', MAX_WAITING_JOBS_PER_WORKSPACE: '2' })).toMatchObject({

@@ -135,6 +135,11 @@ export type GeneratorBackendSettings =
 export interface LocalStackSettings {
   /** Relative paths are taken from the repository root. */
   dir: string;
+  /**
+   * Whether `npm start` runs its local HTTPS receiver and exempts its one address and port. Off: no
+   * receiver and no exemption, so callbacks need a public https URL as in production.
+   */
+  receiver: boolean;
   /** 0 lets the system pick a free port (the launcher prints the one it got). */
   receiverPort: number;
 }
@@ -326,6 +331,7 @@ const schema = Joi.object({
   OPS_HOST: Joi.string().ip({ cidr: 'forbidden' }).default('127.0.0.1'),
   WORKER_LIVENESS_BOUND_MS: Joi.number().integer().min(1_000).default(120_000),
   LOCAL_STACK_DIR: Joi.string().default('var'),
+  LOCAL_RECEIVER: Joi.string().valid('on', 'off').default('on'),
   LOCAL_RECEIVER_PORT: Joi.number().port().default(9443),
   OPERATOR_USERNAME: Joi.string().pattern(/^[^:]+$/).default('operator'),
   // Long enough that Basic auth over the ops port is not guessable in practice.
@@ -425,7 +431,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     workerLivenessBoundMs: value.WORKER_LIVENESS_BOUND_MS,
     redisWaitReplicas: value.REDIS_WAIT_REPLICAS,
     redisWaitTimeoutMs: value.REDIS_WAIT_TIMEOUT_MS,
-    localStack: { dir: value.LOCAL_STACK_DIR, receiverPort: value.LOCAL_RECEIVER_PORT },
+    localStack: { dir: value.LOCAL_STACK_DIR, receiver: value.LOCAL_RECEIVER === 'on', receiverPort: value.LOCAL_RECEIVER_PORT },
     operatorUsername: value.OPERATOR_USERNAME,
     operatorPassword: value.OPERATOR_PASSWORD,
   };

@@ -38,8 +38,11 @@ const shown = (path: string): string => {
   return rel.startsWith('..') || isAbsolute(rel) ? path : rel;
 };
 
-/** SIGTERM, then SIGKILL after `graceMs`; resolves once the child has exited. */
-async function terminate(child: ChildProcess, graceMs: number): Promise<void> {
+/**
+ * SIGTERM, then SIGKILL after `graceMs`; resolves once the child has exited. A child started in a
+ * process group of its own (`detached`) is SIGKILLed with its group, so that what it runs goes too.
+ */
+async function terminate(child: ChildProcess, graceMs: number, group = false): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, 'exit');
   child.kill('SIGTERM');
@@ -47,7 +50,8 @@ async function terminate(child: ChildProcess, graceMs: number): Promise<void> {
   const inTime = await Promise.race([exited.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), graceMs)))]);
   clearTimeout(timer);
   if (!inTime) {
-    child.kill('SIGKILL');
+    if (group && child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    else child.kill('SIGKILL');
     await exited;
   }
 }
@@ -169,7 +173,7 @@ class Stack {
     await Promise.all(this.services.map((child) => terminate(child, this.serviceGraceMs)));
     await this.receiver?.close();
     this.redisClient?.disconnect();
-    if (this.redis) await terminate(this.redis, REDIS_STOP_MS);
+    if (this.redis) await terminate(this.redis, REDIS_STOP_MS, true);
     this.pidFile.release();
     process.exit(code);
   }
@@ -187,7 +191,8 @@ async function main(): Promise<void> {
   try {
     await startStack(config, stateDir, stack, pidFile);
   } catch (err) {
-    console.error(err instanceof Error ? err.message : err);
+    // A start-up step cut short by a stop already under way is no error of its own.
+    if (!stack.stopping) console.error(err instanceof Error ? err.message : err);
     await stack.stop(1);
   }
 }

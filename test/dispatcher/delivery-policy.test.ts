@@ -45,8 +45,14 @@ afterAll(async () => {
   strangerPki?.cleanup();
 });
 
-async function service(allowedCidrs: string, resolver?: HostResolver) {
-  const config = loadConfig({ KEY_PREFIX: prefix, CALLBACK_CA_FILE: pki.caFile, CALLBACK_ALLOWED_CIDRS: allowedCidrs, WEBHOOK_TIMEOUT_MS: '3000' });
+async function service(allowedCidrs: string, resolver?: HostResolver, allowedEndpoints = '') {
+  const config = loadConfig({
+    KEY_PREFIX: prefix,
+    CALLBACK_CA_FILE: pki.caFile,
+    CALLBACK_ALLOWED_CIDRS: allowedCidrs,
+    CALLBACK_ALLOWED_ENDPOINTS: allowedEndpoints,
+    WEBHOOK_TIMEOUT_MS: '3000',
+  });
   const handle = await createCallbackService(config, redis, createLogger('test', 'error'), { resolver });
   handles.push(handle);
   return handle.service;
@@ -109,6 +115,27 @@ it('connects to the address it checked, for a name the system resolver does not 
   // The name still goes out as Host (and SNI); only the dialled address is pinned.
   expect(request.headers.host).toBe(`pinned.test:${receiver.port}`);
   expect(resolver.calls).toBe(1);
+});
+
+it('with an endpoint exemption, delivers to that address and port only, checked again at each attempt', async () => {
+  // Names resolve to the exempted address once (localhost and literals are never resolved), then to another loopback address.
+  const resolver = scriptedResolver([['127.0.0.1'], ['127.0.0.2']]);
+  const callbacks = await service('', resolver, `127.0.0.1:${receiver.port}`);
+  const deliver = async (url: string) => {
+    const callback = (await callbacks.onJobFinished(await finishedJob(url)))!;
+    return callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
+  };
+
+  expect(await deliver(`https://localhost:${receiver.port}/endpoint`)).toMatchObject({ status: 200, error: null, address: '127.0.0.1' });
+  expect(await deliver(`https://pinned.test:${receiver.port}/endpoint`)).toMatchObject({ status: 200, error: null, address: '127.0.0.1' });
+  // The same address on another port: refused before any connection.
+  expect(await deliver(`https://localhost:${stranger.port}/endpoint`)).toMatchObject({ status: null, error: 'blocked_address', address: null });
+  expect(await deliver(`https://127.0.0.1:${stranger.port}/endpoint`)).toMatchObject({ status: null, error: 'blocked_address', address: null });
+  // The exempted port, but the name now resolves elsewhere on loopback.
+  expect(await deliver(`https://rebind.test:${receiver.port}/endpoint`)).toMatchObject({ status: null, error: 'blocked_address', address: null });
+  expect(receiver.requestsTo('/endpoint')).toHaveLength(2);
+  expect(stranger.requests).toHaveLength(0);
+  expect(resolver.calls).toBe(2);
 });
 
 it('fails TLS to a receiver whose certificate no trusted CA signed', async () => {

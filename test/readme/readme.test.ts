@@ -120,8 +120,7 @@ describe('README and docs examples', () => {
       text
         .split(DEFAULTS.base)
         .join(stack.baseUrl)
-        .split(`localhost:${DEFAULTS.receiverPort}`)
-        .join(`localhost:${stack.receiverPort}`)
+        .replace(new RegExp(`\\b(localhost|127\\.0\\.0\\.1):${DEFAULTS.receiverPort}\\b`, 'g'), (_, host: string) => `${host}:${stack.receiverPort}`)
         .replace(/127\.0\.0\.1:(946[4-6])\b/g, (_, port: string) => `127.0.0.1:${stack.opsPort + Number(port) - DEFAULTS.opsPort}`)
         .replace(/(?<![\w./-])(?:\.\/)?var\//g, `${stack.stateDir}/`);
 
@@ -181,8 +180,12 @@ describe('README and docs examples', () => {
 
   it('relies on settings that only npm start gives: production refuses the local callback URL', async () => {
     const production = loadConfig({});
-    expect([production.callbackAllowHttp, production.callbackAllowedCidrs, production.callbackCaFile]).toEqual([false, [], undefined]);
-    const guard = new CallbackUrlGuard({ allowHttp: production.callbackAllowHttp, allowedCidrs: production.callbackAllowedCidrs });
+    expect([production.callbackAllowHttp, production.callbackAllowedCidrs, production.callbackAllowedEndpoints, production.callbackCaFile]).toEqual([false, [], [], undefined]);
+    const guard = new CallbackUrlGuard({
+      allowHttp: production.callbackAllowHttp,
+      allowedCidrs: production.callbackAllowedCidrs,
+      allowedEndpoints: production.callbackAllowedEndpoints,
+    });
     await expect(guard.check(`https://localhost:${DEFAULTS.receiverPort}/webhooks`)).rejects.toThrow('loopback name');
     await expect(guard.check(`https://127.0.0.1:${DEFAULTS.receiverPort}/webhooks`)).rejects.toThrow('non-public address');
   });

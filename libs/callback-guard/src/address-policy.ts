@@ -1,9 +1,15 @@
 import ipaddr from 'ipaddr.js';
 
-type IpAddress = ipaddr.IPv4 | ipaddr.IPv6;
+export type IpAddress = ipaddr.IPv4 | ipaddr.IPv6;
 
 /** A parsed `allowedCidrs` entry. */
 export type Cidr = [IpAddress, number];
+
+/** A parsed `allowedEndpoints` entry: one address and one port. */
+export interface Endpoint {
+  ip: IpAddress;
+  port: number;
+}
 
 // IANA allocates global unicast only from 2000::/3; anything outside it that ipaddr.js still calls
 // 'unicast' (IPv4-compatible ::a.b.c.d, the rest of ::/8, unassigned space) has no legitimate
@@ -33,6 +39,36 @@ export function parseAllowedCidrs(cidrs: readonly string[]): Cidr[] {
       );
     }
   });
+}
+
+/**
+ * Parses policy endpoints (`127.0.0.1:9443`, `[::1]:9443`) once, so a typo fails at start-up.
+ *
+ * @throws Error naming the first entry that is not an IP literal and a port
+ */
+export function parseAllowedEndpoints(endpoints: readonly string[]): Endpoint[] {
+  return endpoints.map((entry) => {
+    const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([0-9.]+)):(\d{1,5})$/.exec(entry);
+    const address = match?.[1] ?? match?.[2];
+    const port = Number(match?.[3]);
+    // Only the canonical dotted quad for IPv4: an entry means one address, spelt one way.
+    const ip = address !== undefined && (match?.[1] !== undefined ? ipaddr.IPv6.isValid(address) : ipaddr.IPv4.isValidFourPartDecimal(address)) ? ipaddr.parse(address) : undefined;
+    if (ip === undefined || !(port >= 1 && port <= 65_535)) {
+      throw new Error(
+        `callback URL policy: allowedEndpoints entry ${JSON.stringify(entry)} is not an IP address and a port ` +
+          '(expected e.g. "127.0.0.1:9443" or "[::1]:9443")',
+      );
+    }
+    return { ip, port };
+  });
+}
+
+/**
+ * True when `ip` and `port` are exactly one of the endpoints. Unlike the ranges, an IPv4-mapped
+ * address does not match its IPv4 here: an endpoint names one address and port, not a host.
+ */
+export function isAllowedEndpoint(ip: IpAddress, port: number, allowed: readonly Endpoint[]): boolean {
+  return allowed.some((e) => e.port === port && e.ip.kind() === ip.kind() && e.ip.toNormalizedString() === ip.toNormalizedString());
 }
 
 /** Parses an IP literal; `undefined` for anything else, so callers fail closed. */

@@ -290,6 +290,80 @@ describe('CallbackUrlGuard.check', () => {
     });
   });
 
+  describe('allowedEndpoints', () => {
+    // npm start's shape: one receiver on 127.0.0.1, reached as https://localhost:9443/webhooks.
+    const receiver: CallbackUrlPolicy = { allowHttp: false, allowedCidrs: [], allowedEndpoints: ['127.0.0.1:9443'] };
+
+    it("exempts the receiver's address and port, by address or by the loopback name, without resolving", async () => {
+      const resolver = dns();
+      const guard = new CallbackUrlGuard(receiver, resolver);
+      await expect(guard.check('https://127.0.0.1:9443/webhooks')).resolves.toMatchObject({ addresses: [{ address: '127.0.0.1', family: 4 }] });
+      // Only the exempted address is dialled for the name, never ::1.
+      await expect(guard.check('https://localhost:9443/webhooks')).resolves.toMatchObject({
+        hostname: 'localhost',
+        addresses: [{ address: '127.0.0.1', family: 4 }],
+      });
+      expect(resolver.calls).toEqual([]);
+      // A name is judged by what it resolves to, and still dialled only there.
+      await expect(guard.check('https://loop.example.com:9443/')).resolves.toMatchObject({ addresses: [{ address: '127.0.0.1', family: 4 }] });
+    });
+
+    it('refuses the same address on any other port, the default port included', async () => {
+      const guard = new CallbackUrlGuard(receiver, dns());
+      await expectRejected(guard.check('https://127.0.0.1:9444/'), 'private_address', 'callback_url resolves to a non-public address (127.0.0.1)');
+      await expectRejected(guard.check('https://127.0.0.1/'), 'private_address');
+      await expectRejected(guard.check('https://localhost/'), 'private_address', /is a loopback name$/);
+      await expectRejected(guard.check('https://localhost:6379/'), 'private_address', /is a loopback name$/);
+      await expectRejected(guard.check('https://loop.example.com/'), 'private_address');
+      // The port of an http URL without one is 80, not the endpoint's.
+      await expectRejected(new CallbackUrlGuard({ ...receiver, allowHttp: true }, dns()).check('http://127.0.0.1/'), 'private_address');
+    });
+
+    it.each([
+      ['https://2130706433/', '127.0.0.1'],
+      ['https://2130706433:6379/', '127.0.0.1'],
+      ['https://[::ffff:127.0.0.1]:9443/', '::ffff:7f00:1'],
+      ['https://[::ffff:127.0.0.1]/', '::ffff:7f00:1'],
+      ['https://127.0.0.2:9443/', '127.0.0.2'],
+      ['https://[::1]:9443/', '::1'],
+      ['https://0.0.0.0:9443/', '0.0.0.0'],
+    ])('refuses %s: another address, or another port, than the one exempted', async (url, address) => {
+      const error = await expectRejected(new CallbackUrlGuard(receiver, dns()).check(url), 'private_address');
+      expect(error.message).toBe(`callback_url resolves to a non-public address (${address})`);
+    });
+
+    it('accepts another spelling of the exempted address itself: WHATWG makes 2130706433 into 127.0.0.1', async () => {
+      // The same address and port, so the same receiver: nothing beyond it is reached.
+      await expect(new CallbackUrlGuard(receiver, dns()).check('https://2130706433:9443/')).resolves.toMatchObject({
+        url: { host: '127.0.0.1:9443' },
+        addresses: [{ address: '127.0.0.1', family: 4 }],
+      });
+    });
+
+    it('exempts an IPv4-mapped or another loopback address on that port only when that exact pair is listed', async () => {
+      const guard = new CallbackUrlGuard({ ...receiver, allowedEndpoints: ['127.0.0.1:9443', '[::ffff:127.0.0.1]:9443', '127.0.0.2:9443'] }, dns());
+      await expect(guard.check('https://[::ffff:127.0.0.1]:9443/')).resolves.toMatchObject({ addresses: [{ address: '::ffff:7f00:1', family: 6 }] });
+      await expect(guard.check('https://127.0.0.2:9443/')).resolves.toMatchObject({ addresses: [{ address: '127.0.0.2', family: 4 }] });
+      await expectRejected(guard.check('https://127.0.0.3:9443/'), 'private_address');
+      await expectRejected(guard.check('https://127.0.0.2:9444/'), 'private_address');
+    });
+
+    it('refuses a name with one address outside the endpoint, as it does for ranges', async () => {
+      const resolver = fakeResolver({ 'split.example.com': ['127.0.0.1', '127.0.0.2'] });
+      const error = await expectRejected(new CallbackUrlGuard(receiver, resolver).check('https://split.example.com:9443/'), 'private_address');
+      expect(error.refusedAddresses).toEqual(['127.0.0.2']);
+    });
+
+    it.each(['localhost:9443', '127.0.0.1', '127.0.0.0/8:9443', '2130706433:9443', '127.0.0.1:70000', '::1:9443'])(
+      'throws at construction on %s, which is not an IP address and a port',
+      (entry) => {
+        expect(() => new CallbackUrlGuard({ ...receiver, allowedEndpoints: [entry] }, dns())).toThrow(
+          `allowedEndpoints entry ${JSON.stringify(entry)} is not an IP address and a port`,
+        );
+      },
+    );
+  });
+
   it('refuses before any connection is made', async () => {
     const server = createServer((socket) => socket.destroy());
     let connections = 0;

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { isAllowedIp, parseAllowedCidrs, parseIp, type Cidr } from './address-policy';
+import { isAllowedEndpoint, isAllowedIp, parseAllowedCidrs, parseAllowedEndpoints, parseIp, type Cidr, type Endpoint, type IpAddress } from './address-policy';
 import { CallbackUrlRejectedError } from './errors';
 import { systemResolver, type HostResolver, type ResolvedAddress } from './resolver';
 
@@ -7,8 +7,15 @@ import { systemResolver, type HostResolver, type ResolvedAddress } from './resol
 export interface CallbackUrlPolicy {
   /** Accept `http:` as well as `https:`. For local development only; the spec requires https. */
   allowHttp: boolean;
-  /** Non-public ranges to accept anyway, e.g. `["127.0.0.0/8", "::1/128"]` for a local receiver. */
+  /** Non-public ranges to accept anyway, e.g. `["127.0.0.0/8", "::1/128"]`, whatever the port. */
   allowedCidrs: string[];
+  /**
+   * Non-public address and port pairs to accept anyway, e.g. `["127.0.0.1:9443"]` for one local
+   * receiver: the URL's port (443 or 80 when it names none) must be that port, and the address (the
+   * literal, or every address the name resolves to) exactly that address. Nothing else on the host
+   * is exempted, not even the same address on another port or the IPv4-mapped spelling of it.
+   */
+  allowedEndpoints?: string[];
 }
 
 /** A callback URL that passed every rule, with the exact addresses that were checked. */
@@ -49,16 +56,18 @@ const LOOPBACK_NAME_ADDRESSES: readonly ResolvedAddress[] = [
 export class CallbackUrlGuard {
   readonly #allowHttp: boolean;
   readonly #allowed: readonly Cidr[];
+  readonly #endpoints: readonly Endpoint[];
   readonly #resolve: HostResolver;
 
   /**
    * @param policy - exemptions from the public-https default
    * @param resolver - how names are resolved; defaults to {@link systemResolver}
-   * @throws Error when an allowedCidrs entry is not a valid CIDR
+   * @throws Error when an allowedCidrs entry is not a valid CIDR, or an allowedEndpoints entry not an IP and port
    */
   constructor(policy: CallbackUrlPolicy, resolver: HostResolver = systemResolver) {
     this.#allowHttp = policy.allowHttp;
     this.#allowed = parseAllowedCidrs(policy.allowedCidrs);
+    this.#endpoints = parseAllowedEndpoints(policy.allowedEndpoints ?? []);
     this.#resolve = resolver;
   }
 
@@ -76,7 +85,9 @@ export class CallbackUrlGuard {
     const url = this.#parse(rawUrl);
     // WHATWG keeps the brackets in `hostname`; sockets, SNI and the allowlist want the bare address.
     const hostname = url.hostname.replace(/^\[(.*)\]$/, '$1');
-    const addresses = await this.#addressesOf(hostname);
+    // The port is what an endpoint exemption is about; WHATWG leaves it empty for the scheme's default.
+    const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+    const addresses = await this.#addressesOf(hostname, port);
     return { url, hostname, addresses };
   }
 
@@ -106,12 +117,12 @@ export class CallbackUrlGuard {
     return url;
   }
 
-  async #addressesOf(hostname: string): Promise<ResolvedAddress[]> {
+  async #addressesOf(hostname: string, port: number): Promise<ResolvedAddress[]> {
     const literalFamily = isIP(hostname);
-    if (literalFamily !== 0) return this.#checked([{ address: hostname, family: literalFamily === 6 ? 6 : 4 }], null);
+    if (literalFamily !== 0) return this.#checked([{ address: hostname, family: literalFamily === 6 ? 6 : 4 }], null, port);
 
     if (isLoopbackName(hostname)) {
-      const allowed = LOOPBACK_NAME_ADDRESSES.filter(({ address }) => isAllowedIp(parseIp(address)!, this.#allowed));
+      const allowed = LOOPBACK_NAME_ADDRESSES.filter(({ address }) => this.#isAllowed(parseIp(address)!, port));
       if (allowed.length === 0) {
         throw new CallbackUrlRejectedError('private_address', `callback_url host ${hostname} is a loopback name`);
       }
@@ -127,7 +138,11 @@ export class CallbackUrlGuard {
     if (resolved.length === 0) {
       throw new CallbackUrlRejectedError('unresolvable', `callback_url host ${hostname} has no addresses`);
     }
-    return this.#checked(resolved, hostname);
+    return this.#checked(resolved, hostname, port);
+  }
+
+  #isAllowed(ip: IpAddress, port: number): boolean {
+    return isAllowedIp(ip, this.#allowed) || isAllowedEndpoint(ip, port, this.#endpoints);
   }
 
   /**
@@ -135,12 +150,12 @@ export class CallbackUrlGuard {
    * For a host name (not an IP literal) the message names no address, only the error's
    * `refusedAddresses` does.
    */
-  #checked(candidates: readonly ResolvedAddress[], hostname: string | null): ResolvedAddress[] {
+  #checked(candidates: readonly ResolvedAddress[], hostname: string | null, port: number): ResolvedAddress[] {
     const accepted = new Map<string, ResolvedAddress>();
     const refused: string[] = [];
     for (const { address } of candidates) {
       const ip = parseIp(address);
-      if (ip === undefined || !isAllowedIp(ip, this.#allowed)) {
+      if (ip === undefined || !this.#isAllowed(ip, port)) {
         refused.push(address);
         continue;
       }

@@ -121,6 +121,20 @@ describe('loadConfig', () => {
     expect(config.moderationBlocklist).toEqual(['forbidden', 'nope']);
   });
 
+  it('reads CALLBACK_ALLOWED_ENDPOINTS as address:port pairs and refuses names, ranges and bare addresses', () => {
+    expect(loadConfig({}).callbackAllowedEndpoints).toEqual([]);
+    expect(loadConfig({ CALLBACK_ALLOWED_ENDPOINTS: '127.0.0.1:9443, [::1]:9443' }).callbackAllowedEndpoints).toEqual(['127.0.0.1:9443', '[::1]:9443']);
+    for (const bad of ['localhost:9443', '127.0.0.0/8', '127.0.0.1', '127.0.0.1:0', '::1:9443', '[127.0.0.1]:9443', '2130706433:9443']) {
+      expect(() => loadConfig({ CALLBACK_ALLOWED_ENDPOINTS: bad })).toThrow(/CALLBACK_ALLOWED_ENDPOINTS.*not ip:port/);
+    }
+  });
+
+  it('turns the local receiver of npm start on by default, and off with LOCAL_RECEIVER=off', () => {
+    expect(loadConfig({}).localStack).toEqual({ dir: 'var', receiver: true, receiverPort: 9443 });
+    expect(loadConfig({ LOCAL_RECEIVER: 'off' }).localStack.receiver).toBe(false);
+    expect(() => loadConfig({ LOCAL_RECEIVER: 'no' })).toThrow(/LOCAL_RECEIVER/);
+  });
+
   it('reads the per-workspace limits and refuses ones that would stop every call', () => {
     expect(loadConfig({})).toMatchObject({ rateLimitCreatePerMinute: 300, rateLimitReadPerMinute: 1_200, maxWaitingJobsPerWorkspace: 1_000 });
     expect(loadConfig({ RATE_LIMIT_CREATE_PER_MINUTE: '5', RATE_LIMIT_READ_PER_MINUTE: '7', MAX_WAITING_JOBS_PER_WORKSPACE: '2' })).toMatchObject({

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import Joi from 'joi';
 import { CRASH_POINTS, type CrashPoint } from './faults';
 
@@ -39,6 +40,11 @@ export interface AppConfig {
   secretRotationOverlapSeconds: number;
   callbackAllowHttp: boolean;
   callbackAllowedCidrs: string[];
+  /**
+   * Address and port pairs (`127.0.0.1:9443`, `[::1]:9443`) exempted from the private-address block:
+   * one receiver, not a network. `npm start` sets its local receiver's here.
+   */
+  callbackAllowedEndpoints: string[];
   callbackCaFile: string | undefined;
   logLevel: string;
   generatorConcurrency: number;
@@ -129,6 +135,11 @@ export type GeneratorBackendSettings =
 export interface LocalStackSettings {
   /** Relative paths are taken from the repository root. */
   dir: string;
+  /**
+   * Whether `npm start` runs its local HTTPS receiver and exempts its one address and port. Off: no
+   * receiver and no exemption, so callbacks need a public https URL as in production.
+   */
+  receiver: boolean;
   /** 0 lets the system pick a free port (the launcher prints the one it got). */
   receiverPort: number;
 }
@@ -204,6 +215,18 @@ export function parseModelMap(text: string): ReadonlyMap<string, string> | strin
   }
   return map;
 }
+
+/** `a.b.c.d:port` or `[v6]:port`, comma-separated: addresses, never names, which could resolve anywhere. */
+const endpointList = Joi.string()
+  .custom((value: string, helpers) => {
+    const bad = list(value).filter((entry) => {
+      const node = parseNode(entry);
+      return node === undefined || isIP(node.host) === 0 || (isIP(node.host) === 6) !== entry.startsWith('[');
+    });
+    return bad.length === 0 ? value : helpers.message({ custom: `{{#label}} has entries that are not ip:port or [ipv6]:port: ${bad.join(', ')}` });
+  })
+  .allow('')
+  .default('');
 
 /** `host:port` seeds, comma-separated. */
 const nodeList = Joi.string().custom((value: string, helpers) => {
@@ -285,6 +308,7 @@ const schema = Joi.object({
   SECRET_ROTATION_OVERLAP_SECONDS: Joi.number().integer().min(0).default(86_400),
   CALLBACK_ALLOW_HTTP: Joi.boolean().truthy('1').falsy('0').default(false),
   CALLBACK_ALLOWED_CIDRS: csv,
+  CALLBACK_ALLOWED_ENDPOINTS: endpointList,
   CALLBACK_CA_FILE: Joi.string(),
   LOG_LEVEL: Joi.string().valid('error', 'warn', 'info', 'debug').default('info'),
   GENERATOR_CONCURRENCY: Joi.number().integer().min(1).max(64).default(2),
@@ -318,6 +342,7 @@ const schema = Joi.object({
   OPS_HOST: Joi.string().ip({ cidr: 'forbidden' }).default('127.0.0.1'),
   WORKER_LIVENESS_BOUND_MS: Joi.number().integer().min(1_000).default(120_000),
   LOCAL_STACK_DIR: Joi.string().default('var'),
+  LOCAL_RECEIVER: Joi.string().valid('on', 'off').default('on'),
   LOCAL_RECEIVER_PORT: Joi.number().port().default(9443),
   OPERATOR_USERNAME: Joi.string().pattern(/^[^:]+$/).default('operator'),
   // Long enough that Basic auth over the ops port is not guessable in practice.
@@ -401,6 +426,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     secretRotationOverlapSeconds: value.SECRET_ROTATION_OVERLAP_SECONDS,
     callbackAllowHttp: value.CALLBACK_ALLOW_HTTP,
     callbackAllowedCidrs: list(value.CALLBACK_ALLOWED_CIDRS),
+    callbackAllowedEndpoints: list(value.CALLBACK_ALLOWED_ENDPOINTS),
     callbackCaFile: value.CALLBACK_CA_FILE,
     logLevel: value.LOG_LEVEL,
     generatorConcurrency: value.GENERATOR_CONCURRENCY,
@@ -428,7 +454,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     workerLivenessBoundMs: value.WORKER_LIVENESS_BOUND_MS,
     redisWaitReplicas: value.REDIS_WAIT_REPLICAS,
     redisWaitTimeoutMs: value.REDIS_WAIT_TIMEOUT_MS,
-    localStack: { dir: value.LOCAL_STACK_DIR, receiverPort: value.LOCAL_RECEIVER_PORT },
+    localStack: { dir: value.LOCAL_STACK_DIR, receiver: value.LOCAL_RECEIVER === 'on', receiverPort: value.LOCAL_RECEIVER_PORT },
     operatorUsername: value.OPERATOR_USERNAME,
     operatorPassword: value.OPERATOR_PASSWORD,
   };

@@ -14,11 +14,15 @@ const redact = winston.format((info) => {
 });
 
 /** Services that check callback URLs say loudly at start-up when the development relaxations are on. */
-export function warnIfCallbackChecksRelaxed(config: { callbackAllowHttp: boolean; callbackAllowedCidrs: string[] }, logger: Logger): void {
-  if (!config.callbackAllowHttp && config.callbackAllowedCidrs.length === 0) return;
+export function warnIfCallbackChecksRelaxed(
+  config: { callbackAllowHttp: boolean; callbackAllowedCidrs: string[]; callbackAllowedEndpoints: string[] },
+  logger: Logger,
+): void {
+  if (!config.callbackAllowHttp && config.callbackAllowedCidrs.length === 0 && config.callbackAllowedEndpoints.length === 0) return;
   logger.warn('CALLBACK URL CHECKS RELAXED: for development and tests only', {
     allow_http: config.callbackAllowHttp,
     allowed_cidrs: config.callbackAllowedCidrs,
+    allowed_endpoints: config.callbackAllowedEndpoints,
   });
 }
 

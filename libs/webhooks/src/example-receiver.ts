@@ -4,7 +4,7 @@
  * libs/webhooks/src/example-receiver.ts` and POST deliveries to `/webhooks`.
  */
 import express from 'express';
-import { verifyWebhook } from './middleware';
+import { verifyWebhook, type WebhookSecretLookup } from './middleware';
 
 /** Callback envelope, spec section 2.3. */
 export interface CallbackEvent {
@@ -15,8 +15,11 @@ export interface CallbackEvent {
 
 /** Options for {@link createExampleReceiver}. */
 export interface ExampleReceiverOptions {
-  /** Signing secret from the dashboard; pass two while switching to a rotated one. */
-  secret: string | string[];
+  /**
+   * Signing secret from the dashboard; pass two while switching to a rotated one, or a lookup that
+   * reads the current ones for each delivery (then a rotation needs no restart).
+   */
+  secret: string | string[] | WebhookSecretLookup;
   /** Receives each event once. Runs after the 200 has been sent; its errors are only logged. */
   onEvent?: (event: CallbackEvent, webhookId: string) => void | Promise<void>;
   /** Where to log; defaults to the console. */

@@ -18,6 +18,6 @@ export {
 } from './webhook';
 export type { HeadersLike, VerifyOptions, WebhookVerificationErrorCode } from './webhook';
 export { verifyWebhook } from './middleware';
-export type { VerifyWebhookOptions, WebhookErrorResponse } from './middleware';
+export type { VerifyWebhookOptions, WebhookErrorResponse, WebhookSecretLookup } from './middleware';
 export { createExampleReceiver } from './example-receiver';
 export type { CallbackEvent, ExampleReceiverOptions } from './example-receiver';

@@ -100,6 +100,32 @@ describe('verifyWebhook', () => {
     expect(res.status).toBe(204);
   });
 
+  it('asks a secret lookup on every delivery, so a rotated secret verifies without a restart', async () => {
+    let current: string[] = [generateSecret()];
+    let asked = 0;
+    const app = express();
+    app.post('/hook', verifyWebhook(async () => (asked++, current)), (_req, res) => {
+      res.sendStatus(204);
+    });
+    expect((await request(app).post('/hook').set(signed(body)).send(body)).status).toBe(400);
+    current = [secret];
+    expect((await request(app).post('/hook').set(signed(body)).send(body)).status).toBe(204);
+    expect(asked).toBe(2);
+  });
+
+  it('passes a failing lookup, or a malformed secret from it, to next() rather than answering 400', async () => {
+    for (const lookup of [async () => Promise.reject(new Error('store down')), async () => 'not-a-secret']) {
+      const app = express();
+      app.post('/hook', verifyWebhook(lookup), (_req, res) => {
+        res.sendStatus(204);
+      });
+      app.use(((error: Error, _req, res, _next) => res.status(503).json({ nextError: error.message })) as express.ErrorRequestHandler);
+      const res = await request(app).post('/hook').set(signed(body)).send(body);
+      expect(res.status).toBe(503);
+      expect(res.body.nextError).toMatch(/store down|must start with "whsec_"/);
+    }
+  });
+
   it('throws at construction for a malformed secret', () => {
     expect(() => verifyWebhook('not-a-secret')).toThrow(WebhookVerificationError);
     expect(() => verifyWebhook([secret, 'whsec_'])).toThrow(WebhookVerificationError);

@@ -8,6 +8,12 @@ export type VerifyWebhookOptions = VerifyOptions & {
   limit?: string;
 };
 
+/**
+ * Where the secrets come from when they can change while the receiver runs (a rotation): asked
+ * once per delivery, so a receiver that keeps its secrets in a store needs no restart.
+ */
+export type WebhookSecretLookup = () => Promise<string | string[]>;
+
 /** Body of the 400 response sent for a rejected delivery. */
 export interface WebhookErrorResponse {
   error: {
@@ -26,15 +32,17 @@ export interface WebhookErrorResponse {
  * On failure it answers 400 with {@link WebhookErrorResponse}. Body read
  * errors (such as 413 over `limit`) go to `next(err)`.
  *
- * @param secret - one `whsec_` secret or several (any may match).
+ * @param secret - one `whsec_` secret or several (any may match), or a lookup
+ *   that gives them for each delivery. A lookup that fails, or gives a malformed
+ *   secret, passes the error to `next(err)` (a 5xx, so the sender tries again
+ *   later) rather than answering 400 for a delivery that may well be valid.
  * @throws {@link WebhookVerificationError} `bad_secret` immediately if a secret is malformed.
  */
-export function verifyWebhook(secret: string | string[], options: VerifyWebhookOptions = {}): express.RequestHandler {
+export function verifyWebhook(secret: string | string[] | WebhookSecretLookup, options: VerifyWebhookOptions = {}): express.RequestHandler {
   const { limit = '1mb', ...verifyOptions } = options;
   // Check the secrets now: a typo should stop the server at start-up, not turn
   // into 400s that the sender retries for hours before giving up.
-  // Signing a dummy message runs exactly the secret checks verification uses.
-  signatureHeader(Array.isArray(secret) ? secret : [secret], 'msg_secret_check', 0, '');
+  if (typeof secret !== 'function') checkSecrets(secret);
 
   // Read every body whatever its content-type: the signature covers the bytes,
   // and a missing content-type must not make the body look empty.
@@ -56,9 +64,19 @@ export function verifyWebhook(secret: string | string[], options: VerifyWebhookO
         return;
       }
 
+      if (typeof secret !== 'function') {
+        verifyThenNext(raw, secret);
+        return;
+      }
+      secret()
+        .then((current) => (checkSecrets(current), current))
+        .then((current) => verifyThenNext(raw, current), next);
+    });
+
+    function verifyThenNext(raw: Buffer, current: string | string[]): void {
       let delivery;
       try {
-        delivery = verifyDelivery(raw, req.headers, secret, verifyOptions);
+        delivery = verifyDelivery(raw, req.headers, current, verifyOptions);
       } catch (error) {
         if (error instanceof WebhookVerificationError) {
           reject(res, error.code, error.message);
@@ -76,8 +94,13 @@ export function verifyWebhook(secret: string | string[], options: VerifyWebhookO
       }
       res.locals.webhookId = delivery.msgId;
       next();
-    });
+    }
   };
+}
+
+/** Signing a dummy message runs exactly the secret checks verification uses. */
+function checkSecrets(secret: string | string[]): void {
+  signatureHeader(Array.isArray(secret) ? secret : [secret], 'msg_secret_check', 0, '');
 }
 
 function reject(res: express.Response, code: WebhookErrorResponse['error']['code'], message: string): void {

@@ -50,7 +50,7 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
     blobs,
     new IdempotencyRepository(redis, keys, config.idempotencyTtlSeconds),
     generation,
-    new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs }),
+    new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs, allowedEndpoints: config.callbackAllowedEndpoints }),
     limits,
     overrides.faults,
   );

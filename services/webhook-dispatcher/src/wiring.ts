@@ -62,7 +62,7 @@ export async function createCallbackService(
     jobs: new JobRepository(redis, keys),
     workspaces: new WorkspaceRepository(redis, keys),
     presenter: new JobPresenter(links),
-    guard: new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs }, overrides.resolver),
+    guard: new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs, allowedEndpoints: config.callbackAllowedEndpoints }, overrides.resolver),
     sender,
     destinations,
     deliveries,
@@ -78,7 +78,7 @@ export async function createCallbackService(
   const tests = new TestCallbackService({
     store: new TestCallbackRepository(redis, keys),
     workspaces: new WorkspaceRepository(redis, keys),
-    guard: new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs }, overrides.resolver),
+    guard: new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs, allowedEndpoints: config.callbackAllowedEndpoints }, overrides.resolver),
     sender,
     logger,
     docsUrl: config.docsUrl,

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,7 +10,7 @@ import { deleteKeysUnder, eventually, freePort, REDIS_URL } from '../../support/
 
 const ROOT = resolve(__dirname, '../../..');
 
-const isFree = (port: number) =>
+export const isFree = (port: number) =>
   new Promise<boolean>((done) => {
     const server = createServer();
     server.once('error', () => done(false));
@@ -27,6 +28,59 @@ async function freePortRun(length: number): Promise<number> {
   throw new Error(`no ${length} consecutive free ports found`);
 }
 
+/** One process as /proc shows it. */
+export interface ProcessEntry {
+  pid: number;
+  ppid: number;
+  /** `Z` for a zombie: dead, only not yet reaped by its parent. */
+  state: string;
+  command: string;
+}
+
+/** Every process on the machine (Linux /proc). */
+export function processTable(): ProcessEntry[] {
+  const table: ProcessEntry[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      // The command name is in parentheses and may hold anything, spaces and ")" included.
+      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const command = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' ').trim();
+      table.push({ pid: Number(name), ppid: Number(ppid), state: state!, command });
+    } catch {
+      // Gone between the listing and the read.
+    }
+  }
+  return table;
+}
+
+/** `pid` and every process below it (by parent pid, so one in a process group of its own too). */
+export function processTree(pid: number): ProcessEntry[] {
+  const table = processTable();
+  const tree = table.filter((p) => p.pid === pid);
+  for (let i = 0; i < tree.length; i++) tree.push(...table.filter((p) => p.ppid === tree[i]!.pid));
+  return tree;
+}
+
+/** The ones among `pids` that still run (zombies have finished running: they hold no port and no work). */
+export function stillRunning(pids: number[]): ProcessEntry[] {
+  const table = new Map(processTable().map((p) => [p.pid, p]));
+  return pids.map((pid) => table.get(pid)).filter((p): p is ProcessEntry => p !== undefined && p.state !== 'Z');
+}
+
+export interface NpmStartOptions {
+  /**
+   * `launcher` (default) runs tools/admin/dist/local-stack.js directly; `npm` runs `npm start`
+   * itself, as a developer does (the set-up step, then npm → sh → bash scripts/node.sh → node).
+   */
+  via?: 'launcher' | 'npm';
+  /** A REDIS_URL where nothing answers yet, so that the launcher starts a redis-server of its own. */
+  ownRedis?: boolean;
+  /** Settings on top of the stack's own. */
+  env?: NodeJS.ProcessEnv;
+}
+
 /**
  * `npm start`'s launcher (tools/admin/dist/local-stack.js, which `npm start` runs after the set-up
  * step) with its own key prefix, ports, state directory and media directory, so it shares nothing
@@ -41,21 +95,47 @@ export class NpmStartStack {
   baseUrl = '';
   receiverPort = 0;
   opsPort = 0;
+  /** The gateway's port. */
+  port = 0;
+  /** Set with `ownRedis`: the port of the redis-server the launcher starts. */
+  redisPort = 0;
   stateDir = '';
   private mediaDir = '';
   private child: ChildProcess | undefined;
   private exited: Promise<unknown> = Promise.resolve();
 
+  constructor(private readonly options: NpmStartOptions = {}) {}
+
+  /** The process this started: npm with `via: 'npm'`, else the launcher. */
+  get pid(): number {
+    return this.child!.pid!;
+  }
+
+  /** The launcher's pid (npm's child, with `via: 'npm'`). */
+  get launcherPid(): number {
+    if (this.options.via !== 'npm') return this.pid;
+    const launcher = processTree(this.pid).find((p) => p.command.includes('tools/admin/dist/local-stack.js') && p.command.startsWith('node'));
+    if (!launcher) throw new Error(`no launcher under npm (pid ${this.pid}): ${JSON.stringify(processTree(this.pid))}`);
+    return launcher.pid;
+  }
+
+  /** Resolves once the process this started has exited. */
+  get done(): Promise<unknown> {
+    return this.exited;
+  }
+
   async start(): Promise<void> {
     const port = await freePort();
+    this.port = port;
     this.opsPort = await freePortRun(3);
+    if (this.options.ownRedis) this.redisPort = await freePort();
     this.stateDir = await mkdtemp(join(tmpdir(), 'readme-state-'));
     this.mediaDir = await mkdtemp(join(tmpdir(), 'readme-media-'));
     this.baseUrl = `http://localhost:${port}`;
     this.env = {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
-      REDIS_URL,
+      REDIS_URL: this.options.ownRedis ? `redis://127.0.0.1:${this.redisPort}` : REDIS_URL,
       KEY_PREFIX: this.prefix,
       PORT: String(port),
       PUBLIC_BASE_URL: this.baseUrl,
@@ -64,9 +144,15 @@ export class NpmStartStack {
       LOCAL_STACK_DIR: this.stateDir,
       // The system picks it; the test reads it from what the launcher prints, as a reader would.
       LOCAL_RECEIVER_PORT: '0',
+      ...this.options.env,
     };
+    if (this.options.via === 'npm') this.env.npm_config_update_notifier = 'false';
+    const [command, args] =
+      this.options.via === 'npm'
+        ? ['npm', ['start']]
+        : [process.execPath, [join(ROOT, 'tools/admin/dist/local-stack.js')]];
     // Its own process group, so that whatever it started can be stopped even if it hangs.
-    const child = spawn(process.execPath, [join(ROOT, 'tools/admin/dist/local-stack.js')], {
+    const child = spawn(command, args, {
       cwd: ROOT,
       env: this.env,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -81,7 +167,8 @@ export class NpmStartStack {
         if (child.exitCode !== null) throw new Error(`npm start's launcher exited with ${child.exitCode}`);
         return /^stack ready/m.test(this.stdout) ? true : undefined;
       },
-      45_000,
+      // npm's own start and the set-up step come first.
+      this.options.via === 'npm' ? 90_000 : 45_000,
       'the stack to print "stack ready"',
     ).catch((err) => {
       throw new Error(`${String(err)}\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`);
@@ -100,18 +187,21 @@ export class NpmStartStack {
   async stop(): Promise<void> {
     const child = this.child;
     if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-      // SIGTERM: the launcher stops the services (each drains), its receiver, then itself.
+      // SIGTERM: the launcher stops the services (each drains), its receiver, then itself; npm passes it on.
       child.kill('SIGTERM');
       let timer: NodeJS.Timeout | undefined;
       const stopped = await Promise.race([this.exited.then(() => true), new Promise((r) => (timer = setTimeout(() => r(false), 20_000)))]);
       clearTimeout(timer);
       if (!stopped) process.kill(-child.pid, 'SIGKILL');
     }
-    const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
-    try {
-      await deleteKeysUnder(redis, this.prefix);
-    } finally {
-      redis.disconnect();
+    // With its own Redis, the keys went with it (its data is in the state directory).
+    if (!this.options.ownRedis) {
+      const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+      try {
+        await deleteKeysUnder(redis, this.prefix);
+      } finally {
+        redis.disconnect();
+      }
     }
     await rm(this.stateDir, { recursive: true, force: true });
     await rm(this.mediaDir, { recursive: true, force: true });

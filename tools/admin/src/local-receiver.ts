@@ -1,8 +1,9 @@
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:https';
+import { createServer, get, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import express from 'express';
-import { createExampleReceiver, type CallbackEvent } from '@media/webhooks';
+import { createExampleReceiver, type CallbackEvent, type WebhookSecretLookup } from '@media/webhooks';
+import { AnotherStackRunningError } from './stack-pid-file';
 
 /** One POST to `/webhooks`, as `GET /webhooks` shows it. */
 export interface ReceivedDelivery {
@@ -22,8 +23,13 @@ export interface ReceivedDelivery {
 export interface LocalReceiverOptions {
   /** 0 picks a free port. */
   port: number;
-  /** The workspace signing secret(s) that deliveries must be signed with. */
-  secret: string | string[];
+  /**
+   * The workspace signing secret(s) that deliveries must be signed with, or a lookup asked on every
+   * delivery (so a rotation needs no restart).
+   */
+  secret: string | string[] | WebhookSecretLookup;
+  /** Which `npm start` runs it: answered at `GET /local-stack`, so that a second one can say who holds the port. */
+  owner: { pid: number; root: string };
   tls: { cert: string; key: string };
   /** One line per delivery. */
   log: (line: string) => void;
@@ -34,6 +40,33 @@ export interface LocalReceiver {
   /** The `callback_url` that reaches it: `localhost` is the name its certificate and the URL guard both know. */
   readonly callbackUrl: string;
   close(): Promise<void>;
+}
+
+const IDENTITY_PATH = '/local-stack';
+
+/**
+ * The `npm start` whose receiver answers on 127.0.0.1:`port`, if that is what holds the port. Its
+ * certificate comes from another stack's CA, so it is not checked: nothing is sent but this GET.
+ */
+function whoHolds(port: number): Promise<{ pid: number; root: string } | undefined> {
+  return new Promise((done) => {
+    const req = get({ host: '127.0.0.1', port, path: IDENTITY_PATH, rejectUnauthorized: false, timeout: 2_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body = (body + chunk).slice(0, 4_096)));
+      res.on('end', () => {
+        try {
+          const answer = JSON.parse(body) as { object?: unknown; pid?: unknown; root?: unknown };
+          done(answer.object === 'local_stack' && Number.isInteger(answer.pid) && typeof answer.root === 'string' ? { pid: answer.pid as number, root: answer.root } : undefined);
+        } catch {
+          done(undefined);
+        }
+      });
+      res.on('error', () => done(undefined));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => done(undefined));
+  });
 }
 
 // Enough to look back over a walk-through; a long-running stack must not grow without bound.
@@ -56,7 +89,7 @@ export async function startLocalReceiver(options: LocalReceiverOptions): Promise
       const webhookId = req.get('webhook-id') ?? null;
       const verified = res.statusCode === 200;
       const duplicate = verified && deliveries.some((d) => d.verified && d.webhook_id === webhookId);
-      if (!verified) options.log(`rejected a delivery (${res.statusCode}): its signature did not verify with the demo workspace's secret`);
+      if (res.statusCode === 400) options.log(`rejected a delivery (400): its signature did not verify with the demo workspace's secrets`);
       deliveries.unshift({
         webhook_id: webhookId,
         received_at: new Date().toISOString(),
@@ -80,10 +113,20 @@ export async function startLocalReceiver(options: LocalReceiverOptions): Promise
     const limit = Number(req.query.limit);
     res.json({ object: 'list', data: Number.isInteger(limit) && limit > 0 ? deliveries.slice(0, limit) : deliveries });
   });
+  app.get(IDENTITY_PATH, (_req, res) => {
+    res.json({ object: 'local_stack', pid: options.owner.pid, root: options.owner.root });
+  });
   // A destination that never accepts, to watch the retry ladder and the Callbacks API at work.
   app.post('/fail', (_req, res) => {
     res.status(503).json({ error: 'this local receiver path always answers 503' });
   });
+  // The secrets could not be read (the store is away and none was read before), or the body was too
+  // large: one line rather than Express's stack trace, and a status that has the sender try again.
+  app.use(((err: Error & { status?: number }, _req, res, _next) => {
+    const status = err.status && err.status >= 400 && err.status < 500 ? err.status : 503;
+    options.log(`could not take a delivery (${status}): ${err.message}`);
+    res.status(status).json({ error: err.message });
+  }) as express.ErrorRequestHandler);
 
   const server: Server = createServer({ cert: options.tls.cert, key: options.tls.key }, app);
   const sockets = new Set<Socket>();
@@ -92,8 +135,16 @@ export async function startLocalReceiver(options: LocalReceiverOptions): Promise
     socket.once('close', () => sockets.delete(socket));
   });
   await new Promise<void>((resolve, reject) => {
-    const failed = (err: Error) =>
-      reject(new Error(`the local callback receiver cannot listen on 127.0.0.1:${options.port} (${err.message}); set LOCAL_RECEIVER_PORT`));
+    const failed = (err: NodeJS.ErrnoException) => {
+      const holder = err.code === 'EADDRINUSE' ? whoHolds(options.port) : Promise.resolve(undefined);
+      void holder.then((running) =>
+        reject(
+          running
+            ? new AnotherStackRunningError({ ...running, ports: { receiver: options.port } })
+            : new Error(`the local callback receiver cannot listen on 127.0.0.1:${options.port} (${err.message}); set LOCAL_RECEIVER_PORT, or LOCAL_RECEIVER=off`),
+        ),
+      );
+    };
     server.once('error', failed);
     server.listen(options.port, '127.0.0.1', () => {
       server.off('error', failed);

@@ -11,22 +11,19 @@
  * N jobs, and the totals once the last one has ended, less the idle rate over the same time.
  * `INFO cpu` (used_cpu_user_main_thread + used_cpu_sys_main_thread) and `INFO commandstats`.
  */
-import { spawn } from 'node:child_process';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { TestRedisCluster } from '../test/support/redis-cluster';
-import { freePort } from '../test/support/stack';
 import {
   BenchStack,
   createWorkspace,
   envNumber,
   newPrefix,
-  registerChild,
-  stopChild,
+  privateRedis,
+  privateRedisEnv,
   serviceEnv,
   sleep,
   submitImage,
-  tempDir,
   waitUntil,
   type BenchContext,
 } from './support';
@@ -68,29 +65,8 @@ class MeasuredRedis {
   ) {}
 
   static async single(): Promise<MeasuredRedis> {
-    const port = await freePort();
-    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', tempDir('redis-cost'), '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    registerChild(child);
-    const url = `redis://127.0.0.1:${port}`;
-    await waitUntil(async () => {
-      const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      probe.on('error', () => undefined);
-      try {
-        await probe.connect();
-        return (await probe.ping()) === 'PONG';
-      } catch {
-        return false;
-      } finally {
-        probe.disconnect();
-      }
-    }, 10_000, 'the phase’s redis-server');
-    // The services read Sentinel settings before REDIS_URL: blank them, so this Redis is the one used.
-    return new MeasuredRedis(
-      [port],
-      { REDIS_URL: url, REDIS_SENTINELS: '', REDIS_SENTINEL_NAME: '' },
-      () => new Redis(url, { maxRetriesPerRequest: null }),
-      () => stopChild(child),
-    );
+    const { url, port, stop } = await privateRedis('redis-cost');
+    return new MeasuredRedis([port], privateRedisEnv(url), () => new Redis(url, { maxRetriesPerRequest: null }), stop);
   }
 
   static cluster(cluster: TestRedisCluster): MeasuredRedis {

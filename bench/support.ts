@@ -269,6 +269,39 @@ export class BenchStack {
   }
 }
 
+/**
+ * A redis-server of the bench's own on a free loopback port (no persistence), for figures that read
+ * Redis's own counters and must not see anyone else's commands. Stopped with the run, or by `stop`.
+ */
+export async function privateRedis(label: string): Promise<{ url: string; port: number; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', tempDir(label), '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  registerChild(child);
+  const url = `redis://127.0.0.1:${port}`;
+  await waitUntil(
+    async () => {
+      const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on('error', () => undefined);
+      try {
+        await probe.connect();
+        return (await probe.ping()) === 'PONG';
+      } catch {
+        return false;
+      } finally {
+        probe.disconnect();
+      }
+    },
+    10_000,
+    `the ${label} redis-server`,
+  );
+  return { url, port, stop: () => stopChild(child) };
+}
+
+/** The settings that put the services on such a Redis (Sentinel settings, read first, blanked). */
+export function privateRedisEnv(url: string): Record<string, string> {
+  return { REDIS_URL: url, REDIS_SENTINELS: '', REDIS_SENTINEL_NAME: '' };
+}
+
 /** A workspace on `prefix`, made the way the tests and the admin CLI make one. */
 export async function createWorkspace(redis: Redis, prefix: string, name = 'bench'): Promise<{ workspaceId: string; apiKey: string }> {
   const created = await createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 86_400 }, redis).createWorkspace(name, `owner@${name}.test`);

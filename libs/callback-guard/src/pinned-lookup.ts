@@ -1,3 +1,4 @@
+import type { LookupAddress } from 'node:dns';
 import type { CheckedTarget } from './guard';
 import type { ResolvedAddress } from './resolver';
 
@@ -6,6 +7,12 @@ interface LookupRequest {
   all: boolean;
   order: 'verbatim' | 'ipv4first' | 'ipv6first';
 }
+
+/**
+ * What a lookup calls back with: one address and its family, or (`all`) every address; typed as
+ * Node's `LookupFunction` has it, though a failure, as in `dns.lookup`, calls back with the error alone.
+ */
+export type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /**
  * A `dns.lookup`-compatible function (the shape got's `dnsLookup` option and http.Agent `lookup`
@@ -20,14 +27,14 @@ interface LookupRequest {
  */
 export function pinnedLookup(
   target: CheckedTarget,
-): (hostname: string, options: unknown, callback: (...args: any[]) => void) => void {
+): (hostname: string, options: unknown, callback: LookupCallback) => void {
   const pinnedName = comparableName(target.hostname);
   // Copied so that later changes to `target` cannot alter what this attempt dials.
   const pinned: readonly ResolvedAddress[] = target.addresses.map(({ address, family }) => ({ address, family }));
 
-  return (hostname: string, options: unknown, callback?: (...args: any[]) => void): void => {
+  return (hostname: string, options: unknown, callback?: LookupCallback): void => {
     // Node's own callers also use the two-argument form lookup(hostname, callback).
-    const done = typeof options === 'function' ? (options as (...args: any[]) => void) : callback;
+    const done = typeof options === 'function' ? (options as LookupCallback) : callback;
     if (typeof done !== 'function') throw new TypeError('pinnedLookup: callback must be a function');
     const request = readOptions(typeof options === 'function' ? undefined : options);
 
@@ -35,7 +42,7 @@ export function pinnedLookup(
     // dns.lookup never calls back synchronously, and net relies on that to attach its listeners first.
     process.nextTick(() => {
       if (answer.length === 0) {
-        done(notFound(hostname, target.hostname));
+        (done as (err: NodeJS.ErrnoException) => void)(notFound(hostname, target.hostname));
       } else if (request.all) {
         done(null, answer.map(({ address, family }) => ({ address, family })));
       } else {

@@ -331,10 +331,21 @@ export class ConfigError extends Error {
   }
 }
 
-function redisTarget(value: Record<string, any>): RedisTarget {
+/** The Redis keys of the validated environment: REDIS_URL has a default; the schema requires REDIS_SENTINEL_NAME with REDIS_SENTINELS. */
+interface RedisSettings {
+  REDIS_URL: string;
+  REDIS_SENTINELS?: string;
+  REDIS_SENTINEL_NAME?: string;
+  REDIS_CLUSTER_NODES?: string;
+  REDIS_USERNAME?: string;
+  REDIS_PASSWORD?: string;
+  REDIS_SENTINEL_PASSWORD?: string;
+}
+
+function redisTarget(value: RedisSettings): RedisTarget {
   const nodes = (text: string) => list(text).map((node) => parseNode(node)!);
   const auth: RedisAuth = { username: value.REDIS_USERNAME, password: value.REDIS_PASSWORD, sentinelPassword: value.REDIS_SENTINEL_PASSWORD };
-  if (value.REDIS_SENTINELS) return { kind: 'sentinel', sentinels: nodes(value.REDIS_SENTINELS), name: value.REDIS_SENTINEL_NAME, auth };
+  if (value.REDIS_SENTINELS) return { kind: 'sentinel', sentinels: nodes(value.REDIS_SENTINELS), name: value.REDIS_SENTINEL_NAME!, auth };
   if (value.REDIS_CLUSTER_NODES) return { kind: 'cluster', nodes: nodes(value.REDIS_CLUSTER_NODES), auth };
   return { kind: 'single', url: value.REDIS_URL };
 }

@@ -179,7 +179,7 @@ function parseNode(text: string): { host: string; port: number } | undefined {
 }
 
 /** A model id on either side of `UPSTREAM_MODEL_MAP`: OpenAI's (`gpt-image-1`), or a self-hosted server's (`org/model:tag`). */
-const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:\/@+-]*$/;
+const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/;
 
 /**
  * `pixel-1=gpt-image-1,motion-1=sora-2` → a map; the problems as text when it is not that shape.
@@ -295,7 +295,7 @@ const schema = Joi.object({
   RATE_LIMIT_CREATE_PER_MINUTE: Joi.number().integer().min(1).default(300),
   RATE_LIMIT_READ_PER_MINUTE: Joi.number().integer().min(1).default(1_200),
   MAX_WAITING_JOBS_PER_WORKSPACE: Joi.number().integer().min(1).default(1_000),
-  TRUST_PROXY: Joi.string().pattern(/^(\d+|[0-9A-Fa-f:.\/,\s]+)$/).allow('').default(''),
+  TRUST_PROXY: Joi.string().pattern(/^(\d+|[0-9A-Fa-f:./,\s]+)$/).allow('').default(''),
   FAULT_CRASH_POINTS: Joi.string()
     .custom((value: string, helpers) => {
       const unknown = list(value).filter((p) => !CRASH_POINTS.includes(p as CrashPoint));

@@ -52,16 +52,17 @@ export class Bindings {
 
   /** The command with this run's links and ids; throws on an id no earlier output showed. */
   apply(command: string): string {
-    // Links first, held aside while ids are swapped: their ids are already this run's.
+    // Links first, held aside (as private-use characters, which no command contains) while ids are
+    // swapped: their ids are already this run's.
     const links = [...this.links].sort((a, b) => b[0].length - a[0].length);
     let text = command;
-    links.forEach(([readme], i) => (text = text.split(readme).join(`\u0000${i}\u0000`)));
+    links.forEach(([readme], i) => (text = text.split(readme).join(`\uE000${i}\uE000`)));
     text = text.replace(new RegExp(ID.source, 'g'), (id) => {
       const actual = this.ids.get(id);
       if (actual === undefined) throw new Error(`the command names ${id}, which no earlier output showed`);
       return actual;
     });
-    return text.replace(/\u0000(\d+)\u0000/g, (_, i: string) => links[Number(i)][1]);
+    return text.replace(/\uE000(\d+)\uE000/g, (_, i: string) => links[Number(i)][1]);
   }
 }
 

@@ -40,7 +40,7 @@ function Shell() {
       const here = location + (search ? `?${search}` : '');
       navigate(`/sign-in${here && here !== '/' ? `?next=${encodeURIComponent(here)}` : ''}`, { replace: true });
     }
-  }, [session, location]);
+  }, [session, location, search, navigate]);
 
   if (bootError) return <main class="page"><ErrorBanner error={bootError} /></main>;
   if (session === undefined) return <main class="page"><p class="muted">Loading…</p></main>;

@@ -287,7 +287,7 @@ async function download(link: string, signal: AbortSignal): Promise<Buffer> {
     throw new UpstreamUnavailableError(`the image link on ${url.host} answered ${response.status}`);
   }
   const chunks: Buffer[] = [];
-  await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), capped(MAX_IMAGE_BYTES, 'image'), async function* (source) {
+  await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), capped(MAX_IMAGE_BYTES, 'image'), async (source) => {
     for await (const chunk of source) chunks.push(chunk as Buffer);
   }, { signal });
   return Buffer.concat(chunks);

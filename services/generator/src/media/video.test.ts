@@ -1,4 +1,5 @@
-import childProcess = require('node:child_process');
+// The module object itself (not a namespace copy), so that jest.spyOn reaches the encoder's spawn.
+import childProcess, { type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -149,7 +150,7 @@ describe('VideoEncoder.encode', () => {
     const impatient = new VideoEncoder({ ffmpegPath: defaultFfmpegPath(), timeoutMs: 3000 });
     const outputPath = join(dir, 'timeout', 'slow.mp4');
     await expect(impatient.encode(request({ outputPath, seconds: 60, width: 1280, height: 720 }))).rejects.toThrow(/timed out after 3000 ms/);
-    const child = spawn.mock.results[0]?.value as childProcess.ChildProcess;
+    const child = spawn.mock.results[0]?.value as ChildProcess;
     expect(child.signalCode).toBe('SIGKILL');
     expect(existsSync(outputPath)).toBe(false);
     expect(await readdir(join(dir, 'timeout'))).toEqual([]);
@@ -168,7 +169,7 @@ describe('VideoEncoder.encode', () => {
     const timer = setTimeout(() => controller.abort(), 3000);
     await expect(encoding).rejects.toThrow(/aborted/);
     clearTimeout(timer);
-    const child = spawn.mock.results[0]?.value as childProcess.ChildProcess;
+    const child = spawn.mock.results[0]?.value as ChildProcess;
     expect(child.signalCode).toBe('SIGKILL');
     expect(progress).not.toContain(100);
     expect(existsSync(outputPath)).toBe(false);

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
-import { eventually, redisAnswers } from './stack';
+import { eventually, redisAnswers } from './basics';
 
 /**
  * A real Redis Cluster of the test's own: three primaries (no replicas) on free loopback ports,

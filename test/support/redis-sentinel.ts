@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { eventually, freePort, redisAnswers } from './stack';
+import { eventually, freePort, redisAnswers } from './basics';
 
 /** The name the Sentinels monitor the primary under (`REDIS_SENTINEL_NAME`). */
 export const SENTINEL_NAME = 'media-primary';

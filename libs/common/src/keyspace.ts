@@ -31,3 +31,10 @@ export const bullPrefix = (keyPrefix: string, queue: QueueName): string =>
 
 /** One of BullMQ's own keys of a queue (`wait`, `failed`, `meta`, a job id, …). */
 export const bullKey = (keyPrefix: string, queue: QueueName, suffix: string): string => `${bullPrefix(keyPrefix, queue)}:${queue}:${suffix}`;
+
+/**
+ * Where a queue's scheduled jobs wait (`SchedulePromoter`): one sorted-set entry each, member = the
+ * BullMQ job id the job will get, score = when it is due (Unix ms). Outside BullMQ's own key space,
+ * so no BullMQ job id or internal key can ever collide with it.
+ */
+export const scheduleKey = (keyPrefix: string, queue: QueueName): string => `${storePrefix(keyPrefix)}:schedule:${queue}`;

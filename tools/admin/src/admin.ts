@@ -1,19 +1,10 @@
-import { AccountsError, createAccounts, isRole, type WorkspaceAccounts } from '@media/accounts';
+import { AccountsError, createAccounts, isRole } from '@media/accounts';
 import { createRedis, loadConfig } from '@media/common';
 import { configuredLimits, JobRepository, LIMIT_NAMES, LimitRepository, StoreKeys, WorkspaceRepository, type LimitName } from '@media/storage';
-import type { Redis } from 'ioredis';
-import type { AppConfig } from '@media/common';
 import { retryCallback } from './callback-commands';
+import type { AdminContext } from './context';
 
-/** Everything a command needs, built once from the validated config. */
-export interface AdminContext {
-  config: AppConfig;
-  redis: Redis;
-  workspaces: WorkspaceRepository;
-  jobs: JobRepository;
-  limits: LimitRepository;
-  accounts: WorkspaceAccounts;
-}
+export type { AdminContext } from './context';
 
 export type Command = (ctx: AdminContext, flags: Record<string, string>) => Promise<unknown>;
 

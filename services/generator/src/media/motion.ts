@@ -4,7 +4,6 @@ import { n, svgDocument } from './paint';
 import { planScene, type ScenePlan } from './plan';
 import { SeededRandom } from './random';
 import { buildSceneLayers, type Fragment, type Motion, type SceneLayers } from './scene';
-import type { VideoRequest } from './video';
 import { interpretPrompt } from './vocabulary';
 
 /**
@@ -20,8 +19,21 @@ import { interpretPrompt } from './vocabulary';
 
 export const FPS = 24;
 
-/** What a composition needs of a video request: everything but where the file goes. */
-export type MotionRequest = Omit<VideoRequest, 'outputPath'>;
+/** What a composition needs of a video request (`VideoRequest` in ./video): everything but where the file goes. */
+export interface MotionRequest {
+  /** Scene description; it is only matched against the vocabulary, so the text itself never reaches ffmpeg. */
+  prompt: string;
+  /** Caller-chosen variation seed. */
+  seed: number;
+  /** Exact clip duration in seconds (positive). */
+  seconds: number;
+  /** Frame width in pixels; must be even for yuv420p. */
+  width: number;
+  /** Frame height in pixels; must be even for yuv420p. */
+  height: number;
+  /** Whether to add an AAC audio track. */
+  withAudio: boolean;
+}
 
 /** ffmpeg arguments that produce `[v]` (and `[a]` when audio is asked for). */
 export interface Composition {

@@ -3,22 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { composeVideo, FPS, type Composition } from './motion';
+import { composeVideo, FPS, type Composition, type MotionRequest } from './motion';
 
-/** Parameters of a text-to-video encode. */
-export interface VideoRequest {
-  /** Scene description; it is only matched against the vocabulary, so the text itself never reaches ffmpeg. */
-  prompt: string;
-  /** Caller-chosen variation seed. */
-  seed: number;
-  /** Exact clip duration in seconds (positive). */
-  seconds: number;
-  /** Frame width in pixels; must be even for yuv420p. */
-  width: number;
-  /** Frame height in pixels; must be even for yuv420p. */
-  height: number;
-  /** Whether to add an AAC audio track. */
-  withAudio: boolean;
+/** Parameters of a text-to-video encode: the clip's (see {@link MotionRequest}) and where it goes. */
+export interface VideoRequest extends MotionRequest {
   /** Final location of the MP4; the file only appears there once it is complete. */
   outputPath: string;
 }

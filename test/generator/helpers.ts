@@ -153,7 +153,11 @@ export interface GeneratorStack {
   close(): Promise<void>;
 }
 
-export async function startGeneratorStack(name: string, env: Record<string, string> = {}, options: { blobStore?: BlobStoreKind } = {}): Promise<GeneratorStack> {
+export async function startGeneratorStack(
+  name: string,
+  env: Record<string, string> = {},
+  options: { blobStore?: BlobStoreKind } = {},
+): Promise<GeneratorStack> {
   const stack = await TestStack.start(['api-gateway', 'generator'], env, options);
   const ws = await stack.createWorkspace(name);
   const events = bullQueue(stack, 'job-events');

@@ -111,17 +111,15 @@ describe('README', () => {
           const ran = await bash(prelude + preamble + command, workDir, env);
           const attempt = bindings.clone();
           const problems =
-            ran.code !== 0
-              ? [`exit code ${ran.code}`]
-              : example.expected
-                ? matchOutput(localise(example.expected.body), ran.stdout, attempt)
-                : [];
+            ran.code !== 0 ? [`exit code ${ran.code}`] : example.expected ? matchOutput(localise(example.expected.body), ran.stdout, attempt) : [];
           if (problems.length === 0) {
             bindings.adopt(attempt);
             break;
           }
           if (!repeatable || Date.now() > deadline) {
-            throw new Error(`${where(example)}:\n$ ${command}\n--- printed:\n${ran.stdout}\n--- stderr:\n${ran.stderr}\n--- differences:\n${problems.join('\n')}`);
+            throw new Error(
+              `${where(example)}:\n$ ${command}\n--- printed:\n${ran.stdout}\n--- stderr:\n${ran.stderr}\n--- differences:\n${problems.join('\n')}`,
+            );
           }
           await new Promise((r) => setTimeout(r, 250));
         }

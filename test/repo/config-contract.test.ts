@@ -54,9 +54,7 @@ export function composeEnvironmentNames(text: string): { names: string[]; header
         break;
       }
       if (body.startsWith('<<:')) continue; // merge of an anchor parsed on its own
-      const match = comment
-        ? /^#\s*([A-Z][A-Z0-9_]*)\s*[:=]/.exec(body)
-        : /^(?:-\s*)?["']?([A-Za-z_][A-Za-z0-9_]*)["']?\s*(?::|=|$)/.exec(body);
+      const match = comment ? /^#\s*([A-Z][A-Z0-9_]*)\s*[:=]/.exec(body) : /^(?:-\s*)?["']?([A-Za-z_][A-Za-z0-9_]*)["']?\s*(?::|=|$)/.exec(body);
       if (match) names.push(match[1]);
       else if (!comment) throw new Error(`cannot read environment entry: ${body}`);
     }

@@ -32,15 +32,19 @@ export async function eventually<T>(check: () => Promise<T | undefined> | T | un
 
 /** Waits until a Redis on loopback answers PING (a server the test just started). */
 export async function redisAnswers(target: { port: number } | { url: string }, what: string): Promise<void> {
-  await eventually(async () => {
-    const options = { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null };
-    const probe = 'url' in target ? new Redis(target.url, options) : new Redis(target.port, '127.0.0.1', options);
-    probe.on('error', () => undefined);
-    try {
-      await probe.connect();
-      return (await probe.ping()) === 'PONG' ? true : undefined;
-    } finally {
-      probe.disconnect();
-    }
-  }, 10_000, what);
+  await eventually(
+    async () => {
+      const options = { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null };
+      const probe = 'url' in target ? new Redis(target.url, options) : new Redis(target.port, '127.0.0.1', options);
+      probe.on('error', () => undefined);
+      try {
+        await probe.connect();
+        return (await probe.ping()) === 'PONG' ? true : undefined;
+      } finally {
+        probe.disconnect();
+      }
+    },
+    10_000,
+    what,
+  );
 }

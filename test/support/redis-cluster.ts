@@ -62,9 +62,22 @@ export class TestRedisCluster {
       const child = spawn(
         'redis-server',
         [
-          '--port', String(port), '--bind', '127.0.0.1', '--dir', dir,
-          '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '3000',
-          '--appendonly', 'no', '--save', '',
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--dir',
+          dir,
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          'nodes.conf',
+          '--cluster-node-timeout',
+          '3000',
+          '--appendonly',
+          'no',
+          '--save',
+          '',
         ],
         { stdio: 'ignore' },
       );
@@ -81,10 +94,14 @@ export class TestRedisCluster {
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}${create.stderr}`);
     const nodes = this.nodeClients();
     try {
-      await eventually(async () => {
-        const infos = await Promise.all(nodes.map((node) => node.cluster('INFO') as Promise<string>));
-        return infos.every((info) => /cluster_state:ok/.test(info) && /cluster_known_nodes:3/.test(info)) ? true : undefined;
-      }, 20_000, 'cluster_state:ok on every node');
+      await eventually(
+        async () => {
+          const infos = await Promise.all(nodes.map((node) => node.cluster('INFO') as Promise<string>));
+          return infos.every((info) => /cluster_state:ok/.test(info) && /cluster_known_nodes:3/.test(info)) ? true : undefined;
+        },
+        20_000,
+        'cluster_state:ok on every node',
+      );
     } finally {
       nodes.forEach((node) => node.disconnect());
     }

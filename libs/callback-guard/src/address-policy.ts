@@ -27,10 +27,7 @@ export function parseAllowedCidrs(cidrs: readonly string[]): Cidr[] {
     try {
       return ipaddr.parseCIDR(cidr);
     } catch {
-      throw new Error(
-        `callback URL policy: allowedCidrs entry ${JSON.stringify(cidr)} is not a valid CIDR ` +
-          '(expected e.g. "127.0.0.0/8" or "::1/128")',
-      );
+      throw new Error(`callback URL policy: allowedCidrs entry ${JSON.stringify(cidr)} is not a valid CIDR ` + '(expected e.g. "127.0.0.0/8" or "::1/128")');
     }
   });
 }

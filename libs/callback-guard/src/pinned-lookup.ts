@@ -25,9 +25,7 @@ export type LookupCallback = (err: NodeJS.ErrnoException | null, address: string
  *
  * @param target - the result of {@link CallbackUrlGuard.check} for this attempt
  */
-export function pinnedLookup(
-  target: CheckedTarget,
-): (hostname: string, options: unknown, callback: LookupCallback) => void {
+export function pinnedLookup(target: CheckedTarget): (hostname: string, options: unknown, callback: LookupCallback) => void {
   const pinnedName = comparableName(target.hostname);
   // Copied so that later changes to `target` cannot alter what this attempt dials.
   const pinned: readonly ResolvedAddress[] = target.addresses.map(({ address, family }) => ({ address, family }));
@@ -44,7 +42,10 @@ export function pinnedLookup(
       if (answer.length === 0) {
         (done as (err: NodeJS.ErrnoException) => void)(notFound(hostname, target.hostname));
       } else if (request.all) {
-        done(null, answer.map(({ address, family }) => ({ address, family })));
+        done(
+          null,
+          answer.map(({ address, family }) => ({ address, family })),
+        );
       } else {
         done(null, answer[0]!.address, answer[0]!.family);
       }
@@ -81,9 +82,7 @@ function comparableName(hostname: string): string {
 
 function notFound(hostname: string, pinnedTo: string): NodeJS.ErrnoException {
   // Shaped like a getaddrinfo failure so HTTP clients and error classifiers treat it as a DNS error.
-  const error: NodeJS.ErrnoException = new Error(
-    `getaddrinfo ENOTFOUND ${hostname} (lookup is pinned to the checked addresses of ${pinnedTo})`,
-  );
+  const error: NodeJS.ErrnoException = new Error(`getaddrinfo ENOTFOUND ${hostname} (lookup is pinned to the checked addresses of ${pinnedTo})`);
   error.code = 'ENOTFOUND';
   error.syscall = 'getaddrinfo';
   (error as NodeJS.ErrnoException & { hostname: string }).hostname = hostname;

@@ -102,8 +102,7 @@ export interface AppConfig {
  * them (`AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, a profile, or a workload role).
  */
 export type BlobStoreSettings =
-  | { kind: 'fs'; dir: string }
-  | { kind: 's3'; bucket: string; region: string | undefined; endpoint: string | undefined; forcePathStyle: boolean };
+  { kind: 'fs'; dir: string } | { kind: 's3'; bucket: string; region: string | undefined; endpoint: string | undefined; forcePathStyle: boolean };
 
 /**
  * The generator backend. `openai-compatible` forwards each job to a server speaking OpenAI's Images
@@ -165,7 +164,10 @@ export function parseDurationList(text: string): number[] {
 }
 
 const list = (text: string): string[] =>
-  text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
 
 const csv = Joi.string().allow('').default('');
 
@@ -204,7 +206,9 @@ const nodeList = Joi.string().custom((value: string, helpers) => {
 });
 
 const schema = Joi.object({
-  REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
+  REDIS_URL: Joi.string()
+    .uri({ scheme: ['redis', 'rediss'] })
+    .default('redis://127.0.0.1:6379'),
   REDIS_CLUSTER_NODES: nodeList,
   REDIS_SENTINELS: nodeList,
   REDIS_SENTINEL_NAME: Joi.string()
@@ -222,8 +226,12 @@ const schema = Joi.object({
     .message('{{#label}} may hold letters, digits, _ . - and one hash tag (a name in curly braces)')
     .default('media'),
   PORT: Joi.number().port().default(8080),
-  PUBLIC_BASE_URL: Joi.string().uri({ scheme: ['http', 'https'] }).default('http://localhost:8080'),
-  DOCS_URL: Joi.string().uri({ scheme: ['http', 'https'] }).default('https://docs.example.com'),
+  PUBLIC_BASE_URL: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .default('http://localhost:8080'),
+  DOCS_URL: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .default('https://docs.example.com'),
   LINK_TTL_SECONDS: Joi.number().integer().min(60).default(86_400),
   LINK_SIGNING_SECRET: Joi.string().min(32),
   MEDIA_DIR: Joi.string().default('var/media'),
@@ -258,8 +266,14 @@ const schema = Joi.object({
   // No floor beyond a second: tests and soak runs use seconds. Links never outlive their media (they
   // are cut at `expires_at`), so a period shorter than LINK_TTL_SECONDS plus the callback ladder
   // gives callbacks links shorter than the spec's 24 hours; the README says so.
-  MEDIA_RETENTION_SECONDS: Joi.number().integer().min(1).default(7 * 86_400),
-  CALLBACK_RETENTION_SECONDS: Joi.number().integer().min(1).default(7 * 86_400),
+  MEDIA_RETENTION_SECONDS: Joi.number()
+    .integer()
+    .min(1)
+    .default(7 * 86_400),
+  CALLBACK_RETENTION_SECONDS: Joi.number()
+    .integer()
+    .min(1)
+    .default(7 * 86_400),
   RETENTION_SWEEP_INTERVAL_SECONDS: Joi.number().integer().min(1).max(86_400).default(60),
   WEBHOOK_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(15_000),
   WEBHOOK_RETRY_SCHEDULE: Joi.string()
@@ -286,16 +300,28 @@ const schema = Joi.object({
   JOB_LOCK_MS: Joi.number().integer().min(1_000).default(10_000),
   SYNC_IMAGE_TIMEOUT_MS: Joi.number().integer().min(1_000).default(120_000),
   MODERATION_BLOCKLIST: csv,
-  MAX_UPLOAD_BYTES: Joi.number().integer().min(1_024).default(20 * 1024 * 1024),
-  MAX_UPLOAD_TOTAL_BYTES: Joi.number().integer().min(1_024).default(64 * 1024 * 1024),
-  MAX_JSON_BYTES: Joi.number().integer().min(1_024).default(32 * 1024 * 1024),
+  MAX_UPLOAD_BYTES: Joi.number()
+    .integer()
+    .min(1_024)
+    .default(20 * 1024 * 1024),
+  MAX_UPLOAD_TOTAL_BYTES: Joi.number()
+    .integer()
+    .min(1_024)
+    .default(64 * 1024 * 1024),
+  MAX_JSON_BYTES: Joi.number()
+    .integer()
+    .min(1_024)
+    .default(32 * 1024 * 1024),
   IDEMPOTENCY_TTL_SECONDS: Joi.number().integer().min(60).default(86_400),
   SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(1_000).default(30_000),
   FFMPEG_PATH: Joi.string(),
   RATE_LIMIT_CREATE_PER_MINUTE: Joi.number().integer().min(1).default(300),
   RATE_LIMIT_READ_PER_MINUTE: Joi.number().integer().min(1).default(1_200),
   MAX_WAITING_JOBS_PER_WORKSPACE: Joi.number().integer().min(1).default(1_000),
-  TRUST_PROXY: Joi.string().pattern(/^(\d+|[0-9A-Fa-f:./,\s]+)$/).allow('').default(''),
+  TRUST_PROXY: Joi.string()
+    .pattern(/^(\d+|[0-9A-Fa-f:./,\s]+)$/)
+    .allow('')
+    .default(''),
   FAULT_CRASH_POINTS: Joi.string()
     .custom((value: string, helpers) => {
       const unknown = list(value).filter((p) => !CRASH_POINTS.includes(p as CrashPoint));
@@ -308,7 +334,9 @@ const schema = Joi.object({
   WORKER_LIVENESS_BOUND_MS: Joi.number().integer().min(1_000).default(120_000),
   LOCAL_STACK_DIR: Joi.string().default('var'),
   LOCAL_RECEIVER_PORT: Joi.number().port().default(9443),
-  OPERATOR_USERNAME: Joi.string().pattern(/^[^:]+$/).default('operator'),
+  OPERATOR_USERNAME: Joi.string()
+    .pattern(/^[^:]+$/)
+    .default('operator'),
   // Long enough that Basic auth over the ops port is not guessable in practice.
   OPERATOR_PASSWORD: Joi.string().min(16),
 })
@@ -318,7 +346,9 @@ const schema = Joi.object({
   // WAIT counts one connection's writes on one node; a Cluster client spreads a job's writes over
   // connections it picks itself, so there is nothing there for WAIT to count yet.
   .custom((value: Record<string, unknown>, helpers) =>
-    value.REDIS_CLUSTER_NODES && Number(value.REDIS_WAIT_REPLICAS) > 0 ? helpers.message({ custom: 'REDIS_WAIT_REPLICAS is not supported with REDIS_CLUSTER_NODES' }) : value,
+    value.REDIS_CLUSTER_NODES && Number(value.REDIS_WAIT_REPLICAS) > 0
+      ? helpers.message({ custom: 'REDIS_WAIT_REPLICAS is not supported with REDIS_CLUSTER_NODES' })
+      : value,
   );
 
 /** Names of the settings, for the README and for docker-compose/k8s checks. */

@@ -196,8 +196,7 @@ export class WebhookSender {
         const code = codeOf(error);
         // The answer is its status line: a body that then stalls or breaks does not undo a 2xx
         // received in time (spec 3: "any 2xx response within 15 s").
-        const transportError =
-          error === undefined || status !== null ? null : code === UNCHECKED_ADDRESS ? 'blocked_address' : classifyTransportError(error);
+        const transportError = error === undefined || status !== null ? null : code === UNCHECKED_ADDRESS ? 'blocked_address' : classifyTransportError(error);
         resolve({
           staleSocket: reused && status === null && code !== undefined && STALE_SOCKET_CODES.has(code),
           exchange: {

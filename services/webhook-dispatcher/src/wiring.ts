@@ -3,7 +3,16 @@ import type { Redis } from 'ioredis';
 import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
 import { FaultInjector, JobQueue, type AppConfig, type CallbackMetrics, type Logger } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
-import { CallbackRepository, DestinationGate, destinationLimits, JobRepository, loadLinkSigningKey, StoreKeys, TestCallbackRepository, WorkspaceRepository } from '@media/storage';
+import {
+  CallbackRepository,
+  DestinationGate,
+  destinationLimits,
+  JobRepository,
+  loadLinkSigningKey,
+  StoreKeys,
+  TestCallbackRepository,
+  WorkspaceRepository,
+} from '@media/storage';
 import { CallbackService } from './callback-service';
 import { TestCallbackService } from './test-callback-service';
 import { WebhookSender } from './webhook-sender';
@@ -31,12 +40,7 @@ export interface WiringOverrides {
  * Builds the callback service from the validated config, in one place for the dispatcher's main and
  * its tests. Other processes never build it: they queue attempts through `@media/callbacks`.
  */
-export async function createCallbackService(
-  config: AppConfig,
-  redis: Redis,
-  logger: Logger,
-  overrides: WiringOverrides = {},
-): Promise<CallbackServiceHandle> {
+export async function createCallbackService(config: AppConfig, redis: Redis, logger: Logger, overrides: WiringOverrides = {}): Promise<CallbackServiceHandle> {
   const keys = new StoreKeys(config.keyPrefix);
   const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret), config.publicBaseUrl, config.linkTtlSeconds);
   const extraCaPem = config.callbackCaFile ? await readFile(config.callbackCaFile, 'utf8') : undefined;

@@ -74,7 +74,10 @@ const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  */
 export function matchString(expected: string, actual: string, bindings: Bindings): boolean {
   const token = new RegExp(
-    [ID, ISO_TIME, SIGNATURE_PARAM, EXPIRES_PARAM, LONG_NUMBER].map((r) => r.source).concat(escape(ELLIPSIS)).join('|'),
+    [ID, ISO_TIME, SIGNATURE_PARAM, EXPIRES_PARAM, LONG_NUMBER]
+      .map((r) => r.source)
+      .concat(escape(ELLIPSIS))
+      .join('|'),
     'g',
   );
   const unbound: string[] = [];
@@ -136,7 +139,8 @@ export function matchJson(expected: unknown, actual: unknown, bindings: Bindings
     const problems: string[] = [];
     const missing = keys.filter((k) => !(k in got));
     const extra = abridged ? [] : Object.keys(got).filter((k) => !(k in shown));
-    if (missing.length > 0 || extra.length > 0) problems.push(`${path}: keys differ (missing ${missing.join(', ') || '-'}; not shown ${extra.join(', ') || '-'})`);
+    if (missing.length > 0 || extra.length > 0)
+      problems.push(`${path}: keys differ (missing ${missing.join(', ') || '-'}; not shown ${extra.join(', ') || '-'})`);
     for (const k of keys) if (k in got) problems.push(...matchJson(shown[k], got[k], bindings, `${path}.${k}`, k));
     return problems;
   }
@@ -215,7 +219,10 @@ export function httpResponses(text: string): HttpResponse[] {
 export function matchLines(expected: string, actual: string, bindings: Bindings): string[] {
   const printed = actual.split('\n').map((l) => l.replace(/\s+$/, ''));
   let at = 0;
-  for (const line of expected.split('\n').map((l) => l.replace(/\s+$/, '')).filter((l) => l !== '')) {
+  for (const line of expected
+    .split('\n')
+    .map((l) => l.replace(/\s+$/, ''))
+    .filter((l) => l !== '')) {
     const found = printed.findIndex((p, i) => i >= at && matchString(line, p, bindings));
     if (found < 0) return [`line not printed (in this order): ${line}`];
     at = found + 1;

@@ -124,7 +124,12 @@ async function waitUntilReady(urls: string[], isStopping: () => boolean): Promis
   let pending = urls;
   while (pending.length > 0 && Date.now() < deadline && !isStopping()) {
     const answers = await Promise.all(
-      pending.map((url) => fetch(url, { signal: AbortSignal.timeout(1_000) }).then((r) => r.ok, () => false)),
+      pending.map((url) =>
+        fetch(url, { signal: AbortSignal.timeout(1_000) }).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      ),
     );
     pending = pending.filter((_, i) => !answers[i]);
     if (pending.length > 0) await new Promise((r) => setTimeout(r, 200));

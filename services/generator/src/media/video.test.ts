@@ -43,7 +43,16 @@ let dir: string;
 const encoder = new VideoEncoder({ ffmpegPath: defaultFfmpegPath(), timeoutMs: 60_000 });
 
 function request(overrides: Partial<VideoRequest> = {}): VideoRequest {
-  return { prompt: 'a fox running through snow', seed: 9, seconds: 1, width: 320, height: 240, withAudio: false, outputPath: join(dir, 'out.mp4'), ...overrides };
+  return {
+    prompt: 'a fox running through snow',
+    seed: 9,
+    seconds: 1,
+    width: 320,
+    height: 240,
+    withAudio: false,
+    outputPath: join(dir, 'out.mp4'),
+    ...overrides,
+  };
 }
 
 beforeAll(async () => {
@@ -161,10 +170,14 @@ describe('VideoEncoder.encode', () => {
     const controller = new AbortController();
     const outputPath = join(dir, 'abort', 'aborted.mp4');
     const progress: number[] = [];
-    const encoding = encoder.encode(request({ outputPath, seconds: 60, width: 1280, height: 720 }), (p) => {
-      progress.push(p);
-      controller.abort();
-    }, controller.signal);
+    const encoding = encoder.encode(
+      request({ outputPath, seconds: 60, width: 1280, height: 720 }),
+      (p) => {
+        progress.push(p);
+        controller.abort();
+      },
+      controller.signal,
+    );
     // Also abort on a timer in case ffmpeg has not reported progress yet (it reports every half second).
     const timer = setTimeout(() => controller.abort(), 3000);
     await expect(encoding).rejects.toThrow(/aborted/);

@@ -32,7 +32,10 @@ function validate(req: VideoRequest): void {
   if (!Number.isFinite(req.seconds) || req.seconds <= 0) {
     throw new Error(`seconds must be a positive number, got ${String(req.seconds)}`);
   }
-  for (const [name, value] of [['width', req.width], ['height', req.height]] as const) {
+  for (const [name, value] of [
+    ['width', req.width],
+    ['height', req.height],
+  ] as const) {
     if (!Number.isInteger(value) || value < 2 || value > MAX_DIMENSION || value % 2 !== 0) {
       throw new Error(`${name} must be an even integer between 2 and ${MAX_DIMENSION}, got ${String(value)}`);
     }
@@ -44,22 +47,37 @@ function validate(req: VideoRequest): void {
 
 function buildArgs(req: VideoRequest, composition: Composition, target: string, timeLimitSeconds: number): string[] {
   const args = [
-    '-hide_banner', '-nostdin', '-nostats', '-loglevel', 'error', '-y',
+    '-hide_banner',
+    '-nostdin',
+    '-nostats',
+    '-loglevel',
+    'error',
+    '-y',
     // A generator killed with SIGKILL cannot take ffmpeg down with it; this caps the orphan's life.
-    '-timelimit', String(timeLimitSeconds),
+    '-timelimit',
+    String(timeLimitSeconds),
     ...composition.inputArgs,
-    '-filter_complex', composition.filterGraph,
-    '-map', '[v]',
+    '-filter_complex',
+    composition.filterGraph,
+    '-map',
+    '[v]',
   ];
   if (composition.hasAudio) args.push('-map', '[a]', '-c:a', 'aac', '-b:a', '96k', '-ac', '2');
   args.push(
-    ...X264, '-r', String(FPS),
-    '-t', String(req.seconds),
-    '-map_metadata', '-1',
-    '-movflags', '+faststart',
-    '-progress', 'pipe:1',
+    ...X264,
+    '-r',
+    String(FPS),
+    '-t',
+    String(req.seconds),
+    '-map_metadata',
+    '-1',
+    '-movflags',
+    '+faststart',
+    '-progress',
+    'pipe:1',
     // The temp name has no .mp4 extension, so the muxer must be named explicitly.
-    '-f', 'mp4',
+    '-f',
+    'mp4',
     target,
   );
   return args;

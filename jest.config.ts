@@ -2,9 +2,33 @@ import type { Config } from 'jest';
 
 // got and its helpers ship as ES modules only; Jest (CommonJS) loads them through the transform.
 const esmPackages = [
-  'got', '@sindresorhus', '@szmarczak', 'cacheable-lookup', 'cacheable-request', 'decompress-response',
-  'form-data-encoder', 'lowercase-keys', 'mimic-response', 'normalize-url', 'p-cancelable', 'responselike',
-  'type-fest', 'byte-counter', 'chunk-data', 'keyv', '@keyv', 'char-regex', 'uint8array-extras', 'is-stream', 'get-stream', 'http-cache-semantics', 'mimic-function', '@sec-ant', 'escape-string-regexp', 'tagged-tag', 'chunk-data',
+  'got',
+  '@sindresorhus',
+  '@szmarczak',
+  'cacheable-lookup',
+  'cacheable-request',
+  'decompress-response',
+  'form-data-encoder',
+  'lowercase-keys',
+  'mimic-response',
+  'normalize-url',
+  'p-cancelable',
+  'responselike',
+  'type-fest',
+  'byte-counter',
+  'chunk-data',
+  'keyv',
+  '@keyv',
+  'char-regex',
+  'uint8array-extras',
+  'is-stream',
+  'get-stream',
+  'http-cache-semantics',
+  'mimic-function',
+  '@sec-ant',
+  'escape-string-regexp',
+  'tagged-tag',
+  'chunk-data',
 ];
 
 const config: Config = {

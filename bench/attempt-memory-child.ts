@@ -9,7 +9,13 @@ import { serveHelper } from './ipc';
 
 let sender: WebhookSender | undefined;
 const guard = new CallbackUrlGuard({ allowHttp: false, allowedCidrs: ['127.0.0.0/8'] }, async () => [{ address: '127.0.0.1', family: 4 as const }]);
-const body = Buffer.from(JSON.stringify({ type: 'image.completed', timestamp: new Date().toISOString(), data: { id: 'req_x', object: 'image.generation', data: [{ url: 'https://example.test/x' }] } }));
+const body = Buffer.from(
+  JSON.stringify({
+    type: 'image.completed',
+    timestamp: new Date().toISOString(),
+    data: { id: 'req_x', object: 'image.generation', data: [{ url: 'https://example.test/x' }] },
+  }),
+);
 
 serveHelper({
   ping: () => 'pong',

@@ -8,7 +8,19 @@
  */
 import { StoreKeys } from '@media/storage';
 import { TestReceiver } from '../test/dispatcher/support/receiver';
-import { BenchStack, createWorkspace, dropPrefix, envNumber, newPrefix, percentile, serviceEnv, sleep, submitImage, waitUntil, type BenchContext } from './support';
+import {
+  BenchStack,
+  createWorkspace,
+  dropPrefix,
+  envNumber,
+  newPrefix,
+  percentile,
+  serviceEnv,
+  sleep,
+  submitImage,
+  waitUntil,
+  type BenchContext,
+} from './support';
 
 export interface DeliveryIsolationRun {
   label: string;
@@ -28,7 +40,11 @@ export interface DeliveryIsolationResult {
 }
 
 const SHIPPED: Record<string, string> = {};
-const BEFORE: Record<string, string> = { DISPATCHER_CONCURRENCY: '50', CALLBACK_DESTINATION_MAX_IN_FLIGHT: '10000', CALLBACK_DESTINATION_SLOW_MAX_IN_FLIGHT: '10000' };
+const BEFORE: Record<string, string> = {
+  DISPATCHER_CONCURRENCY: '50',
+  CALLBACK_DESTINATION_MAX_IN_FLIGHT: '10000',
+  CALLBACK_DESTINATION_SLOW_MAX_IN_FLIGHT: '10000',
+};
 
 export async function benchDeliveryIsolation(ctx: BenchContext): Promise<DeliveryIsolationResult> {
   const DARK = envNumber('BENCH_ISOLATION_DARK', 200);
@@ -67,11 +83,19 @@ async function oneRun(ctx: BenchContext, label: string, settings: Record<string,
       ids.push(submitImage(stack.baseUrl, wsB.apiKey, bodyFor(receiver.url('/hook'))));
     }
     const mine = new Set(await Promise.all(ids));
-    await waitUntil(async () => {
-      stack.assertAlive();
-      return (await receiver.uniqueCount()) >= b;
-    }, 240_000, `B's ${b} callbacks (${label})`, 50);
-    return (await receiver.arrivals()).filter((a) => mine.has(a.jobId)).map((a) => a.receivedMs - a.eventMs).sort((x, y) => x - y);
+    await waitUntil(
+      async () => {
+        stack.assertAlive();
+        return (await receiver.uniqueCount()) >= b;
+      },
+      240_000,
+      `B's ${b} callbacks (${label})`,
+      50,
+    );
+    return (await receiver.arrivals())
+      .filter((a) => mine.has(a.jobId))
+      .map((a) => a.receivedMs - a.eventMs)
+      .sort((x, y) => x - y);
   };
 
   try {
@@ -83,7 +107,12 @@ async function oneRun(ctx: BenchContext, label: string, settings: Record<string,
     }
     // A's first attempts hang: as many as the dispatcher lets in flight.
     await waitUntil(() => darkReceiver.inFlight >= Math.min(dark, 10), 60_000, `A's attempts to hang (${label})`, 50);
-    await waitUntil(async () => (await redis.scard(new StoreKeys(prefix).workspaceUnfinished(wsA.workspaceId))) === 0, 60_000, `A's jobs to be made (${label})`, 50);
+    await waitUntil(
+      async () => (await redis.scard(new StoreKeys(prefix).workspaceUnfinished(wsA.workspaceId))) === 0,
+      60_000,
+      `A's jobs to be made (${label})`,
+      50,
+    );
     const darkInFlight = darkReceiver.inFlight;
     const during = await runB();
     return {

@@ -19,16 +19,7 @@ import { Queue } from 'bullmq';
 import { bullPrefix, jobIds } from '@media/common';
 import type { ImageJob } from '@media/domain';
 import { JobRepository, StoreKeys } from '@media/storage';
-import {
-  BenchStack,
-  createWorkspace,
-  dropPrefix,
-  envNumber,
-  newPrefix,
-  serviceEnv,
-  waitUntil,
-  type BenchContext,
-} from './support';
+import { BenchStack, createWorkspace, dropPrefix, envNumber, newPrefix, serviceEnv, waitUntil, type BenchContext } from './support';
 import type { ReceiverStats } from './ipc';
 
 export interface ThroughputRun {
@@ -79,9 +70,27 @@ export async function benchDispatcher(ctx: BenchContext): Promise<DispatcherResu
         const id = `req_bench${String(seq++).padStart(6, '0')}`;
         const now = Date.now();
         const job: ImageJob = {
-          id, workspace_id: workspaceId, kind: 'image', operation: 'generation', model: 'pixel-1', prompt: 'a lighthouse at dusk', seed: 1,
-          status: 'completed', created_ms: now - 1_000, finished_ms: now, cost: 0.005, error: null, callback_url: url, request_id: id,
-          n: 1, size: '256x256', output_format: 'png', response_format: 'url', inputs: [], mask: null, outputs: [`${workspaceId}/${id}/0.png`],
+          id,
+          workspace_id: workspaceId,
+          kind: 'image',
+          operation: 'generation',
+          model: 'pixel-1',
+          prompt: 'a lighthouse at dusk',
+          seed: 1,
+          status: 'completed',
+          created_ms: now - 1_000,
+          finished_ms: now,
+          cost: 0.005,
+          error: null,
+          callback_url: url,
+          request_id: id,
+          n: 1,
+          size: '256x256',
+          output_format: 'png',
+          response_format: 'url',
+          inputs: [],
+          mask: null,
+          outputs: [`${workspaceId}/${id}/0.png`],
         };
         batch.push(jobs.create(job));
         out.push({ name: 'job-finished', data: { jobId: id }, opts: { jobId: jobIds.jobFinished(id) } });

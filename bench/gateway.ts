@@ -9,16 +9,7 @@
  */
 import autocannon from 'autocannon';
 import { StoreKeys } from '@media/storage';
-import {
-  BenchStack,
-  createWorkspace,
-  dropPrefix,
-  envNumber,
-  HelperProcess,
-  newPrefix,
-  serviceEnv,
-  type BenchContext,
-} from './support';
+import { BenchStack, createWorkspace, dropPrefix, envNumber, HelperProcess, newPrefix, serviceEnv, type BenchContext } from './support';
 
 export interface LoadRun {
   requestsPerSecond: number;
@@ -102,7 +93,10 @@ export async function benchGateway(ctx: BenchContext): Promise<GatewayResult> {
     const jobsStored = await redis.zcard(new StoreKeys(prefix).workspaceImages(workspaceId));
 
     const invalid: string[] = [];
-    for (const [name, run] of [['gateway', gateway], ['bare Express', bareExpress]] as const) {
+    for (const [name, run] of [
+      ['gateway', gateway],
+      ['bare Express', bareExpress],
+    ] as const) {
       const other = Object.entries(run.statusCodes).filter(([code]) => code !== '202');
       if (run.non2xx > 0 || other.length > 0) invalid.push(`${name}: ${run.non2xx} non-2xx answers (${other.map(([c, n]) => `${n}× ${c}`).join(', ')})`);
       if (run.errors > 0) invalid.push(`${name}: ${run.errors} connection errors (${run.timeouts} timeouts)`);

@@ -39,7 +39,10 @@ export interface LatencyResult {
 }
 
 export async function benchLatency(ctx: BenchContext): Promise<LatencyResult> {
-  const RATES = (process.env.BENCH_LATENCY_RATES ?? '20,10').split(',').map((r) => Number(r.trim())).filter((r) => r > 0);
+  const RATES = (process.env.BENCH_LATENCY_RATES ?? '20,10')
+    .split(',')
+    .map((r) => Number(r.trim()))
+    .filter((r) => r > 0);
   const SECONDS = envNumber('BENCH_LATENCY_SECONDS', 15);
   const GENERATOR_CONCURRENCY = envNumber('GENERATOR_CONCURRENCY', 2);
   const DISPATCHER_CONCURRENCY = envNumber('DISPATCHER_CONCURRENCY', 50);

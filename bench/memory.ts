@@ -10,18 +10,7 @@
 import type { Redis } from 'ioredis';
 import { bullKey, scheduleKey, type QueueName } from '@media/common';
 import { StoreKeys } from '@media/storage';
-import {
-  BenchStack,
-  createWorkspace,
-  dropPrefix,
-  envNumber,
-  newPrefix,
-  serviceEnv,
-  sleep,
-  submitImage,
-  waitUntil,
-  type BenchContext,
-} from './support';
+import { BenchStack, createWorkspace, dropPrefix, envNumber, newPrefix, serviceEnv, sleep, submitImage, waitUntil, type BenchContext } from './support';
 
 /**
  * What a kind of key belongs to: the job itself (record and indexes, needed with or without a
@@ -66,14 +55,34 @@ export interface MemoryResult {
 
 /** BullMQ's per-queue structures (anything else under `bull:<queue>:` is one job's hash or its sub-keys). */
 const BULL_STRUCTURES = new Set([
-  'wait', 'paused', 'active', 'delayed', 'prioritized', 'completed', 'failed', 'stalled', 'stalled-check', 'events', 'meta', 'id',
-  'marker', 'limiter', 'pc', 'repeat', 'metrics', 'waiting-children', 'de',
+  'wait',
+  'paused',
+  'active',
+  'delayed',
+  'prioritized',
+  'completed',
+  'failed',
+  'stalled',
+  'stalled-check',
+  'events',
+  'meta',
+  'id',
+  'marker',
+  'limiter',
+  'pc',
+  'repeat',
+  'metrics',
+  'waiting-children',
+  'de',
 ]);
 
 /** The kind of one key, from its name under the prefix. */
 export function classify(prefix: string, key: string): { kind: string; group: KeyGroup } {
   // The hash tags of the layout (`{store}`, `{<queue>}`: keyspace.ts) say nothing about the kind.
-  const parts = key.slice(prefix.length + 1).split(':').filter((part) => !/^\{.*\}$/.test(part));
+  const parts = key
+    .slice(prefix.length + 1)
+    .split(':')
+    .filter((part) => !/^\{.*\}$/.test(part));
   if (parts[0] === 'bull') {
     const queue = parts[1] ?? '?';
     const tail = parts.slice(2);

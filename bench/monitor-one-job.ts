@@ -4,7 +4,19 @@
 // MONITOR, and prints every command with its key shape, grouped and counted.
 import { Redis } from 'ioredis';
 import { makeTestPki } from '../test/dispatcher/support/pki';
-import { BenchStack, cleanupAll, createWorkspace, newPrefix, privateRedis, privateRedisEnv, ReceiverClient, serviceEnv, sleep, submitImage, waitUntil } from './support';
+import {
+  BenchStack,
+  cleanupAll,
+  createWorkspace,
+  newPrefix,
+  privateRedis,
+  privateRedisEnv,
+  ReceiverClient,
+  serviceEnv,
+  sleep,
+  submitImage,
+  waitUntil,
+} from './support';
 
 async function main(): Promise<void> {
   const { url } = await privateRedis('monitor');
@@ -51,4 +63,7 @@ async function main(): Promise<void> {
   }
 }
 
-void main().then(() => process.exit(0), (err) => (console.error(err), process.exit(1)));
+void main().then(
+  () => process.exit(0),
+  (err) => (console.error(err), process.exit(1)),
+);

@@ -112,7 +112,14 @@ function tableRows(r: Results): Row[] {
     });
     if (ours.perNode) {
       const busiest = Math.max(...ours.perNode.map((n) => n.share));
-      rows.push({ figure: '  busiest node, share of Redis CPU', ours: `${fmt(busiest * 100)} %`, peer: '–', ratio: '–', goal: '≤ 50 %', met: yesNo(busiest <= 0.5) });
+      rows.push({
+        figure: '  busiest node, share of Redis CPU',
+        ours: `${fmt(busiest * 100)} %`,
+        peer: '–',
+        ratio: '–',
+        goal: '≤ 50 %',
+        met: yesNo(busiest <= 0.5),
+      });
     }
   }
   if (r.dispatcher) {
@@ -152,8 +159,22 @@ function tableRows(r: Results): Row[] {
     for (const run of r.latency.runs) {
       const label = `Job end → first byte, whole stack, ${run.ratePerSecond} jobs/s`;
       const complete = run.delivered === run.jobs;
-      rows.push({ figure: `${label}, p50`, ours: `${fmt(run.p50Ms)} ms`, peer: '–', ratio: '–', goal: `≤ ${GOALS.latencyP50Ms} ms`, met: complete ? yesNo(run.p50Ms <= GOALS.latencyP50Ms) : 'INCOMPLETE' });
-      rows.push({ figure: `${label}, p99`, ours: `${fmt(run.p99Ms)} ms`, peer: '–', ratio: '–', goal: `≤ ${GOALS.latencyP99Ms} ms`, met: complete ? yesNo(run.p99Ms <= GOALS.latencyP99Ms) : 'INCOMPLETE' });
+      rows.push({
+        figure: `${label}, p50`,
+        ours: `${fmt(run.p50Ms)} ms`,
+        peer: '–',
+        ratio: '–',
+        goal: `≤ ${GOALS.latencyP50Ms} ms`,
+        met: complete ? yesNo(run.p50Ms <= GOALS.latencyP50Ms) : 'INCOMPLETE',
+      });
+      rows.push({
+        figure: `${label}, p99`,
+        ours: `${fmt(run.p99Ms)} ms`,
+        peer: '–',
+        ratio: '–',
+        goal: `≤ ${GOALS.latencyP99Ms} ms`,
+        met: complete ? yesNo(run.p99Ms <= GOALS.latencyP99Ms) : 'INCOMPLETE',
+      });
     }
   }
   if (r.memory) {
@@ -167,7 +188,14 @@ function tableRows(r: Results): Row[] {
       goal: '≤ 1.5 KiB',
       met: yesNo(m.callbackMachineryBytes <= GOALS.memoryBytes),
     });
-    rows.push({ figure: '  everything (adds the job, its queue, ledger, capped streams)', ours: bytes(m.everythingBytes), peer: '–', ratio: '–', goal: '(info)', met: '' });
+    rows.push({
+      figure: '  everything (adds the job, its queue, ledger, capped streams)',
+      ours: bytes(m.everythingBytes),
+      peer: '–',
+      ratio: '–',
+      goal: '(info)',
+      met: '',
+    });
   }
   if (r.generation) {
     const g = r.generation;
@@ -175,7 +203,14 @@ function tableRows(r: Results): Row[] {
     for (const store of ['fs', 's3'] as const) {
       const v = g.stores[store];
       const mb = v.bytes / 1e6;
-      rows.push({ figure: `Video 4 s 1280x720 + audio, POST → completed (stored, ${store}), p50`, ours: `${fmt(v.video.p50Ms)} ms`, peer: '–', ratio: '–', goal: '(info)', met: '' });
+      rows.push({
+        figure: `Video 4 s 1280x720 + audio, POST → completed (stored, ${store}), p50`,
+        ours: `${fmt(v.video.p50Ms)} ms`,
+        peer: '–',
+        ratio: '–',
+        goal: '(info)',
+        met: '',
+      });
       rows.push({
         figure: `  its download through the gateway (${mb.toFixed(1)} MB, ${store}), p50`,
         ours: `${fmt(v.download.p50Ms)} ms (${((mb * 1000) / v.download.p50Ms).toFixed(0)} MB/s)`,
@@ -191,7 +226,10 @@ function tableRows(r: Results): Row[] {
     const render = g.largeRenderMs.p50Ms;
     const backlog = `A: ${g.backlogQueued} large queued`;
     for (const kind of ['sync', 'async'] as const) {
-      for (const [p, renders] of [['p50', GOALS.isolationRendersP50], ['p99', GOALS.isolationRendersP99]] as const) {
+      for (const [p, renders] of [
+        ['p50', GOALS.isolationRendersP50],
+        ['p99', GOALS.isolationRendersP99],
+      ] as const) {
         const during = g[kind].duringBacklog[`${p}Ms`];
         const idle = g[kind].baseline[`${p}Ms`];
         const limit = idle + renders * render;
@@ -256,7 +294,11 @@ function printDetails(r: Results): void {
     const d = r.dispatcher;
     console.log(`\ncallback throughput: ${d.callbacks} requests each, after ${d.warmup} warm-up requests each; body ${d.bodyBytes} B`);
     console.log(`  DISPATCHER_CONCURRENCY ${d.dispatcherConcurrency}; got loops ${d.inFlight} in flight; receiver answers 204`);
-    for (const [name, run] of [['dispatcher', d.dispatcher], ['got keep-alive', d.keepAlive], ['got fresh TLS', d.freshTls]] as const) {
+    for (const [name, run] of [
+      ['dispatcher', d.dispatcher],
+      ['got keep-alive', d.keepAlive],
+      ['got fresh TLS', d.freshTls],
+    ] as const) {
       console.log(
         `  ${name.padEnd(15)} ${fmt(run.perSecond).padStart(6)}/s  ${fmt(run.seconds, 2)} s  failures ${run.failures}  TLS connections ${run.connections} (${run.resumedSessions} resumed sessions)`,
       );
@@ -264,9 +306,16 @@ function printDetails(r: Results): void {
   }
   if (r.gateway) {
     const g = r.gateway;
-    console.log(`\nimage acceptance: autocannon, ${g.connections} connections, pipelining ${g.pipelining}, ${g.durationSeconds} s measured after a ${g.warmupSeconds} s warm-up; body ${g.bodyBytes} B`);
-    for (const [name, run] of [['gateway', g.gateway], ['bare Express', g.bareExpress]] as const) {
-      const codes = Object.entries(run.statusCodes).map(([c, n]) => `${c}×${n}`).join(' ');
+    console.log(
+      `\nimage acceptance: autocannon, ${g.connections} connections, pipelining ${g.pipelining}, ${g.durationSeconds} s measured after a ${g.warmupSeconds} s warm-up; body ${g.bodyBytes} B`,
+    );
+    for (const [name, run] of [
+      ['gateway', g.gateway],
+      ['bare Express', g.bareExpress],
+    ] as const) {
+      const codes = Object.entries(run.statusCodes)
+        .map(([c, n]) => `${c}×${n}`)
+        .join(' ');
       console.log(
         `  ${name.padEnd(12)} ${fmt(run.requestsPerSecond).padStart(6)} req/s  latency p50 ${fmt(run.latencyP50Ms)} ms p99 ${fmt(run.latencyP99Ms)} ms  statuses ${codes}  non-2xx ${run.non2xx}  errors ${run.errors}`,
       );
@@ -278,13 +327,19 @@ function printDetails(r: Results): void {
     const l = r.latency;
     console.log(`\njob end → first byte: GENERATOR_CONCURRENCY ${l.generatorConcurrency}, DISPATCHER_CONCURRENCY ${l.dispatcherConcurrency}, 256x256 images`);
     for (const run of l.runs) {
-      console.log(`  ${run.ratePerSecond} jobs/s for ${fmt(run.seconds)} s: ${run.delivered}/${run.jobs} delivered; min ${fmt(run.minMs)}  p50 ${fmt(run.p50Ms)}  p99 ${fmt(run.p99Ms)}  max ${fmt(run.maxMs)} ms`);
+      console.log(
+        `  ${run.ratePerSecond} jobs/s for ${fmt(run.seconds)} s: ${run.delivered}/${run.jobs} delivered; min ${fmt(run.minMs)}  p50 ${fmt(run.p50Ms)}  p99 ${fmt(run.p99Ms)}  max ${fmt(run.maxMs)} ms`,
+      );
     }
   }
   if (r.memory) {
     const m = r.memory;
-    console.log(`\nRedis memory per pending callback: ${m.jobs} jobs (after ${m.warmup} warm-up jobs), each callback after one failed attempt (500), attempt 2 delayed (WEBHOOK_RETRY_SCHEDULE ${m.retrySchedule})`);
-    console.log('  sum of MEMORY USAGE <key> SAMPLES 0 over every key under the prefix, after − before, / jobs (kinds under 0.5 B/callback left out here, kept in the JSON)');
+    console.log(
+      `\nRedis memory per pending callback: ${m.jobs} jobs (after ${m.warmup} warm-up jobs), each callback after one failed attempt (500), attempt 2 delayed (WEBHOOK_RETRY_SCHEDULE ${m.retrySchedule})`,
+    );
+    console.log(
+      '  sum of MEMORY USAGE <key> SAMPLES 0 over every key under the prefix, after − before, / jobs (kinds under 0.5 B/callback left out here, kept in the JSON)',
+    );
     printTable(
       ['kind', 'group', 'type/encoding', 'keys before→after', 'B/callback'],
       m.kinds
@@ -294,19 +349,27 @@ function printDetails(r: Results): void {
     console.log('  one key of each growing kind (byte length of each hash field, or of the string value):');
     for (const k of m.kinds.filter((row) => row.bytesPerCallback > 0 && row.keysAfter > row.keysBefore)) {
       const parts = k.sample.fieldBytes
-        ? Object.entries(k.sample.fieldBytes).map(([f, n]) => `${f} ${n}`).join(', ')
+        ? Object.entries(k.sample.fieldBytes)
+            .map(([f, n]) => `${f} ${n}`)
+            .join(', ')
         : k.sample.stringBytes !== undefined
           ? `${k.sample.stringBytes} B value`
           : '';
       console.log(`    ${k.kind} (${k.sample.key}): ${parts}`);
     }
-    const limits = Object.entries(m.encodingLimits).map(([name, value]) => `${name} ${value}`).join(', ');
+    const limits = Object.entries(m.encodingLimits)
+      .map(([name, value]) => `${name} ${value}`)
+      .join(', ');
     if (limits) console.log(`  Redis compact-encoding limits: ${limits}`);
-    console.log(`  everything ${fmt(m.everythingBytes)} B; callback-only (everything − job record − job indexes) ${fmt(m.callbackOnlyBytes)} B; callback keys + its queues ${fmt(m.callbackMachineryBytes)} B`);
+    console.log(
+      `  everything ${fmt(m.everythingBytes)} B; callback-only (everything − job record − job indexes) ${fmt(m.callbackOnlyBytes)} B; callback keys + its queues ${fmt(m.callbackMachineryBytes)} B`,
+    );
   }
   if (r.generation) {
     const g = r.generation;
-    console.log(`\ngeneration: sync image 1024x1024 min ${fmt(g.image.minMs)} p50 ${fmt(g.image.p50Ms)} max ${fmt(g.image.maxMs)} ms (n=${g.image.n}); video 4 s 720p + audio min ${fmt(g.video.minMs)} p50 ${fmt(g.video.p50Ms)} max ${fmt(g.video.maxMs)} ms (n=${g.video.n})`);
+    console.log(
+      `\ngeneration: sync image 1024x1024 min ${fmt(g.image.minMs)} p50 ${fmt(g.image.p50Ms)} max ${fmt(g.image.maxMs)} ms (n=${g.image.n}); video 4 s 720p + audio min ${fmt(g.video.minMs)} p50 ${fmt(g.video.p50Ms)} max ${fmt(g.video.maxMs)} ms (n=${g.video.n})`,
+    );
   }
   if (r.isolation?.generation) {
     const g = r.isolation.generation;
@@ -318,16 +381,35 @@ function printDetails(r: Results): void {
       ['B, 256x256', 'n', 'idle p50', 'during p50', 'ratio', 'idle p99', 'during p99', 'ratio'],
       (['sync', 'async'] as const).map((kind) => {
         const { baseline: idle, duringBacklog: during } = g[kind];
-        return [kind, String(during.n), fmt(idle.p50Ms), fmt(during.p50Ms), fmt(during.p50Ms / idle.p50Ms, 1), fmt(idle.p99Ms), fmt(during.p99Ms), fmt(during.p99Ms / idle.p99Ms, 1)];
+        return [
+          kind,
+          String(during.n),
+          fmt(idle.p50Ms),
+          fmt(during.p50Ms),
+          fmt(during.p50Ms / idle.p50Ms, 1),
+          fmt(idle.p99Ms),
+          fmt(during.p99Ms),
+          fmt(during.p99Ms / idle.p99Ms, 1),
+        ];
       }),
     );
   }
   if (r.isolation?.delivery) {
     const d = r.isolation.delivery;
-    console.log(`\ndelivery isolation: 1 gateway, 1 generator, 1 dispatcher; A: ${d.darkCallbacks} callbacks to a receiver that never answers (WEBHOOK_TIMEOUT_MS 15000); B: ${d.bCallbacks} callbacks at 10/s to a healthy one`);
+    console.log(
+      `\ndelivery isolation: 1 gateway, 1 generator, 1 dispatcher; A: ${d.darkCallbacks} callbacks to a receiver that never answers (WEBHOOK_TIMEOUT_MS 15000); B: ${d.bCallbacks} callbacks at 10/s to a healthy one`,
+    );
     printTable(
       ['settings', 'A hanging', 'B idle p50', 'B during p50', 'B idle p99', 'B during p99', 'p99 ratio'],
-      d.runs.map((run) => [run.label, String(run.darkInFlight), fmt(run.baselineP50Ms), fmt(run.duringP50Ms), fmt(run.baselineP99Ms), fmt(run.duringP99Ms), fmt(run.duringP99Ms / run.baselineP99Ms, 1)]),
+      d.runs.map((run) => [
+        run.label,
+        String(run.darkInFlight),
+        fmt(run.baselineP50Ms),
+        fmt(run.duringP50Ms),
+        fmt(run.baselineP99Ms),
+        fmt(run.duringP99Ms),
+        fmt(run.duringP99Ms / run.baselineP99Ms, 1),
+      ]),
     );
   }
   if (r['attempt-memory']) {
@@ -378,7 +460,10 @@ async function main(): Promise<number> {
     });
   }
 
-  const only = (process.env.BENCH_ONLY ?? '').split(',').map((p) => p.trim()).filter(Boolean);
+  const only = (process.env.BENCH_ONLY ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
   for (const p of only) if (!PHASES.includes(p as Phase)) throw new Error(`BENCH_ONLY: unknown phase ${p} (phases: ${PHASES.join(', ')})`);
   const phases = PHASES.filter((p) => only.length === 0 || only.includes(p));
 
@@ -435,7 +520,10 @@ async function main(): Promise<number> {
     const rows = tableRows(results);
     console.log(`\n=== bench results (run ${RUN_ID}, ${((Date.now() - startedAt) / 1000).toFixed(0)} s) ===`);
     console.log(`machine: ${describeMachine(machine)}`);
-    printTable(['figure', 'ours', 'peer (same run)', 'ratio', 'goal', 'met?'], rows.map((r) => [r.figure, r.ours, r.peer, r.ratio, r.goal, r.met]));
+    printTable(
+      ['figure', 'ours', 'peer (same run)', 'ratio', 'goal', 'met?'],
+      rows.map((r) => [r.figure, r.ours, r.peer, r.ratio, r.goal, r.met]),
+    );
     for (const [phase, error] of Object.entries(errors)) console.error(`phase ${phase} FAILED: ${error.split('\n')[0]}`);
 
     const out = outputPath();

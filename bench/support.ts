@@ -275,7 +275,9 @@ export class BenchStack {
  */
 export async function privateRedis(label: string): Promise<{ url: string; port: number; stop: () => Promise<void> }> {
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', tempDir(label), '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', tempDir(label), '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
   registerChild(child);
   const url = `redis://127.0.0.1:${port}`;
   await waitUntil(
@@ -479,7 +481,11 @@ export function currentLoad(): number[] {
 /** Prints rows as an aligned text table. */
 export function printTable(headers: string[], rows: string[][]): void {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (c ?? '').padEnd(widths[i])).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (c ?? '').padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
   console.log(line(headers));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of rows) console.log(line(row));

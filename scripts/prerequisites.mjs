@@ -51,6 +51,8 @@ if (lacking.length > 0 && process.getuid?.() === 0 && found('apt-get')) {
 if (lacking.length > 0) {
   const pkgs = [...new Set(lacking.map((n) => n.pkg))];
   const browser = lacking.some((n) => n.pkg === 'chromium') ? ` (or set CHROMIUM_PATH to a Chromium binary; looked for ${chromium})` : '';
-  console.error(`npm test needs ${lacking.map((n) => (isAbsolute(n.program) ? 'chromium' : n.program)).join(', ')}: install with "sudo apt-get install -y ${pkgs.join(' ')}"${browser}`);
+  console.error(
+    `npm test needs ${lacking.map((n) => (isAbsolute(n.program) ? 'chromium' : n.program)).join(', ')}: install with "sudo apt-get install -y ${pkgs.join(' ')}"${browser}`,
+  );
   process.exit(1);
 }

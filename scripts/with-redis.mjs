@@ -47,9 +47,13 @@ function freePort() {
 async function privateRedis() {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'media-test-redis-'));
-  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--logfile', join(dir, 'redis.log')], {
-    stdio: 'ignore',
-  });
+  const server = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--logfile', join(dir, 'redis.log')],
+    {
+      stdio: 'ignore',
+    },
+  );
   const exited = new Promise((done) => server.once('exit', done));
   server.once('error', () => undefined);
   const stop = async () => {

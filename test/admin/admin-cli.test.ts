@@ -58,7 +58,10 @@ it('add-member prints credentials that sign in; remove-member removes; the last 
   expect(out).toEqual({ workspace_id: ws.workspace_id, dashboard: { email: 'dev@team.test', password: expect.any(String), role: 'admin' } });
   const signed = await accounts().signIn('dev@team.test', out.dashboard.password, '127.0.0.1');
   expect(signed.session).toMatchObject({ role: 'admin', workspace: { id: ws.workspace_id } });
-  expect(await admin('remove-member', '--workspace', ws.workspace_id, '--email', 'dev@team.test')).toEqual({ workspace_id: ws.workspace_id, removed: 'dev@team.test' });
+  expect(await admin('remove-member', '--workspace', ws.workspace_id, '--email', 'dev@team.test')).toEqual({
+    workspace_id: ws.workspace_id,
+    removed: 'dev@team.test',
+  });
   expect(await accounts().resume(signed.token)).toBeUndefined();
   await expect(admin('remove-member', '--workspace', ws.workspace_id, '--email', ws.dashboard.email)).rejects.toMatchObject({
     code: 2,

@@ -19,7 +19,10 @@ describe.each(BLOB_STORES)('the stack on Redis Cluster, media on %s', (blobStore
     cluster = await TestRedisCluster.start();
     // Long gaps: attempt 2 of the ladder is certainly still waiting when the manual retry is made.
     // A low destination cap, so that attempts are deferred and woken through the cluster too.
-    h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '10m,10m,10m,10m,10m', CALLBACK_DESTINATION_MAX_IN_FLIGHT: '2' }, { redisCluster: cluster, blobStore });
+    h = await DispatcherHarness.start(
+      { WEBHOOK_RETRY_SCHEDULE: '10m,10m,10m,10m,10m', CALLBACK_DESTINATION_MAX_IN_FLIGHT: '2' },
+      { redisCluster: cluster, blobStore },
+    );
   }, 120_000);
 
   afterAll(async () => {
@@ -30,8 +33,7 @@ describe.each(BLOB_STORES)('the stack on Redis Cluster, media on %s', (blobStore
   const slotOf = (key: string) => h.stack.redis.cluster('KEYSLOT', key) as Promise<number>;
 
   /** The first delivery to `path`, once it has arrived. */
-  const firstDelivery = (path: string) =>
-    eventually(() => h.receiver.requestsTo(path)[0], 30_000, `a callback to ${path}`);
+  const firstDelivery = (path: string) => eventually(() => h.receiver.requestsTo(path)[0], 30_000, `a callback to ${path}`);
 
   it('runs an async image with a signed callback whose link downloads the image', async () => {
     const jobId = await h.jobs.image(h.receiver.url('/image'));
@@ -40,7 +42,11 @@ describe.each(BLOB_STORES)('the stack on Redis Cluster, media on %s', (blobStore
     expect(envelope).toMatchObject({ type: 'image.completed', data: { id: jobId, status: 'completed' } });
     const download = await fetch(envelope.data.data[0].url);
     expect(download.status).toBe(200);
-    expect(Buffer.from(await download.arrayBuffer()).subarray(1, 4).toString()).toBe('PNG');
+    expect(
+      Buffer.from(await download.arrayBuffer())
+        .subarray(1, 4)
+        .toString(),
+    ).toBe('PNG');
     const messageId = await h.messageIdOf(jobId);
     expect((await h.settled(messageId, ['delivered'])).callback.attempt_count).toBe(1);
   });
@@ -192,7 +198,15 @@ describe.each(BLOB_STORES)('the stack on Redis Cluster, media on %s', (blobStore
     const keys = h.stack.keys;
     const storeSlots = new Set(
       await Promise.all(
-        [keys.workspace(h.workspace.workspaceId), keys.intake(), keys.jobExpiry(), keys.endedCallbacks(), keys.callbackSchedule(), keys.job('img_x'), keys.callback('msg_x')].map(slotOf),
+        [
+          keys.workspace(h.workspace.workspaceId),
+          keys.intake(),
+          keys.jobExpiry(),
+          keys.endedCallbacks(),
+          keys.callbackSchedule(),
+          keys.job('img_x'),
+          keys.callback('msg_x'),
+        ].map(slotOf),
       ),
     );
     expect(storeSlots.size).toBe(1);

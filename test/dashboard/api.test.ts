@@ -17,7 +17,8 @@ import { DestinationGate, destinationLimits } from '@media/storage';
 let h: DispatcherHarness;
 let owner: DashboardClient;
 
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 beforeAll(async () => {
   // Short gaps, so that a callback to a failing path ends `failed` within seconds.
@@ -131,7 +132,11 @@ describe('roles, secrets and keys', () => {
     expect(rotated.json).toEqual({ current: expect.stringMatching(/^whsec_/), previous: h.workspace.signingSecret, previous_expires_at: expect.any(Number) });
     expect(rotated.json.current).not.toBe(h.workspace.signingSecret);
     expect(rotated.json.previous_expires_at).toBeGreaterThanOrEqual(before + 86_400);
-    expect((await owner.call('GET', '/keys')).json.signing).toMatchObject({ previous_expires_at: rotated.json.previous_expires_at, can_rotate: true, can_end_overlap: true });
+    expect((await owner.call('GET', '/keys')).json.signing).toMatchObject({
+      previous_expires_at: rotated.json.previous_expires_at,
+      can_rotate: true,
+      can_end_overlap: true,
+    });
     expect((await admin.call('GET', '/keys')).json.signing).toMatchObject({ can_rotate: true, can_end_overlap: false });
     expectApiError(await admin.call('POST', '/secrets/end-overlap'), 403, { code: 'permission_denied' });
     const ownerRotated = await owner.call('POST', '/secrets/rotate');
@@ -144,7 +149,13 @@ describe('roles, secrets and keys', () => {
   it('creates a key shown once, lists it with its last use, and revokes it so that it gets 401', async () => {
     const created = await admin.call('POST', '/keys');
     expect(created.status).toBe(201);
-    expect(created.json).toEqual({ id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^sk_/), prefix: `${created.json.key.slice(0, 7)}…`, created_at: expect.any(Number), last_used_at: null });
+    expect(created.json).toEqual({
+      id: expect.stringMatching(/^key_/),
+      key: expect.stringMatching(/^sk_/),
+      prefix: `${created.json.key.slice(0, 7)}…`,
+      created_at: expect.any(Number),
+      last_used_at: null,
+    });
     let listed = await owner.call('GET', '/keys');
     expect(listed.json.api_keys).toContainEqual({ id: created.json.id, prefix: created.json.prefix, created_at: created.json.created_at, last_used_at: null });
     expect(listed.text).not.toContain(created.json.key);
@@ -173,7 +184,9 @@ describe('roles, secrets and keys', () => {
     const second = await owner.call('POST', '/members', { json: { email: 'ops@test.test', role: 'owner' } });
     expectApiError(await asAdmin.call('GET', '/session'), 401, { code: 'not_signed_in' });
     expectApiError(await asAdmin.call('POST', '/secrets/reveal'), 401, { code: 'not_signed_in' });
-    expect((await DashboardClient.signedIn(h.stack.baseUrl, 'ops@test.test', second.json.password).then((c) => c.call('GET', '/session'))).json.member.role).toBe('owner');
+    expect(
+      (await DashboardClient.signedIn(h.stack.baseUrl, 'ops@test.test', second.json.password).then((c) => c.call('GET', '/session'))).json.member.role,
+    ).toBe('owner');
     await owner.call('DELETE', '/members/ops@test.test');
   });
 
@@ -237,15 +250,25 @@ describe('requests, retry, usage and test callbacks', () => {
     const detail = await owner.call('GET', `/requests/${failedImage}`);
     expect(detail.json.job).toEqual(await h.jobs.get(failedImage).then((j) => ({ ...j, data: expect.any(Array), url_expires_at: expect.any(Number) })));
     expect(detail.json.callback.attempts).toHaveLength(6);
-    expect(detail.json.callback.attempts[0]).toMatchObject({ number: 1, trigger: 'scheduled', status_code: 500, error: 'http_error', response_excerpt: '<script>alert(1)</script>' });
+    expect(detail.json.callback.attempts[0]).toMatchObject({
+      number: 1,
+      trigger: 'scheduled',
+      status_code: 500,
+      error: 'http_error',
+      response_excerpt: '<script>alert(1)</script>',
+    });
     expect(detail.headers.get('content-type')).toMatch(/^application\/json/);
     const retry = await owner.call('POST', `/callbacks/${detail.json.callback.id}/retry`);
     expect(retry.status).toBe(202);
     expect(retry.json).toMatchObject({ id: detail.json.callback.id, object: 'callback' });
-    const after = await eventually(async () => {
-      const d = await owner.call('GET', `/requests/${failedImage}`);
-      return d.json.callback.attempts.length === 7 ? d.json : undefined;
-    }, 20_000, 'the manual attempt');
+    const after = await eventually(
+      async () => {
+        const d = await owner.call('GET', `/requests/${failedImage}`);
+        return d.json.callback.attempts.length === 7 ? d.json : undefined;
+      },
+      20_000,
+      'the manual attempt',
+    );
     expect(after.callback.attempts[6]).toMatchObject({ number: 7, trigger: 'manual', status_code: 500 });
   });
 
@@ -267,7 +290,8 @@ describe('requests, retry, usage and test callbacks', () => {
     const now = Date.now();
     const seed = async (workspaceId: string, url: string, leases: number, signal?: { slow: boolean; throttleMs: number }) => {
       const destination = destinationOf(url);
-      for (let i = 0; i < leases; i++) await gate.acquire({ destination, workspaceId, leaseId: `${url}#${i}`, parkAs: `${url}#${i}.d1`, dueMs: now, nowMs: now });
+      for (let i = 0; i < leases; i++)
+        await gate.acquire({ destination, workspaceId, leaseId: `${url}#${i}`, parkAs: `${url}#${i}.d1`, dueMs: now, nowMs: now });
       if (signal) await gate.release(destination, `${url}#0`, signal, now);
     };
     await seed(h.workspace.workspaceId, 'https://busy.example/hook', 101);
@@ -278,7 +302,13 @@ describe('requests, retry, usage and test callbacks', () => {
 
     const { json } = await owner.call('GET', '/destinations');
     const byOrigin = Object.fromEntries(json.data.map((d: { origin: string }) => [d.origin, d]));
-    expect(byOrigin['https://busy.example:443']).toEqual({ origin: 'https://busy.example:443', state: 'saturated', limit: 100, slow_until: null, throttled_until: null });
+    expect(byOrigin['https://busy.example:443']).toEqual({
+      origin: 'https://busy.example:443',
+      state: 'saturated',
+      limit: 100,
+      slow_until: null,
+      throttled_until: null,
+    });
     expect(byOrigin['https://pushy.example:443']).toMatchObject({ state: 'throttled', limit: 50, throttled_until: Math.floor((now + 60_000) / 1000) });
     expect(byOrigin['https://sluggish.example:443']).toMatchObject({ state: 'slow', limit: 20, slow_until: expect.any(Number) });
     // The workspace's real receiver, where its callbacks went: healthy.

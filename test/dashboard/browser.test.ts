@@ -39,10 +39,14 @@ beforeAll(async () => {
   flakyMessage = await h.messageIdOf(flakyJob);
   await h.attempts(flakyMessage, 2);
   // Attempt 3 is on the ladder (its time is what the page must show).
-  await eventually(async () => {
-    const cb = await h.callbacks.get(flakyMessage);
-    return cb && cb.state === 'pending' && cb.next_attempt_ms !== null && cb.next_attempt_ms > Date.now() ? cb : undefined;
-  }, 20_000, 'attempt 3 scheduled');
+  await eventually(
+    async () => {
+      const cb = await h.callbacks.get(flakyMessage);
+      return cb && cb.state === 'pending' && cb.next_attempt_ms !== null && cb.next_attempt_ms > Date.now() ? cb : undefined;
+    },
+    20_000,
+    'attempt 3 scheduled',
+  );
   for (const id of otherJobs) await h.settled(await h.messageIdOf(id), ['delivered']);
 
   const session = await newSession(browser, h.stack.baseUrl);

@@ -29,8 +29,15 @@ let workspaceId: string;
 beforeAll(async () => {
   pki = makeTestPki();
   receiver = await TestReceiver.start(pki);
-  workspaceId = (await createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 86_400 }, redis).createWorkspace('deferral', 'owner@deferral.test')).workspace.id;
-  const config = loadConfig({ KEY_PREFIX: prefix, CALLBACK_CA_FILE: pki.caFile, CALLBACK_ALLOWED_CIDRS: '127.0.0.0/8', WEBHOOK_TIMEOUT_MS: '3000', CALLBACK_DESTINATION_MAX_IN_FLIGHT: '1' });
+  workspaceId = (await createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 86_400 }, redis).createWorkspace('deferral', 'owner@deferral.test'))
+    .workspace.id;
+  const config = loadConfig({
+    KEY_PREFIX: prefix,
+    CALLBACK_CA_FILE: pki.caFile,
+    CALLBACK_ALLOWED_CIDRS: '127.0.0.0/8',
+    WEBHOOK_TIMEOUT_MS: '3000',
+    CALLBACK_DESTINATION_MAX_IN_FLIGHT: '1',
+  });
   handle = await createCallbackService(config, redis, createLogger('test', 'error'));
 });
 
@@ -52,7 +59,14 @@ async function finishedJob(path: string): Promise<string> {
 /** Takes the destination's one slot in the name of an attempt elsewhere. */
 const occupy = async (leaseId: string) => {
   const now = Date.now();
-  const answer = await handle.destinations.acquire({ destination: destinationOf(receiver.url('/')), workspaceId, leaseId, parkAs: `${leaseId}.d1`, dueMs: now, nowMs: now });
+  const answer = await handle.destinations.acquire({
+    destination: destinationOf(receiver.url('/')),
+    workspaceId,
+    leaseId,
+    parkAs: `${leaseId}.d1`,
+    dueMs: now,
+    nowMs: now,
+  });
   expect(answer.granted).toBe(true);
 };
 
@@ -84,11 +98,16 @@ it('honours a slot handed to an attempt before its delayed job existed', async (
   const parkAs = jobIds.deferral(leaseId, 1);
   // Parked (as an attempt is just before its delayed job is added)…
   const now = Date.now();
-  expect((await handle.destinations.acquire({ destination: destinationOf(callback.url), workspaceId, leaseId, parkAs, dueMs: now, nowMs: now })).granted).toBe(false);
+  expect((await handle.destinations.acquire({ destination: destinationOf(callback.url), workspaceId, leaseId, parkAs, dueMs: now, nowMs: now })).granted).toBe(
+    false,
+  );
   // …and woken before that job exists: the slot stays reserved in its name, not given away.
   await handle.service['giveBack'](destinationOf(callback.url), 'elsewhere.2', QUIET);
   expect(await handle.destinations.holds(destinationOf(callback.url), parkAs)).toBe(true);
-  expect(await handle.service.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled', deferrals: 1 }, parkAs)).toMatchObject({ ladder_attempt: 1, status: 200 });
+  expect(await handle.service.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled', deferrals: 1 }, parkAs)).toMatchObject({
+    ladder_attempt: 1,
+    status: 200,
+  });
 });
 
 it('gives a slot handed to an attempt that no longer needs it to the next in line', async () => {

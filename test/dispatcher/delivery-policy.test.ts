@@ -32,7 +32,8 @@ beforeAll(async () => {
   strangerPki = makeTestPki();
   receiver = await TestReceiver.start(pki);
   stranger = await TestReceiver.start(strangerPki);
-  workspaceId = (await createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 86_400 }, redis).createWorkspace('policy', 'owner@policy.test')).workspace.id;
+  workspaceId = (await createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 86_400 }, redis).createWorkspace('policy', 'owner@policy.test'))
+    .workspace.id;
 });
 
 afterAll(async () => {
@@ -63,9 +64,27 @@ async function finishedJob(callbackUrl: string): Promise<string> {
   const id = `req_${randomBytes(8).toString('hex')}`;
   const now = Date.now();
   const job: ImageJob = {
-    id, workspace_id: workspaceId, kind: 'image', operation: 'generation', model: 'pixel-1', prompt: 'p', seed: 1, status: 'completed',
-    created_ms: now - 1_000, finished_ms: now, cost: 0.005, error: null, callback_url: callbackUrl, request_id: id,
-    n: 1, size: '256x256', output_format: 'png', response_format: 'url', inputs: [], mask: null, outputs: [`${workspaceId}/${id}/0.png`],
+    id,
+    workspace_id: workspaceId,
+    kind: 'image',
+    operation: 'generation',
+    model: 'pixel-1',
+    prompt: 'p',
+    seed: 1,
+    status: 'completed',
+    created_ms: now - 1_000,
+    finished_ms: now,
+    cost: 0.005,
+    error: null,
+    callback_url: callbackUrl,
+    request_id: id,
+    n: 1,
+    size: '256x256',
+    output_format: 'png',
+    response_format: 'url',
+    inputs: [],
+    mask: null,
+    outputs: [`${workspaceId}/${id}/0.png`],
   };
   await jobs.create(job);
   return id;

@@ -71,7 +71,11 @@ async function deliveryLatencies(target: TestReceiver, path: string, count: numb
   const sent = await Promise.all(Array.from({ length: count }, () => finished(b, target.url(path))));
   const latencies = await Promise.all(
     sent.map(async ({ messageId, finishedMs }) => {
-      const request = await eventually(() => target.requestsTo(path).find((r) => r.headers['webhook-id'] === messageId && r.answeredMs), 20_000, `delivery of ${messageId}`);
+      const request = await eventually(
+        () => target.requestsTo(path).find((r) => r.headers['webhook-id'] === messageId && r.answeredMs),
+        20_000,
+        `delivery of ${messageId}`,
+      );
       return request.answeredMs! - finishedMs;
     }),
   );
@@ -95,16 +99,24 @@ it('keeps a hanging destination to its cap across replicas while other destinati
   const bad = await Promise.all(Array.from({ length: 6 }, () => finished(a, hanging.url('/hang'))));
   await eventually(() => (hanging.inFlight >= CAP ? true : undefined), 10_000, 'the hanging destination to fill its slots');
   // A deferred attempt holds no worker and says when it will be made.
-  const deferred = await eventually(async () => {
-    const [status] = (await gate.recent(Date.now())).filter((s) => s.id === destinationOf(hanging.url('/')).id);
-    return status && status.deferred > 0 ? status : undefined;
-  }, 10_000, 'attempts to be deferred');
+  const deferred = await eventually(
+    async () => {
+      const [status] = (await gate.recent(Date.now())).filter((s) => s.id === destinationOf(hanging.url('/')).id);
+      return status && status.deferred > 0 ? status : undefined;
+    },
+    10_000,
+    'attempts to be deferred',
+  );
   expect(deferred.inFlight).toBeLessThanOrEqual(CAP);
   // A deferred attempt's next_attempt_at moves from when it was due to when its turn comes.
-  await eventually(async () => {
-    const waiting = (await callbacks.getMany(bad.map((c) => c.messageId))).filter((c) => c.attempt_count === 0);
-    return waiting.length > 0 && waiting.every((cb) => cb.next_attempt_ms! > cb.created_ms) ? true : undefined;
-  }, 5_000, 'the deferred attempts to show when they will be made');
+  await eventually(
+    async () => {
+      const waiting = (await callbacks.getMany(bad.map((c) => c.messageId))).filter((c) => c.attempt_count === 0);
+      return waiting.length > 0 && waiting.every((cb) => cb.next_attempt_ms! > cb.created_ms) ? true : undefined;
+    },
+    5_000,
+    'the deferred attempts to show when they will be made',
+  );
 
   const { latencies: during, explain } = await deliveryLatencies(healthy, '/during', 6);
   // Other destinations do not wait behind the hanging one's attempts: a ratio to the baseline
@@ -115,10 +127,14 @@ it('keeps a hanging destination to its cap across replicas while other destinati
 
   // Every hanging callback still gets its six attempts, each cut at the deadline.
   for (const { messageId } of bad) {
-    const ended = await eventually(async () => {
-      const cb = await callbacks.get(messageId);
-      return cb?.state === 'failed' ? cb : undefined;
-    }, 90_000, `${messageId} to fail`);
+    const ended = await eventually(
+      async () => {
+        const cb = await callbacks.get(messageId);
+        return cb?.state === 'failed' ? cb : undefined;
+      },
+      90_000,
+      `${messageId} to fail`,
+    );
     expect(ended.ladder_attempt).toBe(6);
     const attempts = await callbacks.attempts(messageId);
     expect(attempts.map((x) => x.error)).toEqual(Array(6).fill('timeout'));
@@ -141,7 +157,11 @@ it('lowers a destination to the slow lane’s cap once its attempts time out', a
   await eventually(async () => ((await callbacks.get(first.messageId))?.attempt_count ? true : undefined), 10_000, 'a first timeout');
   hanging.resetMaxInFlight();
   const more = await Promise.all(Array.from({ length: 6 }, () => finished(a, hanging.url('/slow'))));
-  await eventually(async () => ((await callbacks.getMany(more.map((c) => c.messageId))).every((c) => c.attempt_count >= 1) ? true : undefined), 30_000, 'every first attempt');
+  await eventually(
+    async () => ((await callbacks.getMany(more.map((c) => c.messageId))).every((c) => c.attempt_count >= 1) ? true : undefined),
+    30_000,
+    'every first attempt',
+  );
   expect(hanging.maxInFlight).toBeLessThanOrEqual(SLOW_CAP);
 }, 60_000);
 
@@ -151,7 +171,11 @@ it('halves the cap of a destination that answers 429 with Retry-After, for as lo
   const sent = await Promise.all(Array.from({ length: 6 }, () => finished(a, pushing.url('/busy'))));
   await eventually(() => (pushing.requestsTo('/busy').filter((r) => r.answeredMs).length >= CAP ? true : undefined), 10_000, 'the first answers');
   pushing.resetMaxInFlight();
-  await eventually(async () => ((await callbacks.getMany(sent.map((c) => c.messageId))).every((c) => c.attempt_count >= 1) ? true : undefined), 30_000, 'every first attempt');
+  await eventually(
+    async () => ((await callbacks.getMany(sent.map((c) => c.messageId))).every((c) => c.attempt_count >= 1) ? true : undefined),
+    30_000,
+    'every first attempt',
+  );
   // One at a time since it pushed back (3 halved to 1), well within the 30 s it asked for.
   expect(pushing.maxInFlight).toBeLessThanOrEqual(1);
   const [status] = (await gate.recent(Date.now())).filter((s) => s.id === destinationOf(pushing.url('/')).id);

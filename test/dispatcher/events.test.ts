@@ -61,10 +61,14 @@ describe('callback events', () => {
     };
 
     for (const [type, jobId] of Object.entries(jobs) as [keyof typeof jobs, string][]) {
-      const [request] = await eventually(() => {
-        const got = h.receiver.requestsTo(paths[type]);
-        return got.length > 0 ? got : undefined;
-      }, 30_000, `${type} callback`);
+      const [request] = await eventually(
+        () => {
+          const got = h.receiver.requestsTo(paths[type]);
+          return got.length > 0 ? got : undefined;
+        },
+        30_000,
+        `${type} callback`,
+      );
       const messageId = await h.messageIdOf(jobId);
       const stored = (await h.stack.jobs.get(jobId))!;
 
@@ -162,10 +166,14 @@ describe('callback events', () => {
     const rotated = { signing_secret: (await h.stack.accounts.rotateSecret(ws.workspaceId)).current.secret };
     const jobs = new JobClient(h.stack, ws.apiKey);
     await jobs.image(h.receiver.url('/rotated'));
-    const [request] = await eventually(() => {
-      const got = h.receiver.requestsTo('/rotated');
-      return got.length > 0 ? got : undefined;
-    }, 30_000, 'rotated callback');
+    const [request] = await eventually(
+      () => {
+        const got = h.receiver.requestsTo('/rotated');
+        return got.length > 0 ? got : undefined;
+      },
+      30_000,
+      'rotated callback',
+    );
 
     const entries = (request.headers['webhook-signature'] as string).split(' ');
     expect(entries).toHaveLength(2);
@@ -173,9 +181,7 @@ describe('callback events', () => {
     for (const [index, secret] of [rotated.signing_secret, ws.signingSecret].entries()) {
       const alone = { ...request, headers: { ...request.headers, 'webhook-signature': entries[index] } };
       await verifyEverywhere(alone, secret);
-      expect(() => verify(alone.body, alone.headers, index === 0 ? ws.signingSecret : rotated.signing_secret)).toThrow(
-        'No matching webhook signature',
-      );
+      expect(() => verify(alone.body, alone.headers, index === 0 ? ws.signingSecret : rotated.signing_secret)).toThrow('No matching webhook signature');
       // And a receiver holding either secret accepts the header as sent.
       await verifyEverywhere(request, secret);
     }
@@ -200,7 +206,12 @@ describe('callback events', () => {
     expect(cli.stderr).toBe('');
     expect(cli.code).toBe(0);
     const printed = JSON.parse(cli.stdout);
-    expect(printed).toMatchObject({ message_id: messageId, state: 'delivered', attempts: 3, attempt: { number: 3, trigger: 'manual', status: 200, error: null } });
+    expect(printed).toMatchObject({
+      message_id: messageId,
+      state: 'delivered',
+      attempts: 3,
+      attempt: { number: 3, trigger: 'manual', status: 200, error: null },
+    });
 
     const deliveries = h.receiver.requestsTo('/manual-delivered');
     expect(deliveries).toHaveLength(3);

@@ -29,7 +29,8 @@ let workspaceId: string;
 beforeAll(async () => {
   pki = makeTestPki();
   receiver = await TestReceiver.start(pki);
-  workspaceId = (await createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 86_400 }, redis).createWorkspace('first', 'owner@first.test')).workspace.id;
+  workspaceId = (await createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 86_400 }, redis).createWorkspace('first', 'owner@first.test'))
+    .workspace.id;
   const config = loadConfig({ KEY_PREFIX: prefix, CALLBACK_CA_FILE: pki.caFile, CALLBACK_ALLOWED_CIDRS: '127.0.0.0/8', WEBHOOK_TIMEOUT_MS: '3000' });
   handle = await createCallbackService(config, redis, createLogger('test', 'error'));
 });

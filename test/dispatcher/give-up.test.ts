@@ -52,9 +52,13 @@ describe('when BullMQ gives up on an attempt', () => {
     const producer = new JobQueue('callback-deliveries', connection, h.stack.prefix, logger);
     const promoter = new SchedulePromoter('callback-deliveries', connection, h.stack.prefix, producer, logger);
     promoter.start();
-    const saboteur = new Worker('callback-deliveries', async () => {
-      throw new UnrecoverableError('Connection is closed.');
-    }, { connection, prefix: bullPrefix(h.stack.prefix, 'callback-deliveries') });
+    const saboteur = new Worker(
+      'callback-deliveries',
+      async () => {
+        throw new UnrecoverableError('Connection is closed.');
+      },
+      { connection, prefix: bullPrefix(h.stack.prefix, 'callback-deliveries') },
+    );
     const deliveries = h.queue('callback-deliveries');
     try {
       await eventually(async () => ((await deliveries.getJobState(`${messageId}.3`)) === 'failed' ? true : undefined), 15_000, 'attempt 3 to fail in BullMQ');

@@ -108,5 +108,4 @@ describe('retry ladder', () => {
       expect(callback.state === 'failed' || callback.next_attempt_ms !== null).toBe(true);
     }
   });
-
 });

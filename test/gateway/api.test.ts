@@ -23,7 +23,9 @@ describe.each(BLOB_STORES)('gateway API (%s blob store)', (blobStore) => {
   });
 
   const png = (width = 64, height = 64, color = '#3366ff') =>
-    sharp({ create: { width, height, channels: 4, background: color } }).png().toBuffer();
+    sharp({ create: { width, height, channels: 4, background: color } })
+      .png()
+      .toBuffer();
 
   describe('authentication and isolation', () => {
     it('answers 401 in the error shape without a key or with a wrong one', async () => {
@@ -225,7 +227,9 @@ describe.each(BLOB_STORES)('gateway API (%s blob store)', (blobStore) => {
       form.append('size', '256x256');
       form.append('response_format', 'b64_json');
       form.append('image', new Blob([await png(300, 200)], { type: 'image/png' }), 'in.png');
-      const mask = await sharp({ create: { width: 300, height: 200, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } }).png().toBuffer();
+      const mask = await sharp({ create: { width: 300, height: 200, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } })
+        .png()
+        .toBuffer();
       form.append('mask', new Blob([mask], { type: 'image/png' }), 'mask.png');
       const res = await call('/v1/images/edits', { method: 'POST', body: form });
       expect(res.status).toBe(200);

@@ -37,7 +37,9 @@ it('answers 503 with Retry-After for downloads and uploads while S3 is down, and
   try {
     const link = await fetch(url);
     expectUnavailable({ status: link.status, headers: link.headers, ...(await readBody(link)) });
-    const png = await sharp({ create: { width: 32, height: 32, channels: 3, background: '#123456' } }).png().toBuffer();
+    const png = await sharp({ create: { width: 32, height: 32, channels: 3, background: '#123456' } })
+      .png()
+      .toBuffer();
     const edit = await call('/v1/images/edits', { method: 'POST', json: { prompt: 'x', image: `data:image/png;base64,${png.toString('base64')}` } });
     expectUnavailable(edit);
     // The refused upload holds no place under the workspace's cap of waiting jobs.

@@ -149,10 +149,14 @@ describe('POST /v1/callbacks/{id}/retry', () => {
     expect(res.status).toBe(202);
     expect(res.json).toMatchObject({ id: failed.id, object: 'callback', status: 'failed', attempt_count: 6 });
 
-    const detail = await eventually(async () => {
-      const { json } = await call(`/v1/callbacks/${failed.id}`);
-      return json.attempt_count === 7 ? json : undefined;
-    }, 20_000, 'the manual attempt');
+    const detail = await eventually(
+      async () => {
+        const { json } = await call(`/v1/callbacks/${failed.id}`);
+        return json.attempt_count === 7 ? json : undefined;
+      },
+      20_000,
+      'the manual attempt',
+    );
     expect(detail).toMatchObject({ status: 'delivered', next_attempt_at: null });
     expect(detail.attempts[6]).toMatchObject({ number: 7, trigger: 'manual', status_code: 204, error: null });
     // The status filter follows the state change.

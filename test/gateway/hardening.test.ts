@@ -35,9 +35,11 @@ afterAll(async () => {
 /** Runs `task` over `items`, a few at a time: the generator is the bottleneck, not the client. */
 async function inPool<T>(items: T[], size: number, task: (item: T) => Promise<void>): Promise<void> {
   const queue = [...items];
-  await Promise.all(Array.from({ length: size }, async () => {
-    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await task(item);
-  }));
+  await Promise.all(
+    Array.from({ length: size }, async () => {
+      for (let item = queue.shift(); item !== undefined; item = queue.shift()) await task(item);
+    }),
+  );
 }
 
 const port = () => Number(new URL(stack.baseUrl).port);
@@ -216,10 +218,14 @@ describe('invalid Unicode', () => {
 
     // Every accepted video is stored readably and runs to the end.
     for (const { id, label } of videos) {
-      const video = await eventually(async () => {
-        const res = await call(`/v1/videos/${id}`);
-        return res.json.status === 'completed' || res.json.status === 'failed' ? res.json : undefined;
-      }, 90_000, `${label} to finish`);
+      const video = await eventually(
+        async () => {
+          const res = await call(`/v1/videos/${id}`);
+          return res.json.status === 'completed' || res.json.status === 'failed' ? res.json : undefined;
+        },
+        90_000,
+        `${label} to finish`,
+      );
       expect([label, video.status]).toEqual([label, 'completed']);
     }
     await alive();
@@ -231,16 +237,30 @@ describe('invalid Unicode', () => {
       const res = await call('/v1/videos', { method: 'POST', json: { prompt: 'idem', seconds: 1, size: '640x360' }, headers: { 'idempotency-key': key } });
       expectApiError(res, 400, { code: 'invalid_idempotency_key' });
     }
-    const nul = await rawHttp(port(), `POST /v1/videos HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ws.apiKey}\r\nIdempotency-Key: a\u0000b\r\nContent-Length: 2\r\n\r\n{}`);
+    const nul = await rawHttp(
+      port(),
+      `POST /v1/videos HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ws.apiKey}\r\nIdempotency-Key: a\u0000b\r\nContent-Length: 2\r\n\r\n{}`,
+    );
     expectApiError(nul, 400);
-    const ok = await call('/v1/videos', { method: 'POST', json: { prompt: 'idem', seconds: 1, size: '640x360' }, headers: { 'idempotency-key': 'plain-ascii key 1' } });
+    const ok = await call('/v1/videos', {
+      method: 'POST',
+      json: { prompt: 'idem', seconds: 1, size: '640x360' },
+      headers: { 'idempotency-key': 'plain-ascii key 1' },
+    });
     expect(ok.status).toBe(200);
   });
 
   it('keeps error bodies well-formed when a parameter name is bad Unicode', async () => {
-    const res = await call('/v1/images/generations', { method: 'POST', body: '{"prompt":"x","bad\\ud800key":1}', headers: { 'content-type': 'application/json' } });
+    const res = await call('/v1/images/generations', {
+      method: 'POST',
+      body: '{"prompt":"x","bad\\ud800key":1}',
+      headers: { 'content-type': 'application/json' },
+    });
     expectApiError(res, 400, { code: 'unknown_parameter', param: 'bad\ufffdkey' });
-    const form = multipartBody([{ name: 'prompt', value: 'x' }, { name: Buffer.from([0x62, 0xff]), value: 'y' }]);
+    const form = multipartBody([
+      { name: 'prompt', value: 'x' },
+      { name: Buffer.from([0x62, 0xff]), value: 'y' },
+    ]);
     const formRes = await call('/v1/videos', { method: 'POST', body: form.body, headers: { 'content-type': form.contentType } });
     expectApiError(formRes, 400, { code: 'unknown_parameter' });
   });
@@ -282,7 +302,11 @@ describe('malformed multipart', () => {
 
   it.each(shapes)('answers %s with 400 invalid_multipart on every multipart endpoint', async (_name, contentType, body) => {
     for (const path of ['/v1/images/generations', '/v1/images/edits', '/v1/videos']) {
-      const res = await call(path, { method: 'POST', body: typeof body === 'string' ? Buffer.from(body, 'latin1') : body, headers: { 'content-type': contentType } });
+      const res = await call(path, {
+        method: 'POST',
+        body: typeof body === 'string' ? Buffer.from(body, 'latin1') : body,
+        headers: { 'content-type': contentType },
+      });
       try {
         expectApiError(res, 400, { type: 'invalid_request_error' });
         // A well-framed body whose fields are merely wrong is answered by validation instead.
@@ -295,12 +319,18 @@ describe('malformed multipart', () => {
   });
 
   it('answers a file where only fields are taken with 400, and an oversized file with 413', async () => {
-    const withFile = multipartBody([{ name: 'prompt', value: 'x' }, { name: 'image', value: pngBytes, filename: 'a.png', type: 'image/png' }]);
+    const withFile = multipartBody([
+      { name: 'prompt', value: 'x' },
+      { name: 'image', value: pngBytes, filename: 'a.png', type: 'image/png' },
+    ]);
     for (const path of ['/v1/images/generations', '/v1/videos']) {
       const res = await call(path, { method: 'POST', body: withFile.body, headers: { 'content-type': withFile.contentType } });
       expectApiError(res, 400, { code: 'invalid_multipart', param: 'image' });
     }
-    const big = multipartBody([{ name: 'prompt', value: 'x' }, { name: 'image', value: Buffer.concat([pngBytes, Buffer.alloc(250_000)]), filename: 'a.png', type: 'image/png' }]);
+    const big = multipartBody([
+      { name: 'prompt', value: 'x' },
+      { name: 'image', value: Buffer.concat([pngBytes, Buffer.alloc(250_000)]), filename: 'a.png', type: 'image/png' },
+    ]);
     const res = await call('/v1/images/edits', { method: 'POST', body: big.body, headers: { 'content-type': big.contentType } });
     expectApiError(res, 413, { code: 'file_too_large', param: 'image' });
   });
@@ -314,7 +344,17 @@ describe('malformed multipart', () => {
 });
 
 describe('prototype property names', () => {
-  const NAMES = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf', 'propertyIsEnumerable', 'toLocaleString', '__defineGetter__'];
+  const NAMES = [
+    'constructor',
+    '__proto__',
+    'toString',
+    'hasOwnProperty',
+    'valueOf',
+    'isPrototypeOf',
+    'propertyIsEnumerable',
+    'toLocaleString',
+    '__defineGetter__',
+  ];
   const enumerated: [string, string][] = [
     ['/v1/images/generations', 'model'],
     ['/v1/images/generations', 'size'],
@@ -353,7 +393,10 @@ describe('prototype property names', () => {
       const json: Record<string, unknown> = { prompt: 'proto', [field]: name };
       if (path.endsWith('/edits')) json.image = dataUrl;
       const viaJson = await call(path, { method: 'POST', json });
-      const parts: Part[] = [{ name: 'prompt', value: 'proto' }, { name: field, value: name }];
+      const parts: Part[] = [
+        { name: 'prompt', value: 'proto' },
+        { name: field, value: name },
+      ];
       if (path.endsWith('/edits')) parts.push({ name: 'image', value: pngBytes, filename: 'a.png', type: 'image/png' });
       const form = multipartBody(parts);
       const viaForm = await call(path, { method: 'POST', body: form.body, headers: { 'content-type': form.contentType } });
@@ -375,9 +418,16 @@ describe('prototype property names', () => {
     expectApiError(await call(`/v1/videos/video_x/content?variant=${name}`), 400, { param: 'variant' });
     for (const path of [`/v1/videos/${name}`, `/v1/videos/${name}/content`, `/v1/images/${name}`, `/v1/models/${name}`]) expectApiError(await call(path), 404);
     expectApiError(await call(`/v1/videos/${name}/remix`, { method: 'POST', json: { prompt: 'x' } }), 404);
-    const asKey = await call('/v1/images/generations', { method: 'POST', body: `{"prompt":"x","${name}":{"polluted":true}}`, headers: { 'content-type': 'application/json' } });
+    const asKey = await call('/v1/images/generations', {
+      method: 'POST',
+      body: `{"prompt":"x","${name}":{"polluted":true}}`,
+      headers: { 'content-type': 'application/json' },
+    });
     expectApiError(asKey, 400, { code: 'unknown_parameter', param: name });
-    const form = multipartBody([{ name: 'prompt', value: 'x' }, { name: `${name}[polluted]`, value: 'yes' }]);
+    const form = multipartBody([
+      { name: 'prompt', value: 'x' },
+      { name: `${name}[polluted]`, value: 'yes' },
+    ]);
     const asFormKey = await call('/v1/videos', { method: 'POST', body: form.body, headers: { 'content-type': form.contentType } });
     expectApiError(asFormKey, 400, { code: 'unknown_parameter' });
     // Nothing leaked onto the prototypes: a plain request still validates as before.
@@ -421,7 +471,11 @@ describe('callback_url', () => {
       expectApiError(await call(path, { method: 'POST', json }), 400, { type: 'invalid_request_error', param: 'callback_url', code: 'invalid_callback_url' });
     }
     if (typeof value === 'string') {
-      const form = multipartBody([{ name: 'prompt', value: 'cb' }, { name: 'callback_url', value }, { name: 'image', value: pngBytes, filename: 'a.png', type: 'image/png' }]);
+      const form = multipartBody([
+        { name: 'prompt', value: 'cb' },
+        { name: 'callback_url', value },
+        { name: 'image', value: pngBytes, filename: 'a.png', type: 'image/png' },
+      ]);
       const res = await call('/v1/images/edits', { method: 'POST', body: form.body, headers: { 'content-type': form.contentType } });
       expectApiError(res, 400, { param: 'callback_url', code: 'invalid_callback_url' });
     }

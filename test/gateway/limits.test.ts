@@ -130,7 +130,10 @@ describe('admin set-limits', () => {
         stderr: expect.stringContaining('--create-per-minute must be a positive integer'),
       });
     }
-    await expect(admin('set-limits', '--workspace', 'ws_missing', '--read-per-minute', '5')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('no workspace') });
+    await expect(admin('set-limits', '--workspace', 'ws_missing', '--read-per-minute', '5')).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('no workspace'),
+    });
   });
 });
 
@@ -140,7 +143,10 @@ describe('waiting jobs', () => {
     await admin('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', '100');
     const headers = { 'idempotency-key': 'waiting-1' };
     const first = await call('/v1/videos', { method: 'POST', json: video, headers });
-    const second = await call('/v1/images/generations', { method: 'POST', json: { prompt: 'waits', size: '256x256', callback_url: 'https://93.184.215.14/hook' } });
+    const second = await call('/v1/images/generations', {
+      method: 'POST',
+      json: { prompt: 'waits', size: '256x256', callback_url: 'https://93.184.215.14/hook' },
+    });
     expect([first.status, second.status]).toEqual([200, 202]);
 
     const full = await call('/v1/videos', { method: 'POST', json: video });
@@ -196,7 +202,10 @@ describe('remixes', () => {
     const created = await call('/v1/videos', { method: 'POST', json: video });
     // The generator's part: the source finishes, which frees its place.
     const source = (await stack.jobs.get(created.json.id)) as VideoJob;
-    await stack.jobs.finish({ ...source, status: 'completed', progress: 100, finished_ms: Date.now(), cost: 0.1, output: `${ws.workspaceId}/${source.id}/video.mp4` }, null);
+    await stack.jobs.finish(
+      { ...source, status: 'completed', progress: 100, finished_ms: Date.now(), cost: 0.1, output: `${ws.workspaceId}/${source.id}/video.mp4` },
+      null,
+    );
 
     const remix = (headers: Record<string, string> = {}) => call(`/v1/videos/${source.id}/remix`, { method: 'POST', json: { prompt: 'again' }, headers });
     const first = await remix({ 'idempotency-key': 'remix-1' });

@@ -24,7 +24,10 @@ afterAll(async () => {
 });
 
 const HOOK = 'https://93.184.215.14/hook';
-const PNG = () => sharp({ create: { width: 16, height: 16, channels: 3, background: '#336699' } }).png().toBuffer();
+const PNG = () =>
+  sharp({ create: { width: 16, height: 16, channels: 3, background: '#336699' } })
+    .png()
+    .toBuffer();
 
 /** An image request with a callback: answered at once with 202, so no generator is needed. */
 const postImage = (path: string, fields: Record<string, unknown>, headers: Record<string, string> = {}) =>
@@ -43,17 +46,46 @@ async function postEditForm(fields: Record<string, string>) {
 
 describe('image parameters over HTTP', () => {
   it('stores what the renderer applies, for generations, JSON edits and multipart edits', async () => {
-    const generation = await postImage('/v1/images/generations', { quality: 'low', background: 'transparent', output_format: 'webp', output_compression: 30, moderation: 'low', style: 'vivid' });
+    const generation = await postImage('/v1/images/generations', {
+      quality: 'low',
+      background: 'transparent',
+      output_format: 'webp',
+      output_compression: 30,
+      moderation: 'low',
+      style: 'vivid',
+    });
     expect(generation.status).toBe(202);
-    expect(await stack.jobs.get(generation.json.id)).toMatchObject({ quality: 'low', background: 'transparent', output_format: 'webp', output_compression: 30 });
+    expect(await stack.jobs.get(generation.json.id)).toMatchObject({
+      quality: 'low',
+      background: 'transparent',
+      output_format: 'webp',
+      output_compression: 30,
+    });
 
-    const json = await postImage('/v1/images/edits', { image: `data:image/png;base64,${(await PNG()).toString('base64')}`, quality: 'high', input_fidelity: 'high' });
+    const json = await postImage('/v1/images/edits', {
+      image: `data:image/png;base64,${(await PNG()).toString('base64')}`,
+      quality: 'high',
+      input_fidelity: 'high',
+    });
     expect(json.status).toBe(202);
     expect(await stack.jobs.get(json.json.id)).toMatchObject({ operation: 'edit', quality: 'high', background: 'auto', output_compression: null });
 
-    const form = await postEditForm({ quality: 'medium', background: 'opaque', output_format: 'jpeg', output_compression: '45', partial_images: '1', stream: 'false' });
+    const form = await postEditForm({
+      quality: 'medium',
+      background: 'opaque',
+      output_format: 'jpeg',
+      output_compression: '45',
+      partial_images: '1',
+      stream: 'false',
+    });
     expect(form.status).toBe(202);
-    expect(await stack.jobs.get(form.json.id)).toMatchObject({ operation: 'edit', quality: 'medium', background: 'opaque', output_format: 'jpeg', output_compression: 45 });
+    expect(await stack.jobs.get(form.json.id)).toMatchObject({
+      operation: 'edit',
+      quality: 'medium',
+      background: 'opaque',
+      output_format: 'jpeg',
+      output_compression: 45,
+    });
 
     const plain = await postImage('/v1/images/generations', {});
     expect(await stack.jobs.get(plain.json.id)).toMatchObject({ quality: 'auto', background: 'auto', output_compression: null });
@@ -91,14 +123,22 @@ describe('image parameters over HTTP', () => {
     const first = await postImage('/v1/images/generations', { quality: 'low' }, low);
     expect(first.status).toBe(202);
     expect((await postImage('/v1/images/generations', { quality: 'low' }, low)).json.id).toBe(first.json.id);
-    for (const other of [{ quality: 'high' }, { quality: 'low', output_compression: 50, output_format: 'webp' }, { quality: 'low', user: 'someone' }, { quality: 'low', style: 'natural' }]) {
+    for (const other of [
+      { quality: 'high' },
+      { quality: 'low', output_compression: 50, output_format: 'webp' },
+      { quality: 'low', user: 'someone' },
+      { quality: 'low', style: 'natural' },
+    ]) {
       expectApiError(await postImage('/v1/images/generations', other, low), 409, { code: 'idempotency_key_reused' });
     }
 
     // A documented default, spelled out or sent as null, is the same request as leaving it out.
     const plain = key('plain');
     const original = await postImage('/v1/images/generations', {}, plain);
-    for (const same of [{ quality: 'auto', background: 'auto', moderation: 'auto' }, { quality: null, stream: false, output_compression: null }]) {
+    for (const same of [
+      { quality: 'auto', background: 'auto', moderation: 'auto' },
+      { quality: null, stream: false, output_compression: null },
+    ]) {
       const replay = await postImage('/v1/images/generations', same, plain);
       expect([replay.status, replay.json.id, replay.headers.get('idempotent-replayed')]).toEqual([202, original.json.id, 'true']);
     }
@@ -112,7 +152,14 @@ describe('POST /v1/videos/{id}/remix', () => {
   async function completedVideo(who = call): Promise<VideoJob> {
     const created = await who('/v1/videos', { method: 'POST', json: source });
     const job = (await stack.jobs.get(created.json.id)) as VideoJob;
-    const done: VideoJob = { ...job, status: 'completed', progress: 100, finished_ms: Date.now(), cost: 0.36, output: `${job.workspace_id}/${job.id}/video.mp4` };
+    const done: VideoJob = {
+      ...job,
+      status: 'completed',
+      progress: 100,
+      finished_ms: Date.now(),
+      cost: 0.36,
+      output: `${job.workspace_id}/${job.id}/video.mp4`,
+    };
     await stack.jobs.finish(done, null);
     return done;
   }
@@ -125,8 +172,20 @@ describe('POST /v1/videos/{id}/remix', () => {
     const res = await remix(src.id, { prompt: 'a lighthouse at night in a storm', callback_url: HOOK });
     expect(res.status).toBe(200);
     expect(res.json).toMatchObject({
-      object: 'video', status: 'queued', progress: 0, model: 'motion-1', seconds: 3, size: '360x640', resolution: '360p', aspect_ratio: '9:16',
-      generate_audio: true, prompt: 'a lighthouse at night in a storm', remixed_from_video_id: src.id, callback_url: HOOK, cost: null, url: null,
+      object: 'video',
+      status: 'queued',
+      progress: 0,
+      model: 'motion-1',
+      seconds: 3,
+      size: '360x640',
+      resolution: '360p',
+      aspect_ratio: '9:16',
+      generate_audio: true,
+      prompt: 'a lighthouse at night in a storm',
+      remixed_from_video_id: src.id,
+      callback_url: HOOK,
+      cost: null,
+      url: null,
     });
     expect(res.json.id).toMatch(/^video_/);
     expect(res.json.id).not.toBe(src.id);

@@ -40,11 +40,15 @@ describe.each(BLOB_STORES)('the openai SDK against the gateway (%s blob store)',
 
   /** Waits for a video to complete through the SDK; a failure ends the wait at once. */
   const completed = (id: string) =>
-    eventually(async () => {
-      const video = await client.videos.retrieve(id);
-      if (video.status === 'failed') throw new Error(JSON.stringify(video.error));
-      return video.status === 'completed' ? video : undefined;
-    }, 30_000, `video ${id} to complete`);
+    eventually(
+      async () => {
+        const video = await client.videos.retrieve(id);
+        if (video.status === 'failed') throw new Error(JSON.stringify(video.error));
+        return video.status === 'completed' ? video : undefined;
+      },
+      30_000,
+      `video ${id} to complete`,
+    );
 
   it('images.generate returns decodable images', async () => {
     const res = await client.images.generate({ model: 'pixel-1', prompt: 'a red kite', size: '1024x1024', response_format: 'b64_json' });
@@ -54,7 +58,9 @@ describe.each(BLOB_STORES)('the openai SDK against the gateway (%s blob store)',
   });
 
   it('images.edit accepts uploads, including several images', async () => {
-    const input = await sharp({ create: { width: 128, height: 96, channels: 3, background: '#884422' } }).png().toBuffer();
+    const input = await sharp({ create: { width: 128, height: 96, channels: 3, background: '#884422' } })
+      .png()
+      .toBuffer();
     const single = await client.images.edit({
       model: 'pixel-1',
       image: await toFile(input, 'in.png', { type: 'image/png' }),
@@ -107,7 +113,15 @@ describe.each(BLOB_STORES)('the openai SDK against the gateway (%s blob store)',
     it('images.generate: a lower output_compression gives a smaller jpeg and webp', async () => {
       for (const output_format of ['jpeg', 'webp'] as const) {
         const ask = (output_compression: number) =>
-          client.images.generate({ model: 'pixel-1', prompt: 'a lighthouse at dusk', size: '512x512', response_format: 'b64_json', output_format, output_compression, seed: 4 } as OpenAI.ImageGenerateParamsNonStreaming);
+          client.images.generate({
+            model: 'pixel-1',
+            prompt: 'a lighthouse at dusk',
+            size: '512x512',
+            response_format: 'b64_json',
+            output_format,
+            output_compression,
+            seed: 4,
+          } as OpenAI.ImageGenerateParamsNonStreaming);
         const [fine, coarse] = [decoded(await ask(95)), decoded(await ask(15))];
         for (const bytes of [fine, coarse]) {
           const meta = await sharp(bytes).metadata();
@@ -119,7 +133,14 @@ describe.each(BLOB_STORES)('the openai SDK against the gateway (%s blob store)',
 
     it('images.generate: a transparent background is a real alpha channel, the sky empty and the land opaque', async () => {
       for (const output_format of ['png', 'webp'] as const) {
-        const res = await client.images.generate({ model: 'pixel-1', prompt: 'a castle on a mountain at noon', size: '256x256', response_format: 'b64_json', output_format, background: 'transparent' });
+        const res = await client.images.generate({
+          model: 'pixel-1',
+          prompt: 'a castle on a mountain at noon',
+          size: '256x256',
+          response_format: 'b64_json',
+          output_format,
+          background: 'transparent',
+        });
         const image = sharp(decoded(res));
         const meta = await image.metadata();
         expect([meta.format, meta.channels, meta.hasAlpha]).toEqual([output_format, 4, true]);
@@ -135,7 +156,15 @@ describe.each(BLOB_STORES)('the openai SDK against the gateway (%s blob store)',
     });
 
     it('images.generate: low quality is a smaller file than high, and both are stored with the job', async () => {
-      const ask = (quality: 'low' | 'high') => client.images.generate({ model: 'pixel-1', prompt: 'a sailboat on a lake at dawn', size: '512x512', response_format: 'b64_json', quality, seed: 9 } as OpenAI.ImageGenerateParamsNonStreaming);
+      const ask = (quality: 'low' | 'high') =>
+        client.images.generate({
+          model: 'pixel-1',
+          prompt: 'a sailboat on a lake at dawn',
+          size: '512x512',
+          response_format: 'b64_json',
+          quality,
+          seed: 9,
+        } as OpenAI.ImageGenerateParamsNonStreaming);
       const [low, high] = [await ask('low'), await ask('high')];
       expect(decoded(low).length).toBeLessThan(decoded(high).length);
       expect(await stack.jobs.get(idOf(low))).toMatchObject({ quality: 'low', output_compression: null });
@@ -144,20 +173,43 @@ describe.each(BLOB_STORES)('the openai SDK against the gateway (%s blob store)',
 
     it('images.generate accepts and ignores moderation, style, user, partial_images and stream: false', async () => {
       const res = await client.images.generate({
-        model: 'pixel-1', prompt: 'a red kite', size: '256x256', moderation: 'low', style: 'natural', user: 'end-user-1', partial_images: 2, stream: false,
-        quality: 'hd', output_format: 'webp', output_compression: 70,
+        model: 'pixel-1',
+        prompt: 'a red kite',
+        size: '256x256',
+        moderation: 'low',
+        style: 'natural',
+        user: 'end-user-1',
+        partial_images: 2,
+        stream: false,
+        quality: 'hd',
+        output_format: 'webp',
+        output_compression: 70,
       });
       expect(res.data![0].url).toMatch(/\/v1\/files\/.*\.webp\?/);
       expect(await stack.jobs.get(idOf(res))).toMatchObject({ quality: 'hd', output_compression: 70, output_format: 'webp' });
     });
 
     it('images.edit (multipart) removes a plain backdrop and applies output_compression', async () => {
-      const red = await sharp({ create: { width: 60, height: 60, channels: 3, background: '#c81e1e' } }).png().toBuffer();
-      const studio = await sharp({ create: { width: 160, height: 160, channels: 3, background: '#eceff1' } }).composite([{ input: red, left: 50, top: 50 }]).png().toBuffer();
+      const red = await sharp({ create: { width: 60, height: 60, channels: 3, background: '#c81e1e' } })
+        .png()
+        .toBuffer();
+      const studio = await sharp({ create: { width: 160, height: 160, channels: 3, background: '#eceff1' } })
+        .composite([{ input: red, left: 50, top: 50 }])
+        .png()
+        .toBuffer();
       const upload = () => toFile(studio, 'studio.png', { type: 'image/png' });
       const cut = await client.images.edit({
-        model: 'pixel-1', image: await upload(), prompt: 'cooler tones', size: '256x256', response_format: 'b64_json',
-        background: 'transparent', output_format: 'webp', quality: 'high', input_fidelity: 'high', partial_images: 0, stream: false,
+        model: 'pixel-1',
+        image: await upload(),
+        prompt: 'cooler tones',
+        size: '256x256',
+        response_format: 'b64_json',
+        background: 'transparent',
+        output_format: 'webp',
+        quality: 'high',
+        input_fidelity: 'high',
+        partial_images: 0,
+        stream: false,
       });
       const image = sharp(decoded(cut));
       expect(await image.metadata()).toMatchObject({ format: 'webp', width: 256, height: 256, hasAlpha: true });
@@ -168,7 +220,15 @@ describe.each(BLOB_STORES)('the openai SDK against the gateway (%s blob store)',
 
       const sizes = [];
       for (const output_compression of [90, 10]) {
-        const res = await client.images.edit({ model: 'pixel-1', image: await upload(), prompt: 'warmer', size: '256x256', response_format: 'b64_json', output_format: 'jpeg', output_compression });
+        const res = await client.images.edit({
+          model: 'pixel-1',
+          image: await upload(),
+          prompt: 'warmer',
+          size: '256x256',
+          response_format: 'b64_json',
+          output_format: 'jpeg',
+          output_compression,
+        });
         expect((await sharp(decoded(res)).metadata()).format).toBe('jpeg');
         sizes.push(decoded(res).length);
       }
@@ -189,27 +249,54 @@ describe.each(BLOB_STORES)('the openai SDK against the gateway (%s blob store)',
         expect(err).toBeInstanceOf(OpenAI.BadRequestError);
         expect(err).toMatchObject({ status: 400, param, code, type: 'invalid_request_error' });
       }
-      const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#123456' } }).png().toBuffer();
-      const edit = client.images.edit({ model: 'pixel-1', image: await toFile(png, 'a.png', { type: 'image/png' }), prompt: 'x', input_fidelity: 'exact' as never });
+      const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#123456' } })
+        .png()
+        .toBuffer();
+      const edit = client.images.edit({
+        model: 'pixel-1',
+        image: await toFile(png, 'a.png', { type: 'image/png' }),
+        prompt: 'x',
+        input_fidelity: 'exact' as never,
+      });
       await expect(edit).rejects.toMatchObject({ status: 400, param: 'input_fidelity', code: 'invalid_value' });
     });
   });
 
   describe('videos.remix', () => {
     it('makes a new video from a completed one, with its own callback, charge and MP4', async () => {
-      const source = await client.videos.create({ model: 'motion-1' as never, prompt: 'a lighthouse at dusk', seconds: '1' as never, size: '640x360' as never });
+      const source = await client.videos.create({
+        model: 'motion-1' as never,
+        prompt: 'a lighthouse at dusk',
+        seconds: '1' as never,
+        size: '640x360' as never,
+      });
       await completed(source.id);
 
       const path = `/remix-${blobStore}`;
-      const remix = await client.videos.remix(source.id, { prompt: 'a lighthouse at night in a storm', callback_url: receiver.url(path) } as OpenAI.VideoRemixParams);
-      expect(remix).toMatchObject({ object: 'video', status: 'queued', progress: 0, model: 'motion-1', seconds: 1, size: '640x360', remixed_from_video_id: source.id, callback_url: receiver.url(path) });
+      const remix = await client.videos.remix(source.id, {
+        prompt: 'a lighthouse at night in a storm',
+        callback_url: receiver.url(path),
+      } as OpenAI.VideoRemixParams);
+      expect(remix).toMatchObject({
+        object: 'video',
+        status: 'queued',
+        progress: 0,
+        model: 'motion-1',
+        seconds: 1,
+        size: '640x360',
+        remixed_from_video_id: source.id,
+        callback_url: receiver.url(path),
+      });
       expect(remix.id).not.toBe(source.id);
       const done = await completed(remix.id);
       expect(done).toMatchObject({ remixed_from_video_id: source.id, prompt: 'a lighthouse at night in a storm', cost: 0.1 });
 
       // Its own callback, signed for this workspace (checked by the SDK's own verifier).
       const delivery = await eventually(() => receiver.requestsTo(path)[0], 30_000, 'the remix callback');
-      const event = (await client.webhooks.unwrap(delivery.body, delivery.headers)) as unknown as { type: string; data: { id: string; remixed_from_video_id: string } };
+      const event = (await client.webhooks.unwrap(delivery.body, delivery.headers)) as unknown as {
+        type: string;
+        data: { id: string; remixed_from_video_id: string };
+      };
       expect(event.type).toBe('video.completed');
       expect(event.data).toMatchObject({ id: remix.id, remixed_from_video_id: source.id });
 

@@ -27,21 +27,31 @@ async function get(url: string, init: RequestInit = {}): Promise<CheckedResponse
 }
 
 const post = (json: unknown, headers: Record<string, string> = {}) => ({ method: 'POST', json, headers });
-const png = () => sharp({ create: { width: 64, height: 64, channels: 4, background: '#3366ff' } }).png().toBuffer();
+const png = () =>
+  sharp({ create: { width: 64, height: 64, channels: 4, background: '#3366ff' } })
+    .png()
+    .toBuffer();
 const hooks = () => h.receiver.url('/hooks');
 
 /** Checks the exchange and its status in one step, so a failure names both. */
 function expectAnswer(operation: string, res: CheckedResponse, status: number, code?: string): void {
-  expect({ operation, status: res.status, code: (res.json as { error?: { code?: string } } | undefined)?.error?.code }).toMatchObject({ status, ...(code ? { code } : {}) });
+  expect({ operation, status: res.status, code: (res.json as { error?: { code?: string } } | undefined)?.error?.code }).toMatchObject({
+    status,
+    ...(code ? { code } : {}),
+  });
   contract.check(operation, res);
 }
 
 /** The job at `path` once its status is `status`. */
 const whenStatus = (path: string, status: string, timeoutMs = 30_000) =>
-  eventually(async () => {
-    const res = await call(path);
-    return res.json.status === status ? res : undefined;
-  }, timeoutMs, `${path} to be ${status}`);
+  eventually(
+    async () => {
+      const res = await call(path);
+      return res.json.status === status ? res : undefined;
+    },
+    timeoutMs,
+    `${path} to be ${status}`,
+  );
 
 /** A request body the document accepts (or, with `valid: false`, refuses). */
 function expectDocumented(operation: string, body: unknown, valid = true): void {
@@ -188,7 +198,12 @@ describe('real responses match the document', () => {
     const repeat = await call('/v1/videos', post(body, { 'idempotency-key': 'contract-kite' }));
     expectAnswer('POST /v1/videos', repeat, 200);
     expect({ id: repeat.json.id, replayed: repeat.headers.get('idempotent-replayed') }).toEqual({ id: first.json.id, replayed: 'true' });
-    expectAnswer('POST /v1/videos', await call('/v1/videos', post({ ...body, prompt: 'a blue kite' }, { 'idempotency-key': 'contract-kite' })), 409, 'idempotency_key_reused');
+    expectAnswer(
+      'POST /v1/videos',
+      await call('/v1/videos', post({ ...body, prompt: 'a blue kite' }, { 'idempotency-key': 'contract-kite' })),
+      409,
+      'idempotency_key_reused',
+    );
     expectAnswer('POST /v1/videos', await call('/v1/videos', post(body, { 'idempotency-key': 'k'.repeat(256) })), 400, 'invalid_idempotency_key');
   });
 
@@ -201,7 +216,8 @@ describe('real responses match the document', () => {
     expectAnswer('GET /v1/videos/{id}', await call(`/v1/videos/${jobs.videoCompleted}`), 200);
 
     const form = new FormData();
-    for (const [name, value] of Object.entries({ prompt: 'a paper boat', seconds: '1', resolution: '360p', aspect_ratio: '9:16', generate_audio: 'true' })) form.set(name, value);
+    for (const [name, value] of Object.entries({ prompt: 'a paper boat', seconds: '1', resolution: '360p', aspect_ratio: '9:16', generate_audio: 'true' }))
+      form.set(name, value);
     expectAnswer('POST /v1/videos', await call('/v1/videos', { method: 'POST', body: form }), 200);
 
     const done = await whenStatus(`/v1/videos/${jobs.videoCompleted}`, 'completed', 60_000);
@@ -279,14 +295,18 @@ describe('callbacks as the receiver gets them', () => {
       [jobs.videoCompleted, 'video.completed'],
       [jobs.videoFailed, 'video.failed'],
     ]);
-    const received = await eventually(() => {
-      const first = new Map<string, ReceivedRequest>();
-      for (const request of h.receiver.requestsTo('/hooks')) {
-        const { data } = JSON.parse(request.body) as { data: { id: string } };
-        if (expected.has(data.id) && !first.has(data.id)) first.set(data.id, request);
-      }
-      return first.size === expected.size ? first : undefined;
-    }, 30_000, 'the four callbacks');
+    const received = await eventually(
+      () => {
+        const first = new Map<string, ReceivedRequest>();
+        for (const request of h.receiver.requestsTo('/hooks')) {
+          const { data } = JSON.parse(request.body) as { data: { id: string } };
+          if (expected.has(data.id) && !first.has(data.id)) first.set(data.id, request);
+        }
+        return first.size === expected.size ? first : undefined;
+      },
+      30_000,
+      'the four callbacks',
+    );
     for (const [jobId, type] of expected) {
       const request = received.get(jobId)!;
       expect((JSON.parse(request.body) as { type: string }).type).toBe(type);

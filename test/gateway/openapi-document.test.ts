@@ -152,7 +152,11 @@ function resolveParameter(entry: ParameterObject | ReferenceObject): ParameterOb
  */
 function expectAgreement(rules: Joi.ObjectSchema, fields: Record<string, { schema: SchemaObject | ReferenceObject; required: boolean }>, apart: string[] = []) {
   const keys = (rules.describe().keys ?? {}) as Record<string, Joi.Description>;
-  expect(Object.keys(fields).filter((name) => !(name in keys)).sort()).toEqual(apart.filter((name) => !(name in keys)).sort());
+  expect(
+    Object.keys(fields)
+      .filter((name) => !(name in keys))
+      .sort(),
+  ).toEqual(apart.filter((name) => !(name in keys)).sort());
   expect(Object.keys(keys).filter((name) => !(name in fields))).toEqual([]);
   for (const [name, rule] of Object.entries(keys)) {
     const said = joiFacts(rule, (rule.flags as { presence?: string } | undefined)?.presence === 'required');
@@ -164,7 +168,9 @@ function expectAgreement(rules: Joi.ObjectSchema, fields: Record<string, { schem
 
 const bodyFields = (name: string) => {
   const schema = doc.components!.schemas![name] as SchemaObject;
-  return Object.fromEntries(Object.entries(schema.properties ?? {}).map(([field, s]) => [field, { schema: s, required: schema.required?.includes(field) ?? false }]));
+  return Object.fromEntries(
+    Object.entries(schema.properties ?? {}).map(([field, s]) => [field, { schema: s, required: schema.required?.includes(field) ?? false }]),
+  );
 };
 
 const queryFields = (path: string) => {

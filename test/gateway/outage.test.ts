@@ -67,10 +67,14 @@ it('becomes fully functional once Redis appears', async () => {
   ws = await stack.createWorkspace('outage');
   await eventually(async () => ((await get('/readyz')).status === 200 ? true : undefined), 15_000, 'the gateway to become ready');
   const call = api(stack, ws.apiKey);
-  const created = await eventually(async () => {
-    const res = await call('/v1/videos', { method: 'POST', json: video });
-    return res.status === 200 ? res : undefined;
-  }, 15_000, 'a creation call to succeed');
+  const created = await eventually(
+    async () => {
+      const res = await call('/v1/videos', { method: 'POST', json: video });
+      return res.status === 200 ? res : undefined;
+    },
+    15_000,
+    'a creation call to succeed',
+  );
   expect(created.json.status).toBe('queued');
   expect((await call(`/v1/videos/${created.json.id}`)).status).toBe(200);
   expect(stack.service('api-gateway').hasLog((l) => l.message === 'api-gateway ready')).toBe(true);
@@ -92,10 +96,14 @@ it('answers 503 again while Redis is down, stays alive, and recovers when it is 
   expect((await get('/healthz')).status).toBe(200);
 
   await startRedis();
-  const res = await eventually(async () => {
-    const attempt = await call('/v1/videos', { method: 'POST', json: video });
-    return attempt.status === 200 ? attempt : undefined;
-  }, 15_000, 'creation calls to succeed again');
+  const res = await eventually(
+    async () => {
+      const attempt = await call('/v1/videos', { method: 'POST', json: video });
+      return attempt.status === 200 ? attempt : undefined;
+    },
+    15_000,
+    'creation calls to succeed again',
+  );
   expect(res.json.object).toBe('video');
 });
 

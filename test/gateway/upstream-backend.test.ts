@@ -44,10 +44,14 @@ describe('gateway: images made by the openai-compatible backend', () => {
   it('accepts a call with callback_url at once and delivers a signed image.completed whose link serves the image', async () => {
     const prompt = 'an asynchronous lighthouse';
     const id = await h.jobs.image(h.receiver.url('/upstream-completed'), prompt);
-    const [request] = await eventually(() => {
-      const got = h.receiver.requestsTo('/upstream-completed');
-      return got.length > 0 ? got : undefined;
-    }, 30_000, 'the image.completed callback');
+    const [request] = await eventually(
+      () => {
+        const got = h.receiver.requestsTo('/upstream-completed');
+        return got.length > 0 ? got : undefined;
+      },
+      30_000,
+      'the image.completed callback',
+    );
     const envelope = verify(request!.body, request!.headers, h.workspace.signingSecret) as any;
     expect(envelope).toMatchObject({ type: 'image.completed', data: { id, status: 'completed', error: null } });
     expect(envelope.data.cost).toBeGreaterThan(0);
@@ -59,14 +63,23 @@ describe('gateway: images made by the openai-compatible backend', () => {
   it('calls back image.failed, uncharged, when the model server refuses the prompt', async () => {
     upstream.script('images.generations', () => apiError(400, 'Your request was rejected by the safety system.', { code: 'moderation_blocked' }));
     const id = await h.jobs.image(h.receiver.url('/upstream-failed'), 'a refused prompt');
-    const [request] = await eventually(() => {
-      const got = h.receiver.requestsTo('/upstream-failed');
-      return got.length > 0 ? got : undefined;
-    }, 30_000, 'the image.failed callback');
+    const [request] = await eventually(
+      () => {
+        const got = h.receiver.requestsTo('/upstream-failed');
+        return got.length > 0 ? got : undefined;
+      },
+      30_000,
+      'the image.failed callback',
+    );
     const envelope = verify(request!.body, request!.headers, h.workspace.signingSecret) as any;
     expect(envelope).toMatchObject({
       type: 'image.failed',
-      data: { id, status: 'failed', cost: null, error: { code: 'moderation_blocked', message: 'The model server refused the request: Your request was rejected by the safety system.' } },
+      data: {
+        id,
+        status: 'failed',
+        cost: null,
+        error: { code: 'moderation_blocked', message: 'The model server refused the request: Your request was rejected by the safety system.' },
+      },
     });
     expect((await h.stack.jobs.ledger(h.workspace.workspaceId)).filter((e) => e.job_id === id)).toEqual([]);
   });

@@ -29,10 +29,14 @@ describe.each(BLOB_STORES)('deleting a video (%s blob store)', (blobStore) => {
     expect(early.json.error).toMatchObject({ type: 'invalid_request_error', code: 'video_in_progress' });
 
     await stack.startService('generator');
-    const done = await eventually(async () => {
-      const video = await client.videos.retrieve(created.id);
-      return video.status === 'completed' ? video : undefined;
-    }, 30_000, 'the video to complete');
+    const done = await eventually(
+      async () => {
+        const video = await client.videos.retrieve(created.id);
+        return video.status === 'completed' ? video : undefined;
+      },
+      30_000,
+      'the video to complete',
+    );
     const link = (await call(`/v1/videos/${created.id}`)).json.url as string;
     expect((await fetch(link)).status).toBe(200);
     const stored = (await stack.jobs.get(created.id))!;

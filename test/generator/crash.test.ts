@@ -11,7 +11,8 @@ import {
   probe,
   queueJobsFor,
   watchVideo,
-  startEncodingVideo, startGeneratorStack,
+  startEncodingVideo,
+  startGeneratorStack,
   type GeneratorStack,
 } from './helpers';
 

@@ -11,7 +11,8 @@ import {
   probe,
   queueJobsFor,
   watchVideo,
-  startEncodingVideo, startGeneratorStack,
+  startEncodingVideo,
+  startGeneratorStack,
   type GeneratorStack,
 } from './helpers';
 
@@ -91,11 +92,7 @@ describe('generator: SIGTERM drain', () => {
     expect((await t.stack.jobs.get(id))?.status).toBe('in_progress');
     expect(await chargesFor(t.stack, t.ws.workspaceId, id)).toEqual([]);
     // An abandoned encode must not outlive its worker, burning CPU for a result nobody will store.
-    await eventually(
-      async () => ((await Promise.all(encoders.map(isRunning))).some(Boolean) ? undefined : true),
-      2_000,
-      'the abandoned ffmpeg to stop',
-    );
+    await eventually(async () => ((await Promise.all(encoders.map(isRunning))).some(Boolean) ? undefined : true), 2_000, 'the abandoned ffmpeg to stop');
 
     // BullMQ hands the abandoned job on once its lock lapses (JOB_LOCK_MS=3000).
     const next = await t.stack.startService('generator');

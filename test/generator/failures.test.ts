@@ -44,7 +44,9 @@ describe.each(BLOB_STORES)('generator: failed jobs (%s blob store)', (blobStore)
   }
 
   const png = (width: number, height: number) =>
-    sharp({ create: { width, height, channels: 3, background: { r: 200, g: 60, b: 30 } } }).png().toBuffer();
+    sharp({ create: { width, height, channels: 3, background: { r: 200, g: 60, b: 30 } } })
+      .png()
+      .toBuffer();
 
   /** PNG signature (so the gateway's sniffing accepts it as a PNG), then bytes no decoder can read. */
   const brokenPng = () =>

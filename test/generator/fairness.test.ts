@@ -151,10 +151,14 @@ describe('generator: fair scheduling across workspaces', () => {
     });
     await Promise.all(submitters);
     // A's render time under this load (both generators busy), from the backlog jobs that have finished so far.
-    const someDone = await eventually(async () => {
-      const times = await slotTimes(backlog);
-      return times.length >= 4 ? times : undefined;
-    }, 30_000, "a few of A's backlog jobs to finish");
+    const someDone = await eventually(
+      async () => {
+        const times = await slotTimes(backlog);
+        return times.length >= 4 ? times : undefined;
+      },
+      30_000,
+      "a few of A's backlog jobs to finish",
+    );
     const earlyRenderMs = Math.max(median(someDone), largeAlone.p50);
 
     // B's calls go through the second gateway. A job may wait for a free slot (the jobs running
@@ -210,7 +214,9 @@ describe('generator: queue priorities by workspace rank', () => {
     const c = await stack.createWorkspace('ranked');
     const d = await stack.createWorkspace('other');
     const call = api(stack, c.apiKey);
-    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#36c' } }).png().toBuffer();
+    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#36c' } })
+      .png()
+      .toBuffer();
     const created = async (path: string, json: object) => {
       const res = await call(path, { method: 'POST', json });
       expect([path, res.status]).toEqual([path, path === '/v1/videos' ? 200 : 202]);
@@ -218,7 +224,12 @@ describe('generator: queue priorities by workspace rank', () => {
     };
     await created('/v1/images/generations', { prompt: 'one', size: '256x256', callback_url: CALLBACK_URL });
     await created('/v1/videos', { prompt: 'two', seconds: 1, size: '640x360' });
-    await created('/v1/images/edits', { prompt: 'three', size: '256x256', image: `data:image/png;base64,${png.toString('base64')}`, callback_url: CALLBACK_URL });
+    await created('/v1/images/edits', {
+      prompt: 'three',
+      size: '256x256',
+      image: `data:image/png;base64,${png.toString('base64')}`,
+      callback_url: CALLBACK_URL,
+    });
     // Synchronous calls wait for a generator that is not there: the client gives up, the job stays queued.
     const syncCall = (ws: TestWorkspace, prompt: string) =>
       fetch(`${stack.baseUrl}/v1/images/generations`, {
@@ -231,9 +242,27 @@ describe('generator: queue priorities by workspace rank', () => {
 
     // A job the gateway stored and never queued (it died in between), found by the intake repair.
     const orphan: ImageJob = {
-      id: 'img_orphan_fairness', kind: 'image', operation: 'generation', workspace_id: d.workspaceId, model: 'pixel-1', prompt: 'orphan', seed: 1,
-      status: 'in_progress', created_ms: Date.now(), finished_ms: null, cost: null, error: null, callback_url: CALLBACK_URL, request_id: 'req_orphan',
-      n: 1, size: '256x256', output_format: 'png', response_format: 'url', inputs: [], mask: null, outputs: [],
+      id: 'img_orphan_fairness',
+      kind: 'image',
+      operation: 'generation',
+      workspace_id: d.workspaceId,
+      model: 'pixel-1',
+      prompt: 'orphan',
+      seed: 1,
+      status: 'in_progress',
+      created_ms: Date.now(),
+      finished_ms: null,
+      cost: null,
+      error: null,
+      callback_url: CALLBACK_URL,
+      request_id: 'req_orphan',
+      n: 1,
+      size: '256x256',
+      output_format: 'png',
+      response_format: 'url',
+      inputs: [],
+      mask: null,
+      outputs: [],
     };
     await stack.jobs.create(orphan);
     const logger = createLogger('fairness-test', 'error');
@@ -241,10 +270,14 @@ describe('generator: queue priorities by workspace rank', () => {
     const generation = bullQueue(stack, 'generation');
     try {
       await new IntakeRepair(stack.jobs, producer, logger).run(Date.now() + INTAKE_GRACE_MS + 1);
-      const queued = await eventually(async () => {
-        const jobs = await generation.getJobs(['prioritized', 'wait'], 0, -1);
-        return jobs.length === 6 ? jobs : undefined;
-      }, 10_000, 'six queued jobs');
+      const queued = await eventually(
+        async () => {
+          const jobs = await generation.getJobs(['prioritized', 'wait'], 0, -1);
+          return jobs.length === 6 ? jobs : undefined;
+        },
+        10_000,
+        'six queued jobs',
+      );
       const priorities = Object.fromEntries(
         await Promise.all(
           queued.map(async (job) => {

@@ -6,11 +6,12 @@ import { promisify } from 'node:util';
 import { Queue, type Job, type JobType } from 'bullmq';
 import { bullPrefix, jobIds } from '@media/common';
 import { MODEL_CATALOG, type VideoJob, type VideoModel } from '@media/domain';
+import { defaultFfprobePath } from '../../services/generator/src/media/binaries';
 import { api, eventually, TestStack, type BlobStoreKind, type TestWorkspace } from '../support/stack';
 
 export type Call = ReturnType<typeof api>;
 
-const ffprobePath = (require('@ffprobe-installer/ffprobe') as { path: string }).path;
+const ffprobePath = defaultFfprobePath();
 const run = promisify(execFile);
 
 const VIDEO_MODEL = MODEL_CATALOG.find((m) => m.id === 'motion-1') as VideoModel;
@@ -152,7 +153,11 @@ export interface GeneratorStack {
   close(): Promise<void>;
 }
 
-export async function startGeneratorStack(name: string, env: Record<string, string> = {}, options: { blobStore?: BlobStoreKind } = {}): Promise<GeneratorStack> {
+export async function startGeneratorStack(
+  name: string,
+  env: Record<string, string> = {},
+  options: { blobStore?: BlobStoreKind } = {},
+): Promise<GeneratorStack> {
   const stack = await TestStack.start(['api-gateway', 'generator'], env, options);
   const ws = await stack.createWorkspace(name);
   const events = bullQueue(stack, 'job-events');

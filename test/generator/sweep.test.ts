@@ -22,9 +22,13 @@ it('ends a job left in the failed set as generation_failed when a generator star
   const id: string = created.json.id;
 
   const connection = stack.redis.duplicate({ maxRetriesPerRequest: null });
-  const saboteur = new Worker('generation', async () => {
-    throw new Error('worker vanished');
-  }, { connection, prefix: bullPrefix(stack.prefix, 'generation') });
+  const saboteur = new Worker(
+    'generation',
+    async () => {
+      throw new Error('worker vanished');
+    },
+    { connection, prefix: bullPrefix(stack.prefix, 'generation') },
+  );
   const generation = bullQueue(stack, 'generation');
   const events = bullQueue(stack, 'job-events');
   try {
@@ -33,10 +37,14 @@ it('ends a job left in the failed set as generation_failed when a generator star
     expect((await stack.jobs.get(id))?.status).toBe('queued');
 
     await stack.startService('generator');
-    const job = await eventually(async () => {
-      const record = await stack.jobs.get(id);
-      return record?.status === 'failed' ? record : undefined;
-    }, 10_000, 'the generator to record the failure');
+    const job = await eventually(
+      async () => {
+        const record = await stack.jobs.get(id);
+        return record?.status === 'failed' ? record : undefined;
+      },
+      10_000,
+      'the generator to record the failure',
+    );
     expect(job).toMatchObject({ cost: null, error: { code: 'generation_failed' } });
     expect(await chargesFor(stack, ws.workspaceId, id)).toEqual([]);
     expect((await finishedEvent(events, id)).data).toEqual({ jobId: id });
@@ -65,9 +73,13 @@ it('sweeps past a job whose record the store cannot decode: one poisoned job nev
   await stack.redis.set(stack.keys.job(poisoned), raw);
 
   const connection = stack.redis.duplicate({ maxRetriesPerRequest: null });
-  const saboteur = new Worker('generation', async () => {
-    throw new Error('worker vanished');
-  }, { connection, prefix: bullPrefix(stack.prefix, 'generation') });
+  const saboteur = new Worker(
+    'generation',
+    async () => {
+      throw new Error('worker vanished');
+    },
+    { connection, prefix: bullPrefix(stack.prefix, 'generation') },
+  );
   const generation = bullQueue(stack, 'generation');
   try {
     for (const id of [good, poisoned]) {
@@ -81,10 +93,14 @@ it('sweeps past a job whose record the store cannot decode: one poisoned job nev
 
   const generator = await stack.startService('generator');
   // The poisoned job is the newest, so the sweep meets it first and must go on past it.
-  const done = await eventually(async () => {
-    const record = await stack.jobs.get(good);
-    return record?.status === 'failed' ? record : undefined;
-  }, 10_000, 'the good job to be recorded failed');
+  const done = await eventually(
+    async () => {
+      const record = await stack.jobs.get(good);
+      return record?.status === 'failed' ? record : undefined;
+    },
+    10_000,
+    'the good job to be recorded failed',
+  );
   expect(done.error).toMatchObject({ code: 'generation_failed' });
   expect(generator.hasLog((l) => l.message === 'give-up sweep skipped a job' && l.job === poisoned)).toBe(true);
 });

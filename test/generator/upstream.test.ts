@@ -2,17 +2,7 @@ import sharp from 'sharp';
 import { MODEL_CATALOG, type ImageModel } from '@media/domain';
 import { apiError, OpenAiTestServer } from '../../services/generator/src/backends/test-support/openai-server';
 import { eventually } from '../support/stack';
-import {
-  chargesFor,
-  decodesCleanly,
-  expectedVideoCost,
-  finishedEvent,
-  getBytes,
-  probe,
-  startGeneratorStack,
-  watchVideo,
-  type GeneratorStack,
-} from './helpers';
+import { chargesFor, decodesCleanly, expectedVideoCost, finishedEvent, getBytes, probe, startGeneratorStack, watchVideo, type GeneratorStack } from './helpers';
 
 // GENERATOR_BACKEND=openai-compatible end to end: the real gateway and generator processes, real
 // Redis and blob store, and a model server on loopback that speaks OpenAI's Images and Videos APIs
@@ -77,8 +67,12 @@ describe('generator: openai-compatible backend', () => {
   });
 
   it('edits an upload with a mask through the model server, charged once', async () => {
-    const photo = await sharp({ create: { width: 96, height: 64, channels: 3, background: '#2a7f62' } }).png().toBuffer();
-    const mask = await sharp({ create: { width: 96, height: 64, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } }).png().toBuffer();
+    const photo = await sharp({ create: { width: 96, height: 64, channels: 3, background: '#2a7f62' } })
+      .png()
+      .toBuffer();
+    const mask = await sharp({ create: { width: 96, height: 64, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } })
+      .png()
+      .toBuffer();
     const prompt = uniquePrompt('make it autumn');
     const form = new FormData();
     form.append('model', 'pixel-1');
@@ -127,7 +121,9 @@ describe('generator: openai-compatible backend', () => {
 
   it('retries an upstream 500 and completes on the next attempt, charged once', async () => {
     const prompt = uniquePrompt('a red kite');
-    upstream.script('images.generations', (n) => (n === 1 ? apiError(500, 'The server had an error while processing your request.', { type: 'server_error' }) : undefined));
+    upstream.script('images.generations', (n) =>
+      n === 1 ? apiError(500, 'The server had an error while processing your request.', { type: 'server_error' }) : undefined,
+    );
     const res = await generate(prompt, { size: '256x256' });
     expect(res.status).toBe(200);
     expect(res.json.status).toBe('completed');
@@ -186,15 +182,23 @@ describe('generator: openai-compatible backend', () => {
     expect(res.json.error).toMatchObject({ code: 'generation_failed', message: 'The model server returned data that is not a png image.' });
     const id = res.headers.get('x-request-id')!;
     expect(await t.stack.blobs.size(`${t.ws.workspaceId}/${id}/0.png`)).toBeUndefined();
-    expect((await t.stack.jobs.get(id))).toMatchObject({ outputs: [] });
+    expect(await t.stack.jobs.get(id)).toMatchObject({ outputs: [] });
     await expectFailedUncharged(t, id, 'generation_failed');
   });
 
   it('fails a video the model server reports failed, uncharged', async () => {
     upstream.videoPlan = { fail: { code: 'internal_error', message: 'Video generation failed.' } };
-    const created = await t.call('/v1/videos', { method: 'POST', json: { model: 'motion-1', prompt: uniquePrompt('a doomed voyage'), seconds: 2, size: '640x360' } });
+    const created = await t.call('/v1/videos', {
+      method: 'POST',
+      json: { model: 'motion-1', prompt: uniquePrompt('a doomed voyage'), seconds: 2, size: '640x360' },
+    });
     const { video } = await watchVideo(t.call, created.json.id);
-    expect(video).toMatchObject({ status: 'failed', url: null, cost: null, error: { code: 'generation_failed', message: 'The model server failed the video: Video generation failed.' } });
+    expect(video).toMatchObject({
+      status: 'failed',
+      url: null,
+      cost: null,
+      error: { code: 'generation_failed', message: 'The model server failed the video: Video generation failed.' },
+    });
     const content = await t.call(`/v1/videos/${video.id}/content`);
     expect(content.status).toBe(409);
     await expectFailedUncharged(t, video.id, 'generation_failed');

@@ -9,7 +9,8 @@ import {
   probe,
   queueJobsFor,
   watchVideo,
-  type Call, startGeneratorStack,
+  type Call,
+  startGeneratorStack,
   type GeneratorStack,
 } from './helpers';
 
@@ -120,8 +121,7 @@ describe.each(BLOB_STORES)('generator: videos (%s blob store)', (blobStore) => {
     });
 
     const body = { model: 'motion-1', prompt: 'one boat only', seconds: 1, size: '640x360' };
-    const post = (c: Call, key: string, json: object = body) =>
-      c('/v1/videos', { method: 'POST', json, headers: { 'idempotency-key': key } });
+    const post = (c: Call, key: string, json: object = body) => c('/v1/videos', { method: 'POST', json, headers: { 'idempotency-key': key } });
 
     it('returns the same video for the same key, with one job and one charge', async () => {
       const first = await post(call2, 'key-sequential');

@@ -84,13 +84,18 @@ it('keeps B’s callbacks at their baseline while A’s receivers hang, and make
 
   const submitA = async (count: number, url: string) => {
     const ids: string[] = [];
-    for (let i = 0; i < count; i += 20) ids.push(...(await Promise.all(Array.from({ length: Math.min(20, count - i) }, () => submit(a, url)))).map((s) => s.id));
+    for (let i = 0; i < count; i += 20)
+      ids.push(...(await Promise.all(Array.from({ length: Math.min(20, count - i) }, () => submit(a, url)))).map((s) => s.id));
     return ids;
   };
   const dark = await submitA(HANGING, hanging.url('/dark'));
   const slowIds = await submitA(SLOW, slow.url('/slow'));
   // A's first attempts are hanging: every A job made, and both destinations full.
-  await eventually(async () => ((await stack.redis.scard(stack.keys.workspaceUnfinished(a.workspaceId))) === 0 ? true : undefined), 60_000, "A's jobs to be made");
+  await eventually(
+    async () => ((await stack.redis.scard(stack.keys.workspaceUnfinished(a.workspaceId))) === 0 ? true : undefined),
+    60_000,
+    "A's jobs to be made",
+  );
   await eventually(() => (hanging.inFlight >= CAP && slow.inFlight >= CAP ? true : undefined), 30_000, "A's destinations to fill their slots");
 
   const during = await runB('/during');
@@ -104,10 +109,14 @@ it('keeps B’s callbacks at their baseline while A’s receivers hang, and make
   let latest = 0;
   for (const { id, error, line } of all) {
     const messageId = callbackIdFor(id, 'image.completed');
-    const ended = await eventually(async () => {
-      const cb = await callbacks.get(messageId);
-      return cb?.state === 'failed' ? cb : undefined;
-    }, 180_000, `A's ${id} to fail`);
+    const ended = await eventually(
+      async () => {
+        const cb = await callbacks.get(messageId);
+        return cb?.state === 'failed' ? cb : undefined;
+      },
+      180_000,
+      `A's ${id} to fail`,
+    );
     expect(ended.ladder_attempt).toBe(6);
     const attempts = await callbacks.attempts(messageId);
     expect(attempts.map((x) => x.error)).toEqual(Array(6).fill(error));
@@ -127,8 +136,15 @@ it('keeps B’s callbacks at their baseline while A’s receivers hang, and make
   for (const r of [...hanging.requests, ...slow.requests]) sent.set(r.headers['webhook-id']!, (sent.get(r.headers['webhook-id']!) ?? 0) + 1);
   const repeated = [...sent].filter(([, n]) => n > 6).map(([id]) => id);
   if (repeated.length > 0) {
-    const warnings = stack.processes.filter((p) => p.name === 'webhook-dispatcher').flatMap((p) => p.lines.filter((l) => l.level === 'warn' || l.level === 'error'));
-    console.log(`repeated: ${repeated.join(', ')}\n${warnings.slice(0, 30).map((l) => JSON.stringify(l)).join('\n')}`);
+    const warnings = stack.processes
+      .filter((p) => p.name === 'webhook-dispatcher')
+      .flatMap((p) => p.lines.filter((l) => l.level === 'warn' || l.level === 'error'));
+    console.log(
+      `repeated: ${repeated.join(', ')}\n${warnings
+        .slice(0, 30)
+        .map((l) => JSON.stringify(l))
+        .join('\n')}`,
+    );
   }
   expect(hanging.requestsTo('/dark')).toHaveLength(HANGING * 6);
   expect(slow.requestsTo('/slow')).toHaveLength(SLOW * 6);

@@ -30,7 +30,9 @@ function merge(base: unknown, patch: unknown): unknown {
 }
 
 const readDocs = (path: string): K8sObject[] =>
-  parseAllDocuments(readFileSync(path, 'utf8')).map((d) => d.toJS() as K8sObject).filter((o) => o && o.kind);
+  parseAllDocuments(readFileSync(path, 'utf8'))
+    .map((d) => d.toJS() as K8sObject)
+    .filter((o) => o && o.kind);
 
 export function kustomizeLite(dir: string): K8sObject[] {
   const k = parse(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')) as Kustomization;

@@ -37,7 +37,11 @@ describe.each(OVERLAYS)('k8s/%s', (overlay) => {
 
   it('builds', () => {
     expect(objects.length).toBeGreaterThan(0);
-    expect(deployments(objects).map((d) => d.metadata.name).sort()).toEqual(Object.keys(COMMANDS).sort());
+    expect(
+      deployments(objects)
+        .map((d) => d.metadata.name)
+        .sort(),
+    ).toEqual(Object.keys(COMMANDS).sort());
   });
 
   it('validates every object against its schema', () => {
@@ -94,7 +98,9 @@ describe.each(OVERLAYS)('k8s/%s', (overlay) => {
     for (const d of deployments(objects)) {
       const [c] = containers(d);
       // Never a literal value in the manifest: from the Secret, by envFrom or by secretKeyRef.
-      for (const e of c.env ?? []) if (credentials.includes(e.name)) expect([d.metadata.name, e.name, e.valueFrom?.secretKeyRef?.name]).toEqual([d.metadata.name, e.name, expect.any(String)]);
+      for (const e of c.env ?? [])
+        if (credentials.includes(e.name))
+          expect([d.metadata.name, e.name, e.valueFrom?.secretKeyRef?.name]).toEqual([d.metadata.name, e.name, expect.any(String)]);
       if (d.metadata.name === 'generator') continue;
       const fromSecret =
         (c.envFrom ?? []).some((f: any) => f.secretRef?.name === secret.metadata.name && 'LINK_SIGNING_SECRET' in { ...secret.data, ...secret.stringData }) ||
@@ -121,7 +127,11 @@ describe.each(OVERLAYS)('k8s/%s', (overlay) => {
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, sortKeys(v)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, v]) => [k, sortKeys(v)]),
+  );
 }
 
 describe('the code serves what the probes ask for', () => {

@@ -99,10 +99,14 @@ describe('metrics move as work happens', () => {
       expect(sample(gateway, 'media_queue_oldest_waiting_seconds', { queue })).toEqual(expect.any(Number));
     }
 
-    const generator = await eventually(async () => {
-      const text = await scrape('generator');
-      return sample(text, 'media_generation_jobs_total', { kind: 'image', outcome: 'completed' }) === 1 ? text : undefined;
-    }, 30_000, 'a completed generation in the generator metrics');
+    const generator = await eventually(
+      async () => {
+        const text = await scrape('generator');
+        return sample(text, 'media_generation_jobs_total', { kind: 'image', outcome: 'completed' }) === 1 ? text : undefined;
+      },
+      30_000,
+      'a completed generation in the generator metrics',
+    );
     expect(sample(generator, 'media_charges_usd_total')).toBeGreaterThan(0);
     expect(sample(generator, 'media_generation_job_duration_seconds_count', { kind: 'image', outcome: 'completed' })).toBe(1);
     expect(sample(generator, 'media_queue_jobs', { queue: 'generation', state: 'waiting' })).toBe(0);
@@ -112,11 +116,15 @@ describe('metrics move as work happens', () => {
 
     // Six automatic attempts, every one a 500: the callback ends failed. The counter moves just after
     // the attempt is recorded (the state the gauge reads), so wait for both.
-    const dispatcher = await eventually(async () => {
-      const text = await scrape('webhook-dispatcher');
-      const ended = sample(text, 'media_callbacks', { status: 'failed' }) === 1;
-      return ended && sample(text, 'media_callback_attempts_total', { outcome: 'failed', error: 'http_error' }) === 6 ? text : undefined;
-    }, 30_000, 'the callback to end failed after six counted attempts');
+    const dispatcher = await eventually(
+      async () => {
+        const text = await scrape('webhook-dispatcher');
+        const ended = sample(text, 'media_callbacks', { status: 'failed' }) === 1;
+        return ended && sample(text, 'media_callback_attempts_total', { outcome: 'failed', error: 'http_error' }) === 6 ? text : undefined;
+      },
+      30_000,
+      'the callback to end failed after six counted attempts',
+    );
     expect(receiverHits).toBe(6);
     expect(sample(dispatcher, 'media_callback_attempts_total', { outcome: 'failed', error: 'http_error' })).toBe(6);
     expect(sample(dispatcher, 'media_callback_first_attempt_seconds_count')).toBe(1);
@@ -134,17 +142,25 @@ describe('metrics move as work happens', () => {
       expect(res.status).toBe(200);
     }
     // Generation jobs wait in BullMQ's prioritized set (fair scheduling ranks them), not its wait list.
-    const text = await eventually(async () => {
-      const t = await scrape('api-gateway');
-      return (sample(t, 'media_queue_jobs', { queue: 'generation', state: 'prioritized' }) ?? 0) >= 2 ? t : undefined;
-    }, 10_000, 'two prioritized generation jobs');
+    const text = await eventually(
+      async () => {
+        const t = await scrape('api-gateway');
+        return (sample(t, 'media_queue_jobs', { queue: 'generation', state: 'prioritized' }) ?? 0) >= 2 ? t : undefined;
+      },
+      10_000,
+      'two prioritized generation jobs',
+    );
     expect(sample(text, 'media_queue_jobs', { queue: 'generation', state: 'waiting' })).toBe(0);
     expect(sample(text, 'media_queue_oldest_waiting_seconds', { queue: 'generation' })).toBeGreaterThan(0);
     await stack.startService('generator');
-    await eventually(async () => {
-      const t = await scrape('api-gateway');
-      return sample(t, 'media_queue_jobs', { queue: 'generation', state: 'prioritized' }) === 0 ? true : undefined;
-    }, 30_000, 'the backlog to drain');
+    await eventually(
+      async () => {
+        const t = await scrape('api-gateway');
+        return sample(t, 'media_queue_jobs', { queue: 'generation', state: 'prioritized' }) === 0 ? true : undefined;
+      },
+      30_000,
+      'the backlog to drain',
+    );
   });
 });
 

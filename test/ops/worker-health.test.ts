@@ -67,10 +67,14 @@ describe('QueueConsumer.health', () => {
     // A retry that falls due while every write of the worker hangs: BullMQ's silent wedge.
     await producer.add('generate-image', { jobId: 'due' }, { jobId: 'due', delay: 300 });
     await admin.call('CLIENT', 'PAUSE', '60000', 'WRITE');
-    const wedged = await eventually(async () => {
-      const h = await consumer.health();
-      return h.healthy ? undefined : h;
-    }, 15_000, 'liveness to fail');
+    const wedged = await eventually(
+      async () => {
+        const h = await consumer.health();
+        return h.healthy ? undefined : h;
+      },
+      15_000,
+      'liveness to fail',
+    );
     expect(wedged.reason).toMatch(/waited \d+s while the worker was idle/);
     expect(wedged.backlog).toBe(1);
     expect(handled).toEqual([]);
@@ -87,10 +91,14 @@ describe('QueueConsumer.health', () => {
     // Every client hangs, none is closed: what a half-open connection after a failover looks like.
     // (A pause of ALL also holds this test's own UNPAUSE, so it ends by itself.)
     await admin.call('CLIENT', 'PAUSE', '4000', 'ALL');
-    const blind = await eventually(async () => {
-      const h = await consumer.health();
-      return h.healthy ? undefined : h;
-    }, 15_000, 'liveness to fail');
+    const blind = await eventually(
+      async () => {
+        const h = await consumer.health();
+        return h.healthy ? undefined : h;
+      },
+      15_000,
+      'liveness to fail',
+    );
     expect(blind.reason).toMatch(/queue unreadable for \d+s/);
     await eventually(async () => ((await consumer.health()).healthy ? true : undefined), 10_000, 'liveness to recover');
   });

@@ -19,7 +19,13 @@ const exists = (path: string) => {
   }
 };
 
-const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`), 'k8s/README.md'];
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+  'k8s/README.md',
+];
 
 /** The page without its fenced blocks, for what it says in prose (blocks are examples and output). */
 function prose(text: string): string {
@@ -178,7 +184,10 @@ describe('docs/development.md', () => {
 
   it('names only npm scripts that package.json has', () => {
     // The root's scripts, and those of workspaces (`npm run build:web -w @media/dashboard`).
-    const manifests = ['package.json', ...['libs', 'services', 'tools'].flatMap((top) => readdirSync(join(ROOT, top)).map((name) => `${top}/${name}/package.json`))];
+    const manifests = [
+      'package.json',
+      ...['libs', 'services', 'tools'].flatMap((top) => readdirSync(join(ROOT, top)).map((name) => `${top}/${name}/package.json`)),
+    ];
     const scripts = manifests.filter(exists).flatMap((file) => Object.keys((JSON.parse(read(file)) as { scripts?: Record<string, string> }).scripts ?? {}));
     const named = PAGES.flatMap((page) => [...read(page).matchAll(/npm run (?:-s )?([a-z][\w-]*(?::[\w-]+)?)/g)].map((m) => m[1]));
     expect(named.length).toBeGreaterThan(3);

@@ -23,14 +23,19 @@ function sourceFiles(dir: string): string[] {
 /** Every error the gateway raises, read from its source (constructors and the ApiError helpers). */
 function raisedByGateway(): Raised[] {
   const files = [...sourceFiles(join(ROOT, 'services/api-gateway/src')), join(ROOT, 'libs/common/src/api-error.ts')];
-  const text = files.map((f) => readFileSync(f, 'utf8')).join('\n').replace(/\s+/g, ' ');
+  const text = files
+    .map((f) => readFileSync(f, 'utf8'))
+    .join('\n')
+    .replace(/\s+/g, ' ');
   const raised: Raised[] = [];
-  // The message: a string or template literal (it may hold commas and semicolons), or a name.
+  // The message: a string or template literal (it may hold commas and semicolons), or a name. A call
+  // laid out one argument per line ends with a trailing comma.
   const message = "(?:'(?:[^'\\\\]|\\\\.)*'|`[^`]*`|[\\w.]+)";
-  const call = (head: string) => new RegExp(`${head} ?${message}, ?[^,]+?, ?'(\\w+)' ?\\)`, 'g');
+  const call = (head: string) => new RegExp(`${head} ?${message}, ?[^,]+?, ?'(\\w+)',? ?\\)`, 'g');
   for (const m of text.matchAll(call("new ApiError\\( ?(\\d{3}), ?'(\\w+)',"))) raised.push({ status: Number(m[1]), type: m[2], code: m[3] });
   for (const m of text.matchAll(call('ApiError\\.invalid\\('))) raised.push({ status: 400, type: 'invalid_request_error', code: m[1] });
-  for (const m of text.matchAll(new RegExp(`ApiError\\.rateLimited\\( ?${message}, ?'(\\w+)'`, 'g'))) raised.push({ status: 429, type: 'rate_limit_error', code: m[1] });
+  for (const m of text.matchAll(new RegExp(`ApiError\\.rateLimited\\( ?${message}, ?'(\\w+)'`, 'g')))
+    raised.push({ status: 429, type: 'rate_limit_error', code: m[1] });
   if (/ApiError\.notFound\(/.test(text)) raised.push({ status: 404, type: 'not_found_error', code: 'not_found' });
   if (/ApiError\.unavailable\(\)/.test(text)) raised.push({ status: 503, type: 'api_error', code: 'service_unavailable' });
   // A synchronous image call answers its job's failure with the status of this map.

@@ -89,7 +89,9 @@ describe('README and docs examples', () => {
     // A reader runs them at the repository's root: anything else would be left in the tree (and a
     // saved workspace holds live credentials).
     const outputs = all.flatMap(({ file, example }) =>
-      example.marker.kind === 'skip' ? [] : [...example.command.body.matchAll(/(?:\s-o|(?<![0-9&=-])>)\s*([^\s|;&)]+)/g)].map((m) => ({ at: `${file}:${example.command.line}`, path: m[1] })),
+      example.marker.kind === 'skip'
+        ? []
+        : [...example.command.body.matchAll(/(?:\s-o|(?<![0-9&=-])>)\s*([^\s|;&)]+)/g)].map((m) => ({ at: `${file}:${example.command.line}`, path: m[1] })),
     );
     expect(outputs.length).toBeGreaterThan(3);
     expect(outputs.filter(({ path }) => !/^(\.\/)?var\//.test(path) && path !== '/dev/null')).toEqual([]);
@@ -146,17 +148,15 @@ describe('README and docs examples', () => {
           const ran = await bash(prelude + preamble + command, workDir, env);
           const attempt = bindings.clone();
           const problems =
-            ran.code !== 0
-              ? [`exit code ${ran.code}`]
-              : example.expected
-                ? matchOutput(localise(example.expected.body), ran.stdout, attempt)
-                : [];
+            ran.code !== 0 ? [`exit code ${ran.code}`] : example.expected ? matchOutput(localise(example.expected.body), ran.stdout, attempt) : [];
           if (problems.length === 0) {
             bindings.adopt(attempt);
             break;
           }
           if (!repeatable || Date.now() > deadline) {
-            throw new Error(`${where(file, example)}:\n$ ${command}\n--- printed:\n${ran.stdout}\n--- stderr:\n${ran.stderr}\n--- differences:\n${problems.join('\n')}`);
+            throw new Error(
+              `${where(file, example)}:\n$ ${command}\n--- printed:\n${ran.stdout}\n--- stderr:\n${ran.stderr}\n--- differences:\n${problems.join('\n')}`,
+            );
           }
           await new Promise((r) => setTimeout(r, 250));
         }
@@ -180,7 +180,12 @@ describe('README and docs examples', () => {
 
   it('relies on settings that only npm start gives: production refuses the local callback URL', async () => {
     const production = loadConfig({});
-    expect([production.callbackAllowHttp, production.callbackAllowedCidrs, production.callbackAllowedEndpoints, production.callbackCaFile]).toEqual([false, [], [], undefined]);
+    expect([production.callbackAllowHttp, production.callbackAllowedCidrs, production.callbackAllowedEndpoints, production.callbackCaFile]).toEqual([
+      false,
+      [],
+      [],
+      undefined,
+    ]);
     const guard = new CallbackUrlGuard({
       allowHttp: production.callbackAllowHttp,
       allowedCidrs: production.callbackAllowedCidrs,

@@ -32,16 +32,20 @@ async function expectNothingOnRedisUrl(prefix: string): Promise<void> {
 it.each([
   ['Sentinels', () => TestRedisSentinel.start()],
   ['a TLS-only Redis', () => TestRedisTls.start()],
-] as const)('create-workspace on %s', async (_shape, start) => {
-  const redis = await start();
-  const client = redis.client();
-  const prefix = `test-${randomBytes(6).toString('hex')}`;
-  try {
-    const out = await createWorkspace(redis.env, prefix);
-    expect(await new WorkspaceRepository(client, new StoreKeys(prefix)).findByApiKey(out.api_key)).toBe(out.workspace_id);
-    await expectNothingOnRedisUrl(prefix);
-  } finally {
-    client.disconnect();
-    await redis.destroy();
-  }
-}, 60_000);
+] as const)(
+  'create-workspace on %s',
+  async (_shape, start) => {
+    const redis = await start();
+    const client = redis.client();
+    const prefix = `test-${randomBytes(6).toString('hex')}`;
+    try {
+      const out = await createWorkspace(redis.env, prefix);
+      expect(await new WorkspaceRepository(client, new StoreKeys(prefix)).findByApiKey(out.api_key)).toBe(out.workspace_id);
+      await expectNothingOnRedisUrl(prefix);
+    } finally {
+      client.disconnect();
+      await redis.destroy();
+    }
+  },
+  60_000,
+);

@@ -56,7 +56,9 @@ describe('npm test on a machine that lacks what it needs', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     const lines = ran.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^npm test needs redis-server, redis-cli, openssl, curl, chromium: install with "sudo apt-get install -y redis-server redis-tools openssl curl chromium"/);
+    expect(lines[0]).toMatch(
+      /^npm test needs redis-server, redis-cli, openssl, curl, chromium: install with "sudo apt-get install -y redis-server redis-tools openssl curl chromium"/,
+    );
     expect(lines[0]).toContain(join(bare, 'no-such-chromium'));
   });
 
@@ -98,10 +100,14 @@ describe('a Redis for the run (scripts/with-redis.mjs)', () => {
 
   it('passes a signal on to the command and still stops the private Redis', async () => {
     const dead = `redis://127.0.0.1:${await freePort()}`;
-    const child = spawn(process.execPath, ['scripts/with-redis.mjs', '--', process.execPath, '-e', 'console.log(process.env.REDIS_URL); setInterval(() => {}, 1000)'], {
-      cwd: ROOT,
-      env: { ...process.env, REDIS_URL: dead },
-    });
+    const child = spawn(
+      process.execPath,
+      ['scripts/with-redis.mjs', '--', process.execPath, '-e', 'console.log(process.env.REDIS_URL); setInterval(() => {}, 1000)'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, REDIS_URL: dead },
+      },
+    );
     const done = finished(child);
     const url = await new Promise<string>((ok) => child.stdout.once('data', (c: Buffer) => ok(c.toString().trim())));
     expect(await redisAnswers(url)).toBe(true);

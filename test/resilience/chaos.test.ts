@@ -214,9 +214,12 @@ it('keeps every accepted job to one end, one callback identity and at most one c
       const sentMs = Date.now();
       inFlight++;
       try {
-        const res = await fetch(`${h.stack.baseUrl}${path}`, { method: 'POST', headers, body: JSON.stringify(json), signal: AbortSignal.timeout(15_000) }).finally(
-          () => inFlight--,
-        );
+        const res = await fetch(`${h.stack.baseUrl}${path}`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify(json),
+          signal: AbortSignal.timeout(15_000),
+        }).finally(() => inFlight--);
         const text = await res.text();
         latencies.push(Date.now() - sentMs);
         if (res.status >= 200 && res.status < 300) {
@@ -377,7 +380,8 @@ it('keeps every accepted job to one end, one callback identity and at most one c
     const webhookIds = new Set(jobPosts.map((p) => p.webhookId));
     if (webhookIds.size > 1) violate('4. one webhook-id per job', id, `webhook-ids ${[...webhookIds].join(', ')}`);
     const expectedId = callbackIdFor(id, type as never);
-    if (webhookIds.size === 1 && !webhookIds.has(expectedId)) violate('4. one webhook-id per job', id, `webhook-id ${[...webhookIds][0]}, expected ${expectedId}`);
+    if (webhookIds.size === 1 && !webhookIds.has(expectedId))
+      violate('4. one webhook-id per job', id, `webhook-id ${[...webhookIds][0]}, expected ${expectedId}`);
     const types = new Set(jobPosts.map((p) => p.type));
     if (types.size > 1 || (types.size === 1 && !types.has(type))) {
       violate('5. one event type per job, matching the final status', id, `final ${job.status}, callback types ${[...types].join(', ')}`);
@@ -389,12 +393,17 @@ it('keeps every accepted job to one end, one callback identity and at most one c
 
     const charges = chargesOf.get(id) ?? [];
     if (charges.length > 1) violate('6. charged at most once', id, `${charges.length} ledger entries`);
-    if (job.status !== 'completed' && charges.length > 0) violate('7. charged only if completed', id, `${job.status} (${job.error?.code}) with ${charges.length} charge(s)`);
+    if (job.status !== 'completed' && charges.length > 0)
+      violate('7. charged only if completed', id, `${job.status} (${job.error?.code}) with ${charges.length} charge(s)`);
     if (job.status === 'completed' && charges.length !== 1) violate('8. charged exactly once when completed', id, `${charges.length} ledger entries`);
     if (job.status === 'completed' && charges.length >= 1) {
       const callbackCosts = new Set(jobPosts.map((p) => p.dataCost));
       if (charges.some((c) => c.amount !== job.cost) || [...callbackCosts].some((c) => c !== job.cost)) {
-        violate('9. charge = job cost = callback cost', id, `job ${job.cost}, ledger ${charges.map((c) => c.amount).join(',')}, callbacks ${[...callbackCosts].join(',')}`);
+        violate(
+          '9. charge = job cost = callback cost',
+          id,
+          `job ${job.cost}, ledger ${charges.map((c) => c.amount).join(',')}, callbacks ${[...callbackCosts].join(',')}`,
+        );
       }
     }
 
@@ -405,7 +414,11 @@ it('keeps every accepted job to one end, one callback identity and at most one c
     const callback = await h.callbacks.get(expectedId);
     if (!callback || callback.state !== 'delivered') {
       // The receiver fails at most two attempts per callback, so six attempts always reach a 2xx.
-      violate('11. the callback ends delivered (the ladder is not cut short)', id, callback ? `state ${callback.state}, attempt_count ${callback.attempt_count}, ladder ${callback.ladder_attempt}` : 'no callback record');
+      violate(
+        '11. the callback ends delivered (the ladder is not cut short)',
+        id,
+        callback ? `state ${callback.state}, attempt_count ${callback.attempt_count}, ladder ${callback.ladder_attempt}` : 'no callback record',
+      );
     }
   }
 
@@ -422,16 +435,28 @@ it('keeps every accepted job to one end, one callback identity and at most one c
   const allStoreIds = await storeIds();
   const unacceptedIds = allStoreIds.filter((id) => !acceptedSet.has(id));
   for (const job of await h.stack.jobs.getMany(allStoreIds)) {
-    if (!isFinished(job.status)) violate('12. no job record is left unfinished (accepted or not)', job.id, `status ${job.status}, ${acceptedSet.has(job.id) ? 'accepted' : 'not accepted by a client'}`);
+    if (!isFinished(job.status))
+      violate(
+        '12. no job record is left unfinished (accepted or not)',
+        job.id,
+        `status ${job.status}, ${acceptedSet.has(job.id) ? 'accepted' : 'not accepted by a client'}`,
+      );
   }
 
   if (unexpectedExits.length > 0) {
-    for (const exit of unexpectedExits) violate('13. services exit only when killed', exit.service, `pid ${exit.pid} exit ${exit.exitCode}: ${JSON.stringify(exit.lastLines)}`);
+    for (const exit of unexpectedExits)
+      violate('13. services exit only when killed', exit.service, `pid ${exit.pid} exit ${exit.exitCode}: ${JSON.stringify(exit.lastLines)}`);
   }
   if (rejected.length > 0) for (const r of rejected) violate('14. submissions are not rejected (4xx)', `#${r.index}`, `${r.status} ${r.body}`);
 
   // --- diagnostics ------------------------------------------------------------------------------
-  const offenders = [...new Set(Object.values(violations).flat().map((v) => v.job_id))].filter((id) => /^(req|video)_/.test(id));
+  const offenders = [
+    ...new Set(
+      Object.values(violations)
+        .flat()
+        .map((v) => v.job_id),
+    ),
+  ].filter((id) => /^(req|video)_/.test(id));
   const generation = new Queue('generation', { connection: h.stack.redis, prefix: bullPrefix(h.stack.prefix, 'generation') });
   const events = new Queue('job-events', { connection: h.stack.redis, prefix: bullPrefix(h.stack.prefix, 'job-events') });
   const diagnosis: Record<string, unknown> = {};
@@ -444,22 +469,33 @@ it('keeps every accepted job to one end, one callback identity and at most one c
       const callbacks = [];
       for (const messageId of messageIds) {
         const cb = await h.callbacks.get(messageId);
-        if (cb) callbacks.push({ ...cb, attempts: (await h.callbacks.attempts(messageId)).map((a) => `${a.trigger}#${a.ladder_attempt} ${a.status ?? a.error}`) });
+        if (cb)
+          callbacks.push({ ...cb, attempts: (await h.callbacks.attempts(messageId)).map((a) => `${a.trigger}#${a.ladder_attempt} ${a.status ?? a.error}`) });
       }
       diagnosis[id] = {
         record: job && { status: job.status, error: job.error, created_ms: job.created_ms, finished_ms: job.finished_ms, cost: job.cost },
         accepted: accepted.find((a) => a.id === id),
         generation_queue: genJob
-          ? { state: await genJob.getState(), attemptsMade: genJob.attemptsMade, stalledCounter: (genJob as unknown as { stalledCounter?: number }).stalledCounter, failedReason: genJob.failedReason }
+          ? {
+              state: await genJob.getState(),
+              attemptsMade: genJob.attemptsMade,
+              stalledCounter: (genJob as unknown as { stalledCounter?: number }).stalledCounter,
+              failedReason: genJob.failedReason,
+            }
           : 'no BullMQ job',
-        job_events_queue: eventJob ? { state: await eventJob.getState(), attemptsMade: eventJob.attemptsMade, failedReason: eventJob.failedReason } : 'no BullMQ job',
+        job_events_queue: eventJob
+          ? { state: await eventJob.getState(), attemptsMade: eventJob.attemptsMade, failedReason: eventJob.failedReason }
+          : 'no BullMQ job',
         callbacks,
         posts: (postsOf.get(id) ?? []).map((p) => `${p.webhookId} ${p.type} ${p.dataStatus} -> ${p.reply} @${p.receivedMs - startedMs}ms`),
         ledger: chargesOf.get(id) ?? [],
         logs: processes.flatMap(({ name, process }) =>
           process.lines
             .filter((l) => l.job_id === id || messageIds.includes(String(l.message_id)))
-            .map((l) => `${name}[${process.pid}] ${String(l.timestamp ?? '')} ${String(l.level ?? '')} ${String(l.message)} ${JSON.stringify({ ...l, message: undefined, timestamp: undefined, level: undefined, service: undefined })}`),
+            .map(
+              (l) =>
+                `${name}[${process.pid}] ${String(l.timestamp ?? '')} ${String(l.level ?? '')} ${String(l.message)} ${JSON.stringify({ ...l, message: undefined, timestamp: undefined, level: undefined, service: undefined })}`,
+            ),
         ),
       };
     }

@@ -100,7 +100,10 @@ describe('acceptance when queueing fails after the job was stored', () => {
     await h.stack.redis.set(metaKey, 'not a hash');
     let accepted;
     try {
-      accepted = await call('/v1/images/generations', { method: 'POST', json: { prompt: 'queued later', size: '256x256', callback_url: h.receiver.url(path) } });
+      accepted = await call('/v1/images/generations', {
+        method: 'POST',
+        json: { prompt: 'queued later', size: '256x256', callback_url: h.receiver.url(path) },
+      });
     } finally {
       await h.stack.redis.del(metaKey);
       if (hadMeta) await h.stack.redis.rename(savedKey, metaKey);
@@ -129,23 +132,20 @@ describe('delivery', () => {
     ['callback.created' as const, [500, 200]],
     ['delivery.sent' as const, [200]],
     ['delivery.recorded' as const, [500, 200]],
-  ])(
-    'records each ladder step once, with one webhook-id, after a crash at %s',
-    async (point, statuses) => {
-      const path = `/${point}`;
-      // The first answer fails, so a crash after recording it must still lead to attempt 2.
-      h.receiver.script(path, (n) => (n === 1 ? { status: 500 } : { status: 200 }));
-      const { died } = await armed('webhook-dispatcher', point);
-      const jobId = await h.jobs.image(h.receiver.url(path), `crash at ${point}`);
-      expect(await died).toBeNull();
-      await restart('webhook-dispatcher');
-      await expectEndedOnce(jobId, path);
-      const messageId = await h.messageIdOf(jobId);
-      const attempts = await h.callbacks.attempts(messageId);
-      // One record per ladder step however often a step was sent.
-      expect(attempts.map((a) => a.ladder_attempt)).toEqual(statuses.map((_, i) => i + 1));
-      expect(attempts.map((a) => a.status)).toEqual(statuses);
-      expect(h.receiver.requestsTo(path)).toHaveLength(2);
-    },
-  );
+  ])('records each ladder step once, with one webhook-id, after a crash at %s', async (point, statuses) => {
+    const path = `/${point}`;
+    // The first answer fails, so a crash after recording it must still lead to attempt 2.
+    h.receiver.script(path, (n) => (n === 1 ? { status: 500 } : { status: 200 }));
+    const { died } = await armed('webhook-dispatcher', point);
+    const jobId = await h.jobs.image(h.receiver.url(path), `crash at ${point}`);
+    expect(await died).toBeNull();
+    await restart('webhook-dispatcher');
+    await expectEndedOnce(jobId, path);
+    const messageId = await h.messageIdOf(jobId);
+    const attempts = await h.callbacks.attempts(messageId);
+    // One record per ladder step however often a step was sent.
+    expect(attempts.map((a) => a.ladder_attempt)).toEqual(statuses.map((_, i) => i + 1));
+    expect(attempts.map((a) => a.status)).toEqual(statuses);
+    expect(h.receiver.requestsTo(path)).toHaveLength(2);
+  });
 });

@@ -107,10 +107,14 @@ describe.each(SHAPES)('retention soak: $redis Redis, media on $blobStore', ({ re
     expect(new Set(ids).size).toBe(JOBS);
 
     // Every callback arrives, signed, and says when its job's media will be removed.
-    const deliveries = await eventually(() => {
-      const got = h.receiver.requests;
-      return got.length >= JOBS - SYNC ? [...got] : undefined;
-    }, 90_000, 'every callback');
+    const deliveries = await eventually(
+      () => {
+        const got = h.receiver.requests;
+        return got.length >= JOBS - SYNC ? [...got] : undefined;
+      },
+      90_000,
+      'every callback',
+    );
     const webhook = new Webhook(h.workspace.signingSecret);
     for (const delivery of deliveries) {
       const { data } = webhook.verify(delivery.body, delivery.headers) as { data: { completed_at: number | null; url_expires_at: number | null } };
@@ -118,10 +122,14 @@ describe.each(SHAPES)('retention soak: $redis Redis, media on $blobStore', ({ re
       if (data.url_expires_at !== null) expect(data.url_expires_at).toBeLessThanOrEqual(data.completed_at! + 13);
     }
     // Every attempt recorded (the dispatcher writes it just after the receiver answered).
-    await eventually(async () => {
-      const delivered = await call('/v1/callbacks?status=delivered&limit=100');
-      return delivered.json.data.length === JOBS - SYNC ? true : undefined;
-    }, 30_000, 'every callback recorded as delivered');
+    await eventually(
+      async () => {
+        const delivered = await call('/v1/callbacks?status=delivered&limit=100');
+        return delivered.json.data.length === JOBS - SYNC ? true : undefined;
+      },
+      30_000,
+      'every callback recorded as delivered',
+    );
     const kept = await footprint();
     const video = await h.jobs.get(ids[IMAGES]);
     expect(video.expires_at).toBeGreaterThanOrEqual(video.completed_at);
@@ -132,10 +140,14 @@ describe.each(SHAPES)('retention soak: $redis Redis, media on $blobStore', ({ re
     // The one key the run adds for good is the workspace's ledger.
     const ledger = h.stack.keys.workspaceLedger(h.workspace.workspaceId);
     expect(baseline.store.has(ledger)).toBe(false);
-    const after = await eventually(async () => {
-      const now = await footprint();
-      return now.store.size === baseline.store.size + 1 ? now : undefined;
-    }, 60_000, 'the store to return to its baseline');
+    const after = await eventually(
+      async () => {
+        const now = await footprint();
+        return now.store.size === baseline.store.size + 1 ? now : undefined;
+      },
+      60_000,
+      'the store to return to its baseline',
+    );
     expect([...after.store.keys()].sort()).toEqual([...baseline.store.keys(), ledger].sort());
     expect(await blobsOfWorkspace()).toBe(0);
     for (const id of ids) expect((await call(id.startsWith('video_') ? `/v1/videos/${id}` : `/v1/images/${id}`)).status).toBe(404);

@@ -54,7 +54,10 @@ describe('Redis behind Sentinels', () => {
     const worker = new Worker('failover', async (job) => void done.add(job.id!), { connection, prefix, concurrency: 4 });
     worker.on('error', () => undefined);
     queue.on('error', () => undefined);
-    closers.push(() => queue.close(), () => worker.close(true));
+    closers.push(
+      () => queue.close(),
+      () => worker.close(true),
+    );
     const add = async (from: number, count: number) => {
       for (let i = from; i < from + count; i++) await queue.add('job', { i }, { jobId: `j${i}` });
     };

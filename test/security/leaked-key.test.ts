@@ -17,7 +17,10 @@ let ws: TestWorkspace;
 let owner: DashboardClient;
 
 beforeAll(async () => {
-  stack = await TestStack.start(['api-gateway'], { RATE_LIMIT_CREATE_PER_MINUTE: String(CREATE_PER_MINUTE), RATE_LIMIT_READ_PER_MINUTE: String(CREATE_PER_MINUTE) });
+  stack = await TestStack.start(['api-gateway'], {
+    RATE_LIMIT_CREATE_PER_MINUTE: String(CREATE_PER_MINUTE),
+    RATE_LIMIT_READ_PER_MINUTE: String(CREATE_PER_MINUTE),
+  });
   ws = await stack.createWorkspace('leaky');
   owner = await DashboardClient.signedIn(stack.baseUrl, ws.owner.email, ws.owner.password);
 }, 60_000);

@@ -89,7 +89,9 @@ function send(path: string, contentType: string, body: Body, abortAfter = Infini
       const sentBefore = sent;
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null'), sentBefore }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null'), sentBefore }),
+      );
     });
     // Once answered, a reset of what is still being sent is the gateway closing the connection.
     req.on('error', (err) => (answered || sent >= abortAfter ? undefined : reject(err)));
@@ -186,7 +188,12 @@ describe('a request cannot take the gateway’s memory', () => {
   it('refuses parts that are not images at their first bytes, and reads no further', async () => {
     const { result, growth } = await measured('not images', () => parallel(() => edit(MULTIPART, imageParts(randomBytes(16)))));
     for (const answer of result) {
-      expect([answer.status, answer.body.error.type, answer.body.error.code, answer.body.error.param]).toEqual([400, 'invalid_request_error', 'invalid_image_format', 'image[]']);
+      expect([answer.status, answer.body.error.type, answer.body.error.code, answer.body.error.param]).toEqual([
+        400,
+        'invalid_request_error',
+        'invalid_image_format',
+        'image[]',
+      ]);
       expect(answer.headers.connection).toBe('close');
       // 340 MiB were on their way.
       expect(answer.sentBefore).toBeLessThan(IN_FLIGHT);
@@ -203,7 +210,9 @@ describe('a request cannot take the gateway’s memory', () => {
     }
     expect(growth).toBeLessThan(MULTIPART_RSS_BOUND);
     // Declared too large: refused before a byte of the body is read.
-    const declared = (await send('/v1/images/edits', MULTIPART, imageParts(PNG_SIGNATURE, 4), Infinity, { 'content-length': String(MAX_UPLOAD_TOTAL_BYTES + 1) })) as Answer;
+    const declared = (await send('/v1/images/edits', MULTIPART, imageParts(PNG_SIGNATURE, 4), Infinity, {
+      'content-length': String(MAX_UPLOAD_TOTAL_BYTES + 1),
+    })) as Answer;
     expect([declared.status, declared.body.error.code, declared.headers.connection]).toEqual([413, 'upload_too_large', 'close']);
     expect(declared.sentBefore).toBeLessThan(IN_FLIGHT);
   });
@@ -242,7 +251,13 @@ describe('a request cannot take the gateway’s memory', () => {
     // again (a young generation of up to 128 MiB on a large machine, and freed buffers in malloc's
     // arenas), so RSS stays near its highest rather than coming back down; docs/security.md has figures.
     let heap = 0;
-    await eventually(async () => ((heap = await heapUsed()) - heapBaseline < HEAP_SETTLED_BOUND ? heap : undefined), 90_000, `heap in use back within ${mib(HEAP_SETTLED_BOUND)} of its baseline`);
-    console.log(`afterwards: heap in use ${mib(heap)} (baseline ${mib(heapBaseline)}); RSS ${mib(rssOf(pid))} (baseline ${mib(baseline)}, highest ${mib(highest)})`);
+    await eventually(
+      async () => ((heap = await heapUsed()) - heapBaseline < HEAP_SETTLED_BOUND ? heap : undefined),
+      90_000,
+      `heap in use back within ${mib(HEAP_SETTLED_BOUND)} of its baseline`,
+    );
+    console.log(
+      `afterwards: heap in use ${mib(heap)} (baseline ${mib(heapBaseline)}); RSS ${mib(rssOf(pid))} (baseline ${mib(baseline)}, highest ${mib(highest)})`,
+    );
   }, 120_000);
 });

@@ -6,7 +6,21 @@ import type { HeaderObject, OpenAPIObject, OperationObject, ParameterObject, Ref
 const DOC_ID = 'openapi.json';
 
 /** The keys of a document's root and the OpenAPI keywords of its Schema Objects: annotations to Ajv. */
-const OPENAPI_WORDS = ['openapi', 'info', 'servers', 'paths', 'webhooks', 'components', 'security', 'tags', 'jsonSchemaDialect', 'externalDocs', 'discriminator', 'xml', 'example'];
+const OPENAPI_WORDS = [
+  'openapi',
+  'info',
+  'servers',
+  'paths',
+  'webhooks',
+  'components',
+  'security',
+  'tags',
+  'jsonSchemaDialect',
+  'externalDocs',
+  'discriminator',
+  'xml',
+  'example',
+];
 
 /** A response as `api()` and `readBody()` give it. */
 export interface CheckedResponse {
@@ -83,14 +97,17 @@ export class OpenApiContract {
     const op = (this.doc.paths?.[path] as Record<string, OperationObject> | undefined)?.[method];
     if (!op) throw new Error(`${operation} is not in the document`);
     const where = ['paths', path, method, 'responses', String(res.status)];
-    if (!op.responses?.[String(res.status)]) throw new Error(`${operation} answered ${res.status}, which the document does not list: ${res.text.slice(0, 300)}`);
+    if (!op.responses?.[String(res.status)])
+      throw new Error(`${operation} answered ${res.status}, which the document does not list: ${res.text.slice(0, 300)}`);
     const [response, at] = this.resolve<ResponseObject>(op.responses[String(res.status)], where);
     this.checkHeaders(`${operation} ${res.status}`, response.headers ?? {}, (name) => res.headers.get(name));
     const contentType = (res.headers.get('content-type') ?? '').split(';')[0].trim();
     if (!response.content) {
       expect({ operation, status: res.status, body: res.text }).toEqual({ operation, status: res.status, body: '' });
     } else {
-      expect({ operation, status: res.status, contentType, documented: Object.keys(response.content).includes(contentType) }).toMatchObject({ documented: true });
+      expect({ operation, status: res.status, contentType, documented: Object.keys(response.content).includes(contentType) }).toMatchObject({
+        documented: true,
+      });
       if (contentType === 'application/json') this.expectValid(`${operation} ${res.status}`, [...at, 'content', contentType, 'schema'], res.json, res.text);
     }
     this.checked.add(operation);
@@ -128,13 +145,21 @@ export class OpenApiContract {
   private expectValid(what: string, segments: (string | number)[], body: unknown, text: string): void {
     const validate = this.validator(segments);
     const valid = validate(body) as boolean;
-    expect({ what, valid, errors: valid ? null : this.ajv.errorsText(validate.errors, { separator: '\n' }), body: valid ? null : text.slice(0, 1000) }).toMatchObject({ valid: true });
+    expect({
+      what,
+      valid,
+      errors: valid ? null : this.ajv.errorsText(validate.errors, { separator: '\n' }),
+      body: valid ? null : text.slice(0, 1000),
+    }).toMatchObject({ valid: true });
   }
 
   /** Follows a `$ref` within the document; returns the object and the pointer to it. */
   private resolve<T>(entry: T | ReferenceObject, at: (string | number)[]): [T, (string | number)[]] {
     if (!entry || typeof entry !== 'object' || !('$ref' in entry)) return [entry as T, at];
-    const segments = entry.$ref.replace(/^#\//, '').split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const segments = entry.$ref
+      .replace(/^#\//, '')
+      .split('/')
+      .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
     const target = segments.reduce<unknown>((node, s) => (node as Json)[s], this.doc);
     return this.resolve(target as T, segments);
   }

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, redisAnswers } from './stack';
+import { freePort, redisAnswers } from './basics';
 
 /**
  * A redis-server of the test's own, on a free loopback port, with AOF and fsync on every write as

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
-import { eventually, redisAnswers } from './stack';
+import { eventually, redisAnswers } from './basics';
 
 /**
  * A real Redis Cluster of the test's own: three primaries on free loopback ports, each with
@@ -65,10 +65,23 @@ export class TestRedisCluster {
     const child = spawn(
       'redis-server',
       [
-        '--port', String(port), '--bind', '127.0.0.1', '--dir', dir,
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
         // A replica takes over 2 s after its primary stops answering (the failover tests wait on it).
-        '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', this.replicas > 0 ? '2000' : '3000',
-        '--appendonly', 'no', '--save', '',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        'nodes.conf',
+        '--cluster-node-timeout',
+        this.replicas > 0 ? '2000' : '3000',
+        '--appendonly',
+        'no',
+        '--save',
+        '',
       ],
       { stdio: 'ignore' },
     );
@@ -125,14 +138,18 @@ export class TestRedisCluster {
     const nodes = this.nodeClients();
     const known = new RegExp(`cluster_known_nodes:${this.ports.length}\\b`);
     try {
-      await eventually(async () => {
-        const infos = await Promise.all(nodes.map((node) => node.cluster('INFO') as Promise<string>));
-        if (!infos.every((info) => /cluster_state:ok/.test(info) && known.test(info))) return undefined;
-        if (this.replicas === 0) return true;
-        // Every replica has its primary's data before a test may kill that primary.
-        const roles = await Promise.all(nodes.map((node) => node.info('replication')));
-        return roles.every((info) => !/role:slave/.test(info) || /master_link_status:up/.test(info)) ? true : undefined;
-      }, 20_000, 'cluster_state:ok on every node');
+      await eventually(
+        async () => {
+          const infos = await Promise.all(nodes.map((node) => node.cluster('INFO') as Promise<string>));
+          if (!infos.every((info) => /cluster_state:ok/.test(info) && known.test(info))) return undefined;
+          if (this.replicas === 0) return true;
+          // Every replica has its primary's data before a test may kill that primary.
+          const roles = await Promise.all(nodes.map((node) => node.info('replication')));
+          return roles.every((info) => !/role:slave/.test(info) || /master_link_status:up/.test(info)) ? true : undefined;
+        },
+        20_000,
+        'cluster_state:ok on every node',
+      );
     } finally {
       nodes.forEach((node) => node.disconnect());
     }

@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { eventually, freePort, redisAnswers } from './stack';
+import { eventually, freePort, redisAnswers } from './basics';
 
 /** The name the Sentinels monitor the primary under (`REDIS_SENTINEL_NAME`). */
 export const SENTINEL_NAME = 'media-primary';
@@ -119,7 +119,22 @@ export class TestRedisSentinel {
     const dir = join(this.dir, String(port));
     await mkdir(dir, { recursive: true });
     // masterauth too: a node made a replica (the first one, or an old primary after a failover) authenticates to its primary.
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', '', '--requirepass', NODE_PASSWORD, '--masterauth', NODE_PASSWORD];
+    const args = [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--appendonly',
+      'yes',
+      '--save',
+      '',
+      '--requirepass',
+      NODE_PASSWORD,
+      '--masterauth',
+      NODE_PASSWORD,
+    ];
     if (replicaOf !== undefined) args.push('--replicaof', '127.0.0.1', String(replicaOf));
     this.nodes.set(port, spawn('redis-server', args, { stdio: 'ignore' }));
     await redisAnswers({ url: `redis://:${NODE_PASSWORD}@127.0.0.1:${port}` }, `redis node ${port} to answer`);
@@ -174,19 +189,23 @@ export class TestRedisSentinel {
     for (const port of this.sentinelPorts) await redisAnswers({ port }, `sentinel ${port} to answer`);
     // Ready once every Sentinel knows the replica and the other Sentinels (they find each other
     // through the primary), so that a failover can reach its quorum.
-    await eventually(async () => {
-      for (const port of this.sentinelPorts) {
-        const sentinel = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
-        try {
-          const master = (await sentinel.call('SENTINEL', 'master', SENTINEL_NAME)) as string[];
-          const field = (name: string) => Number(master[master.indexOf(name) + 1]);
-          if (field('num-slaves') < 1 || field('num-other-sentinels') < 2) return undefined;
-        } finally {
-          sentinel.disconnect();
+    await eventually(
+      async () => {
+        for (const port of this.sentinelPorts) {
+          const sentinel = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+          try {
+            const master = (await sentinel.call('SENTINEL', 'master', SENTINEL_NAME)) as string[];
+            const field = (name: string) => Number(master[master.indexOf(name) + 1]);
+            if (field('num-slaves') < 1 || field('num-other-sentinels') < 2) return undefined;
+          } finally {
+            sentinel.disconnect();
+          }
         }
-      }
-      return true;
-    }, 30_000, 'every Sentinel to know the replica and the other Sentinels');
+        return true;
+      },
+      30_000,
+      'every Sentinel to know the replica and the other Sentinels',
+    );
   }
 
   async destroy(): Promise<void> {

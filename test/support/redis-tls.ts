@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis, type RedisOptions } from 'ioredis';
 import { makeTestPki, type TestPki } from '../dispatcher/support/pki';
-import { eventually, freePort } from './stack';
+import { eventually, freePort } from './basics';
 
 /**
  * A real Redis of the test's own that speaks TLS only (`--port 0 --tls-port P`), with a certificate
@@ -27,23 +27,44 @@ export class TestRedisTls {
     const child = spawn(
       'redis-server',
       [
-        '--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1', '--dir', pki.dir,
-        '--tls-cert-file', cert, '--tls-key-file', key, '--tls-ca-cert-file', pki.caFile, '--tls-auth-clients', 'no',
-        '--appendonly', 'no', '--save', '',
+        '--port',
+        '0',
+        '--tls-port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        pki.dir,
+        '--tls-cert-file',
+        cert,
+        '--tls-key-file',
+        key,
+        '--tls-ca-cert-file',
+        pki.caFile,
+        '--tls-auth-clients',
+        'no',
+        '--appendonly',
+        'no',
+        '--save',
+        '',
       ],
       { stdio: 'ignore' },
     );
     const redis = new TestRedisTls(port, pki, child);
-    await eventually(async () => {
-      const probe = redis.client({ lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      probe.on('error', () => undefined);
-      try {
-        await probe.connect();
-        return (await probe.ping()) === 'PONG' ? true : undefined;
-      } finally {
-        probe.disconnect();
-      }
-    }, 10_000, 'the TLS Redis to answer');
+    await eventually(
+      async () => {
+        const probe = redis.client({ lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+        probe.on('error', () => undefined);
+        try {
+          await probe.connect();
+          return (await probe.ping()) === 'PONG' ? true : undefined;
+        } finally {
+          probe.disconnect();
+        }
+      },
+      10_000,
+      'the TLS Redis to answer',
+    );
     return redis;
   }
 

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Redis, type Cluster } from 'ioredis';
@@ -13,6 +12,9 @@ import { S3TestServer } from '../../libs/blob-store/src/test-support/s3-server';
 import type { TestRedisCluster } from './redis-cluster';
 import type { TestRedisTls } from './redis-tls';
 import type { TestRedisSentinel } from './redis-sentinel';
+import { eventually, freePort } from './basics';
+
+export { eventually, freePort, redisAnswers } from './basics';
 
 export type ServiceName = 'api-gateway' | 'generator' | 'webhook-dispatcher';
 
@@ -24,17 +26,6 @@ const DEFAULT_BLOB_STORE: BlobStoreKind = process.env.TEST_BLOB_STORE === 's3' ?
 
 const ROOT = resolve(__dirname, '../..');
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolvePort(port));
-    });
-  });
-}
 
 /** Every key under `prefix:`, with the node that holds it (on a cluster, SCAN walks one node's keys). */
 export async function keysUnder(redis: Redis, prefix: string): Promise<{ node: Redis; key: string }[]> {
@@ -56,37 +47,6 @@ export async function keysUnder(redis: Redis, prefix: string): Promise<{ node: R
 export async function deleteKeysUnder(redis: Redis, prefix: string): Promise<void> {
   // One DEL per key: a multi-key DEL must not cross cluster slots.
   await Promise.all((await keysUnder(redis, prefix)).map(({ node, key }) => node.del(key)));
-}
-
-/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** Waits until a Redis on loopback answers PING (a server the test just started). */
-export async function redisAnswers(target: { port: number } | { url: string }, what: string): Promise<void> {
-  await eventually(async () => {
-    const options = { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null };
-    const probe = 'url' in target ? new Redis(target.url, options) : new Redis(target.port, '127.0.0.1', options);
-    probe.on('error', () => undefined);
-    try {
-      await probe.connect();
-      return (await probe.ping()) === 'PONG' ? true : undefined;
-    } finally {
-      probe.disconnect();
-    }
-  }, 10_000, what);
 }
 
 /** One service as a real child process, with its JSON log lines kept for assertions. */

@@ -141,7 +141,9 @@ describe('WorkspaceAccounts', () => {
     expect(outcomes.filter((e) => e instanceof SignInThrottledError)).toHaveLength(35);
     // Spraying many e-mails from one address: fifty failures, then nothing more from there this window.
     for (let i = 0; i < 50; i++) await expect(accounts.signIn(`nobody${i}@b.test`, 'wrong', '10.2.0.2')).rejects.toBeInstanceOf(InvalidCredentialsError);
-    expect((await accounts.signIn(owner.email, owner.password, '10.2.0.2').catch((e: unknown) => e)) as SignInThrottledError).toBeInstanceOf(SignInThrottledError);
+    expect((await accounts.signIn(owner.email, owner.password, '10.2.0.2').catch((e: unknown) => e)) as SignInThrottledError).toBeInstanceOf(
+      SignInThrottledError,
+    );
     expect((await accounts.signIn(owner.email, owner.password, '10.2.0.3')).session.email).toBe(owner.email);
   });
 
@@ -173,7 +175,14 @@ describe('WorkspaceAccounts', () => {
     const created = await accounts.createWorkspace('cached', 'c@cached.test');
     const cacheMs = 2_000;
     const cached = (): WorkspaceAccounts =>
-      new WorkspaceAccounts({ workspaces, sessions: new SessionRepository(redis, keys), failures: new FailureCounter(redis, keys, SIGN_IN_LIMITS), rotationOverlapSeconds: 86_400, apiKeyCacheMs: cacheMs, now: () => clock });
+      new WorkspaceAccounts({
+        workspaces,
+        sessions: new SessionRepository(redis, keys),
+        failures: new FailureCounter(redis, keys, SIGN_IN_LIMITS),
+        rotationOverlapSeconds: 86_400,
+        apiKeyCacheMs: cacheMs,
+        now: () => clock,
+      });
     const gateway = cached();
     const elsewhere = cached();
     const key = await gateway.createApiKey(created.workspace.id);

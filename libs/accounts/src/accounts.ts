@@ -1,6 +1,17 @@
 import { timingSafeEqual } from 'node:crypto';
 import { newId } from '@media/common';
-import { hashApiKey, type ApiKeyInfo, type FailureCounter, type SignInLimits, type Role, type SessionRepository, type SigningSecret, type StoredSession, type Workspace, type WorkspaceRepository } from '@media/storage';
+import {
+  hashApiKey,
+  type ApiKeyInfo,
+  type FailureCounter,
+  type SignInLimits,
+  type Role,
+  type SessionRepository,
+  type SigningSecret,
+  type StoredSession,
+  type Workspace,
+  type WorkspaceRepository,
+} from '@media/storage';
 import {
   ApiKeyNotFoundError,
   InvalidAccountInputError,
@@ -237,7 +248,10 @@ export class WorkspaceAccounts {
     const tokenHash = sha256(token);
     const stored = await this.deps.sessions.get(tokenHash);
     if (!stored) return undefined;
-    const [member, workspace] = await Promise.all([this.deps.workspaces.member(stored.workspace_id, stored.email), this.deps.workspaces.get(stored.workspace_id)]);
+    const [member, workspace] = await Promise.all([
+      this.deps.workspaces.member(stored.workspace_id, stored.email),
+      this.deps.workspaces.get(stored.workspace_id),
+    ]);
     const expired = this.now() - stored.created_ms > SESSION_MAX_SECONDS * 1000;
     if (expired || !member || !workspace || (member.session_epoch ?? '') !== stored.member_epoch) {
       await this.deps.sessions.delete(tokenHash);
@@ -362,7 +376,9 @@ export function tokensEqual(a: string, b: string): boolean {
 }
 
 function normalizeEmail(email: string): string {
-  const normalized = String(email ?? '').trim().toLowerCase();
+  const normalized = String(email ?? '')
+    .trim()
+    .toLowerCase();
   if (!EMAIL.test(normalized)) throw new InvalidAccountInputError('email must be an e-mail address', 'email');
   return normalized;
 }

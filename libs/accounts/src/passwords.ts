@@ -27,7 +27,8 @@ export async function hashPassword(password: string): Promise<string> {
  */
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   const parts = stored.split('$');
-  const [N, r, p, salt, hash] = parts.length === 3 ? [16384, 8, 1, parts[1], parts[2]] : [Number(parts[1]), Number(parts[2]), Number(parts[3]), parts[4], parts[5]];
+  const [N, r, p, salt, hash] =
+    parts.length === 3 ? [16384, 8, 1, parts[1], parts[2]] : [Number(parts[1]), Number(parts[2]), Number(parts[3]), parts[4], parts[5]];
   if (parts[0] !== 'scrypt' || !salt || !hash || ![N, r, p].every((n) => Number.isInteger(n) && n > 0)) return false;
   const expected = Buffer.from(hash, 'base64');
   const actual = await scrypt(password, Buffer.from(salt, 'base64'), expected.length, { N, r, p, maxmem: MAXMEM });

@@ -50,7 +50,11 @@ async function bigFile(size: number): Promise<{ path: string; sha256: string }> 
 }
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
-const exists = (path: string) => access(path).then(() => true, () => false);
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 describe.each(['fs', 's3'] as const)('%s blob store', (kind) => {
   let store: BlobStore;
@@ -91,7 +95,13 @@ describe.each(['fs', 's3'] as const)('%s blob store', (kind) => {
   });
 
   it('opens a blob as a stream with its size and content type, from the one media-type table', async () => {
-    for (const [name, type] of [['0.png', 'image/png'], ['1.jpg', 'image/jpeg'], ['2.webp', 'image/webp'], ['video.mp4', 'video/mp4'], ['x.__proto__', 'application/octet-stream']]) {
+    for (const [name, type] of [
+      ['0.png', 'image/png'],
+      ['1.jpg', 'image/jpeg'],
+      ['2.webp', 'image/webp'],
+      ['video.mp4', 'video/mp4'],
+      ['x.__proto__', 'application/octet-stream'],
+    ]) {
       const key = `${prefix}/job_2/${name}`;
       await store.put(key, Buffer.from(name));
       const blob = await store.open(key);
@@ -155,7 +165,14 @@ describe('S3BlobStore', () => {
       await server.stop();
       const file = join(work, 'during.mp4');
       await writeFile(file, Buffer.from('during'));
-      for (const attempt of [store.get('ws_o/job/0.png'), store.open('ws_o/job/0.png'), store.size('ws_o/job/0.png'), store.put('ws_o/job/1.png', Buffer.from('x')), store.putFile('ws_o/job/v.mp4', file), store.remove('ws_o/job/0.png')]) {
+      for (const attempt of [
+        store.get('ws_o/job/0.png'),
+        store.open('ws_o/job/0.png'),
+        store.size('ws_o/job/0.png'),
+        store.put('ws_o/job/1.png', Buffer.from('x')),
+        store.putFile('ws_o/job/v.mp4', file),
+        store.remove('ws_o/job/0.png'),
+      ]) {
         await expect(attempt).rejects.toBeInstanceOf(BlobStoreUnavailableError);
       }
       // A failed putFile leaves the local file for the next attempt.

@@ -43,8 +43,7 @@ export interface BlobStore {
 const SAFE_KEY = /^[A-Za-z0-9_-]+(\/[A-Za-z0-9_.-]+)*$/;
 
 /** Whether a key stays inside the store's namespace: no `..`, `.`, empty or absolute parts. */
-export const isValidBlobKey = (key: string): boolean =>
-  SAFE_KEY.test(key) && !key.split('/').some((part) => part === '..' || part === '.');
+export const isValidBlobKey = (key: string): boolean => SAFE_KEY.test(key) && !key.split('/').some((part) => part === '..' || part === '.');
 
 export function checkBlobKey(key: string): string {
   if (!isValidBlobKey(key)) throw new InvalidBlobKeyError();

@@ -20,7 +20,8 @@ describe('media types', () => {
     const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xe0]);
     const webp = Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(4), Buffer.from('WEBPVP8 ')]);
     expect([sniffImageFormat(png), sniffImageFormat(jpeg), sniffImageFormat(webp)]).toEqual(['png', 'jpeg', 'webp']);
-    for (const other of [Buffer.from('GIF89a'), Buffer.alloc(0), png.subarray(0, 7), Buffer.from('RIFF....WAVE')]) expect(sniffImageFormat(other)).toBeUndefined();
+    for (const other of [Buffer.from('GIF89a'), Buffer.alloc(0), png.subarray(0, 7), Buffer.from('RIFF....WAVE')])
+      expect(sniffImageFormat(other)).toBeUndefined();
   });
 
   it('recognises an MP4 by its ftyp box, and tells videos from images', () => {

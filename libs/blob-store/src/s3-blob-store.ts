@@ -3,7 +3,15 @@ import { rm } from 'node:fs/promises';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Readable } from 'node:stream';
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { checkBlobKey, type BlobStore, type BlobStream } from './blob-store';
 import { BlobNotFoundError, BlobStoreUnavailableError } from './errors';
@@ -77,7 +85,13 @@ export class S3BlobStore implements BlobStore {
   }
 
   async put(key: string, bytes: Buffer): Promise<void> {
-    const command = new PutObjectCommand({ Bucket: this.bucket, Key: checkBlobKey(key), Body: bytes, ContentLength: bytes.length, ContentType: contentTypeOfKey(key) });
+    const command = new PutObjectCommand({
+      Bucket: this.bucket,
+      Key: checkBlobKey(key),
+      Body: bytes,
+      ContentLength: bytes.length,
+      ContentType: contentTypeOfKey(key),
+    });
     await this.call(key, () => this.client.send(command));
   }
 
@@ -141,9 +155,7 @@ export class S3BlobStore implements BlobStore {
     let removed = 0;
     let token: string | undefined;
     do {
-      const page = await this.call(folder, () =>
-        this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: folder, ContinuationToken: token })),
-      );
+      const page = await this.call(folder, () => this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: folder, ContinuationToken: token })));
       // One DeleteObject per key rather than DeleteObjects: a job holds a handful of blobs, and the
       // batch call needs a Content-MD5 that several S3-compatible servers check differently.
       const keys = (page.Contents ?? []).flatMap((object) => (object.Key ? [object.Key] : []));
@@ -174,14 +186,21 @@ const MISSING = new Set(['NoSuchKey', 'NotFound']);
 
 /** S3's names for "cannot serve now", and the SDK's for a call that timed out. */
 const UNAVAILABLE = new Set([
-  'TimeoutError', 'RequestTimeout', 'RequestTimeoutException', 'SlowDown', 'ServiceUnavailable', 'InternalError',
-  'Throttling', 'ThrottlingException', 'TooManyRequestsException', 'RequestThrottled', 'ServiceUnavailableException',
+  'TimeoutError',
+  'RequestTimeout',
+  'RequestTimeoutException',
+  'SlowDown',
+  'ServiceUnavailable',
+  'InternalError',
+  'Throttling',
+  'ThrottlingException',
+  'TooManyRequestsException',
+  'RequestThrottled',
+  'ServiceUnavailableException',
 ]);
 
 /** Socket errors of a store that went away or never answered. */
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
-]);
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
 /** The same codes in a message, for an error the SDK re-wrapped with its message only. */
 const NETWORK_MESSAGE = new RegExp(`\\b(${[...NETWORK_CODES].join('|')})\\b`);

@@ -33,10 +33,7 @@ export function parseAllowedCidrs(cidrs: readonly string[]): Cidr[] {
     try {
       return ipaddr.parseCIDR(cidr);
     } catch {
-      throw new Error(
-        `callback URL policy: allowedCidrs entry ${JSON.stringify(cidr)} is not a valid CIDR ` +
-          '(expected e.g. "127.0.0.0/8" or "::1/128")',
-      );
+      throw new Error(`callback URL policy: allowedCidrs entry ${JSON.stringify(cidr)} is not a valid CIDR ` + '(expected e.g. "127.0.0.0/8" or "::1/128")');
     }
   });
 }
@@ -52,7 +49,10 @@ export function parseAllowedEndpoints(endpoints: readonly string[]): Endpoint[] 
     const address = match?.[1] ?? match?.[2];
     const port = Number(match?.[3]);
     // Only the canonical dotted quad for IPv4: an entry means one address, spelt one way.
-    const ip = address !== undefined && (match?.[1] !== undefined ? ipaddr.IPv6.isValid(address) : ipaddr.IPv4.isValidFourPartDecimal(address)) ? ipaddr.parse(address) : undefined;
+    const ip =
+      address !== undefined && (match?.[1] !== undefined ? ipaddr.IPv6.isValid(address) : ipaddr.IPv4.isValidFourPartDecimal(address))
+        ? ipaddr.parse(address)
+        : undefined;
     if (ip === undefined || !(port >= 1 && port <= 65_535)) {
       throw new Error(
         `callback URL policy: allowedEndpoints entry ${JSON.stringify(entry)} is not an IP address and a port ` +

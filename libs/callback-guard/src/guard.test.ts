@@ -105,12 +105,18 @@ describe('CallbackUrlGuard.check', () => {
   );
 
   describe('malformed', () => {
-    it.each(['', 'hooks.example.com/cb', '/relative/path', 'https://', 'https://exa mple.com/', 'https://1.2.3.4.5/', 'https://[::1/', 'https://[fe80::1%25eth0]/'])(
-      'refuses %p',
-      async (url) => {
-        await expectRejected(new CallbackUrlGuard(strict, dns()).check(url), 'malformed', 'callback_url is not a valid absolute URL');
-      },
-    );
+    it.each([
+      '',
+      'hooks.example.com/cb',
+      '/relative/path',
+      'https://',
+      'https://exa mple.com/',
+      'https://1.2.3.4.5/',
+      'https://[::1/',
+      'https://[fe80::1%25eth0]/',
+    ])('refuses %p', async (url) => {
+      await expectRejected(new CallbackUrlGuard(strict, dns()).check(url), 'malformed', 'callback_url is not a valid absolute URL');
+    });
 
     it('refuses a URL longer than 2048 characters', async () => {
       const url = 'https://hooks.example.com/' + 'a'.repeat(2048);
@@ -175,18 +181,24 @@ describe('CallbackUrlGuard.check', () => {
       expect(resolver.calls).toEqual([]);
     });
 
-    it.each(['http://2130706433/', 'http://0x7f.1/', 'http://0177.0.0.1/', 'http://0x7f000001/', 'http://127.1/', 'http://0x7f.0.0.0x1/', 'http://127.0.0.1./', 'http://%31%32%37.0.0.1/'])(
-      'refuses %s, which WHATWG URL normalises to 127.0.0.1',
-      async (url) => {
-        // The guard relies on this normalisation rather than parsing numeric hosts itself.
-        expect(new URL(url).hostname).toBe('127.0.0.1');
-        await expectRejected(
-          new CallbackUrlGuard({ ...strict, allowHttp: true }, dns()).check(url),
-          'private_address',
-          'callback_url resolves to a non-public address (127.0.0.1)',
-        );
-      },
-    );
+    it.each([
+      'http://2130706433/',
+      'http://0x7f.1/',
+      'http://0177.0.0.1/',
+      'http://0x7f000001/',
+      'http://127.1/',
+      'http://0x7f.0.0.0x1/',
+      'http://127.0.0.1./',
+      'http://%31%32%37.0.0.1/',
+    ])('refuses %s, which WHATWG URL normalises to 127.0.0.1', async (url) => {
+      // The guard relies on this normalisation rather than parsing numeric hosts itself.
+      expect(new URL(url).hostname).toBe('127.0.0.1');
+      await expectRejected(
+        new CallbackUrlGuard({ ...strict, allowHttp: true }, dns()).check(url),
+        'private_address',
+        'callback_url resolves to a non-public address (127.0.0.1)',
+      );
+    });
   });
 
   describe('names', () => {

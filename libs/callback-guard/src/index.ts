@@ -8,4 +8,4 @@ export { CallbackUrlRejectedError, type RejectionReason } from './errors';
 export { systemResolver, type HostResolver, type ResolvedAddress } from './resolver';
 export { isAllowedAddress } from './address-policy';
 export { CallbackUrlGuard, type CallbackUrlPolicy, type CheckedTarget } from './guard';
-export { pinnedLookup } from './pinned-lookup';
+export { pinnedLookup, type LookupCallback } from './pinned-lookup';

@@ -125,9 +125,7 @@ describe('pinnedLookup on a real socket', () => {
   it('makes http.request connect to the checked address for a name DNS does not know', async () => {
     // `.invalid` never resolves (RFC 6761), so a response proves the pinned answer was used.
     const resolver = fakeResolver({ 'receiver.invalid': ['127.0.0.1'] });
-    const target = await new CallbackUrlGuard({ allowHttp: true, allowedCidrs: ['127.0.0.0/8'] }, resolver).check(
-      `http://receiver.invalid:${port}/cb`,
-    );
+    const target = await new CallbackUrlGuard({ allowHttp: true, allowedCidrs: ['127.0.0.0/8'] }, resolver).check(`http://receiver.invalid:${port}/cb`);
 
     const req = request(target.url, { agent: false, lookup: pinnedLookup(target) });
     req.end();
@@ -142,12 +140,10 @@ describe('pinnedLookup on a real socket', () => {
     expect(resolver.calls).toEqual(['receiver.invalid']);
   });
 
-  it('works as got\'s dnsLookup option', async () => {
+  it("works as got's dnsLookup option", async () => {
     const { default: got } = await import('got');
     const resolver = fakeResolver({ 'receiver.invalid': ['127.0.0.1'] });
-    const target = await new CallbackUrlGuard({ allowHttp: true, allowedCidrs: ['127.0.0.0/8'] }, resolver).check(
-      `http://receiver.invalid:${port}/cb`,
-    );
+    const target = await new CallbackUrlGuard({ allowHttp: true, allowedCidrs: ['127.0.0.0/8'] }, resolver).check(`http://receiver.invalid:${port}/cb`);
 
     const body = await got(target.url, { dnsLookup: pinnedLookup(target), followRedirect: false, retry: { limit: 0 } }).text();
 

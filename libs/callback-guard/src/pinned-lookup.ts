@@ -1,3 +1,4 @@
+import type { LookupAddress } from 'node:dns';
 import type { CheckedTarget } from './guard';
 import type { ResolvedAddress } from './resolver';
 
@@ -6,6 +7,12 @@ interface LookupRequest {
   all: boolean;
   order: 'verbatim' | 'ipv4first' | 'ipv6first';
 }
+
+/**
+ * What a lookup calls back with: one address and its family, or (`all`) every address; typed as
+ * Node's `LookupFunction` has it, though a failure, as in `dns.lookup`, calls back with the error alone.
+ */
+export type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /**
  * A `dns.lookup`-compatible function (the shape got's `dnsLookup` option and http.Agent `lookup`
@@ -18,16 +25,14 @@ interface LookupRequest {
  *
  * @param target - the result of {@link CallbackUrlGuard.check} for this attempt
  */
-export function pinnedLookup(
-  target: CheckedTarget,
-): (hostname: string, options: unknown, callback: (...args: any[]) => void) => void {
+export function pinnedLookup(target: CheckedTarget): (hostname: string, options: unknown, callback: LookupCallback) => void {
   const pinnedName = comparableName(target.hostname);
   // Copied so that later changes to `target` cannot alter what this attempt dials.
   const pinned: readonly ResolvedAddress[] = target.addresses.map(({ address, family }) => ({ address, family }));
 
-  return (hostname: string, options: unknown, callback?: (...args: any[]) => void): void => {
+  return (hostname: string, options: unknown, callback?: LookupCallback): void => {
     // Node's own callers also use the two-argument form lookup(hostname, callback).
-    const done = typeof options === 'function' ? (options as (...args: any[]) => void) : callback;
+    const done = typeof options === 'function' ? (options as LookupCallback) : callback;
     if (typeof done !== 'function') throw new TypeError('pinnedLookup: callback must be a function');
     const request = readOptions(typeof options === 'function' ? undefined : options);
 
@@ -35,9 +40,12 @@ export function pinnedLookup(
     // dns.lookup never calls back synchronously, and net relies on that to attach its listeners first.
     process.nextTick(() => {
       if (answer.length === 0) {
-        done(notFound(hostname, target.hostname));
+        (done as (err: NodeJS.ErrnoException) => void)(notFound(hostname, target.hostname));
       } else if (request.all) {
-        done(null, answer.map(({ address, family }) => ({ address, family })));
+        done(
+          null,
+          answer.map(({ address, family }) => ({ address, family })),
+        );
       } else {
         done(null, answer[0]!.address, answer[0]!.family);
       }
@@ -74,9 +82,7 @@ function comparableName(hostname: string): string {
 
 function notFound(hostname: string, pinnedTo: string): NodeJS.ErrnoException {
   // Shaped like a getaddrinfo failure so HTTP clients and error classifiers treat it as a DNS error.
-  const error: NodeJS.ErrnoException = new Error(
-    `getaddrinfo ENOTFOUND ${hostname} (lookup is pinned to the checked addresses of ${pinnedTo})`,
-  );
+  const error: NodeJS.ErrnoException = new Error(`getaddrinfo ENOTFOUND ${hostname} (lookup is pinned to the checked addresses of ${pinnedTo})`);
   error.code = 'ENOTFOUND';
   error.syscall = 'getaddrinfo';
   (error as NodeJS.ErrnoException & { hostname: string }).hostname = hostname;

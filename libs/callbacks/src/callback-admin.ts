@@ -131,8 +131,7 @@ export class CallbackAdmin {
   }
 
   private async find(workspaceId: string | null, messageId: string): Promise<CallbackRecord> {
-    const callback =
-      workspaceId === null ? await this.deps.callbacks.get(messageId) : await this.deps.callbacks.getForWorkspace(workspaceId, messageId);
+    const callback = workspaceId === null ? await this.deps.callbacks.get(messageId) : await this.deps.callbacks.getForWorkspace(workspaceId, messageId);
     if (!callback) throw new CallbackNotFoundError(messageId);
     return callback;
   }

@@ -21,7 +21,11 @@ export function createCallbackAdmin(config: AppConfig, redis: Redis, logger: Log
   const tests = new TestCallbacks({
     store: new TestCallbackRepository(redis, keys),
     deliveries,
-    guard: new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs, allowedEndpoints: config.callbackAllowedEndpoints }),
+    guard: new CallbackUrlGuard({
+      allowHttp: config.callbackAllowHttp,
+      allowedCidrs: config.callbackAllowedCidrs,
+      allowedEndpoints: config.callbackAllowedEndpoints,
+    }),
     webhookTimeoutMs: config.webhookTimeoutMs,
   });
   return { admin, tests, close: () => deliveries.close() };

@@ -5,13 +5,7 @@
  */
 /** The OpenAI error shape: `{"error": {"message", "type", "param", "code"}}`. */
 export type ErrorType =
-  | 'invalid_request_error'
-  | 'authentication_error'
-  | 'permission_error'
-  | 'not_found_error'
-  | 'conflict_error'
-  | 'rate_limit_error'
-  | 'api_error';
+  'invalid_request_error' | 'authentication_error' | 'permission_error' | 'not_found_error' | 'conflict_error' | 'rate_limit_error' | 'api_error';
 
 /** What a client should wait before trying again when Redis (or the blob store) is unreachable. */
 export const OUTAGE_RETRY_AFTER_SECONDS = 2;

@@ -78,11 +78,17 @@ describe('loadConfig', () => {
     expect(problems({ REDIS_SENTINELS: '10.0.0.21:26379', REDIS_SENTINEL_NAME: 'm', REDIS_CLUSTER_NODES: '10.0.0.5:7000' })).toMatch(
       /set REDIS_SENTINELS or REDIS_CLUSTER_NODES, not both/,
     );
-    expect(problems({ REDIS_SENTINELS: 'sentinel-without-port', REDIS_SENTINEL_NAME: 'm' })).toMatch(/"REDIS_SENTINELS" has entries that are not host:port: sentinel-without-port/);
+    expect(problems({ REDIS_SENTINELS: 'sentinel-without-port', REDIS_SENTINEL_NAME: 'm' })).toMatch(
+      /"REDIS_SENTINELS" has entries that are not host:port: sentinel-without-port/,
+    );
   });
 
   it('turns TLS on for every shape (REDIS_TLS, or rediss:// for one Redis), with an optional CA file, and refuses a CA file without TLS', () => {
-    expect(loadConfig({ REDIS_URL: 'rediss://redis.example:6380' }).redis).toEqual({ kind: 'single', url: 'rediss://redis.example:6380', tls: { caFile: undefined } });
+    expect(loadConfig({ REDIS_URL: 'rediss://redis.example:6380' }).redis).toEqual({
+      kind: 'single',
+      url: 'rediss://redis.example:6380',
+      tls: { caFile: undefined },
+    });
     expect(loadConfig({ REDIS_URL: 'redis://redis.example:6379' }).redis).toEqual({ kind: 'single', url: 'redis://redis.example:6379' });
     expect(loadConfig({ REDIS_CLUSTER_NODES: '10.0.0.5:7000', REDIS_TLS: 'true', REDIS_TLS_CA_FILE: '/etc/redis/ca.pem' }).redis).toMatchObject({
       kind: 'cluster',
@@ -181,9 +187,15 @@ describe('loadConfig', () => {
       kind: 'openai-compatible',
       baseUrl: 'https://api.openai.com/v1',
       apiKey: 'sk-test-123',
-      modelMap: new Map([['pixel-1', 'gpt-image-1'], ['motion-1', 'sora-2'], ['x', 'black-forest-labs/FLUX.1-dev:fp8']]),
+      modelMap: new Map([
+        ['pixel-1', 'gpt-image-1'],
+        ['motion-1', 'sora-2'],
+        ['x', 'black-forest-labs/FLUX.1-dev:fp8'],
+      ]),
     });
-    expect(loadConfig({ GENERATOR_BACKEND: 'openai-compatible', UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1', UPSTREAM_API_KEY: 'none' }).generatorBackend).toMatchObject({
+    expect(
+      loadConfig({ GENERATOR_BACKEND: 'openai-compatible', UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1', UPSTREAM_API_KEY: 'none' }).generatorBackend,
+    ).toMatchObject({
       modelMap: new Map(),
     });
   });
@@ -206,8 +218,19 @@ describe('loadConfig', () => {
   });
 
   it('names the contract settings of the design', () => {
-    for (const key of ['REDIS_URL', 'PORT', 'PUBLIC_BASE_URL', 'DOCS_URL', 'LINK_TTL_SECONDS', 'WEBHOOK_TIMEOUT_MS', 'WEBHOOK_RETRY_SCHEDULE',
-      'SECRET_ROTATION_OVERLAP_SECONDS', 'CALLBACK_ALLOW_HTTP', 'CALLBACK_ALLOWED_CIDRS', 'CALLBACK_CA_FILE']) {
+    for (const key of [
+      'REDIS_URL',
+      'PORT',
+      'PUBLIC_BASE_URL',
+      'DOCS_URL',
+      'LINK_TTL_SECONDS',
+      'WEBHOOK_TIMEOUT_MS',
+      'WEBHOOK_RETRY_SCHEDULE',
+      'SECRET_ROTATION_OVERLAP_SECONDS',
+      'CALLBACK_ALLOW_HTTP',
+      'CALLBACK_ALLOWED_CIDRS',
+      'CALLBACK_CA_FILE',
+    ]) {
       expect(CONFIG_KEYS).toContain(key);
     }
   });
@@ -216,7 +239,12 @@ describe('loadConfig', () => {
 describe('parseModelMap', () => {
   it('reads ours=theirs pairs and names what is wrong with anything else', () => {
     expect(parseModelMap('')).toEqual(new Map());
-    expect(parseModelMap('a=b,c=d')).toEqual(new Map([['a', 'b'], ['c', 'd']]));
+    expect(parseModelMap('a=b,c=d')).toEqual(
+      new Map([
+        ['a', 'b'],
+        ['c', 'd'],
+      ]),
+    );
     for (const bad of ['pixel-1', 'pixel-1=', '=gpt-image-1', 'a=b=c', 'a=b,a=c', 'a b=c', '__proto__=x y']) {
       expect([bad, typeof parseModelMap(bad)]).toEqual([bad, 'string']);
     }

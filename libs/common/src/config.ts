@@ -108,8 +108,7 @@ export interface AppConfig {
  * them (`AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, a profile, or a workload role).
  */
 export type BlobStoreSettings =
-  | { kind: 'fs'; dir: string }
-  | { kind: 's3'; bucket: string; region: string | undefined; endpoint: string | undefined; forcePathStyle: boolean };
+  { kind: 'fs'; dir: string } | { kind: 's3'; bucket: string; region: string | undefined; endpoint: string | undefined; forcePathStyle: boolean };
 
 /**
  * The generator backend. `openai-compatible` forwards each job to a server speaking OpenAI's Images
@@ -144,17 +143,18 @@ export interface LocalStackSettings {
   receiverPort: number;
 }
 
-export type RedisTarget = (
+export type RedisTarget =
   /** Credentials, if any, are in the URL (`redis://user:password@host:port`); `rediss://` is TLS. */
-  | { kind: 'single'; url: string }
-  /** Seed nodes; the client learns the rest of the cluster from them. */
-  | { kind: 'cluster'; nodes: { host: string; port: number }[]; auth: RedisAuth }
-  /** The Sentinels watching the primary called `name`; the client asks them where it is, and again after a failover. */
-  | { kind: 'sentinel'; sentinels: { host: string; port: number }[]; name: string; auth: RedisAuth }
-) & {
-  /** TLS to every node (and Sentinel); absent: plain TCP. */
-  tls?: RedisTls;
-};
+  (
+    | { kind: 'single'; url: string }
+    /** Seed nodes; the client learns the rest of the cluster from them. */
+    | { kind: 'cluster'; nodes: { host: string; port: number }[]; auth: RedisAuth }
+    /** The Sentinels watching the primary called `name`; the client asks them where it is, and again after a failover. */
+    | { kind: 'sentinel'; sentinels: { host: string; port: number }[]; name: string; auth: RedisAuth }
+  ) & {
+    /** TLS to every node (and Sentinel); absent: plain TCP. */
+    tls?: RedisTls;
+  };
 
 /** How Redis's TLS certificates are checked: the system's roots, or the CAs of one PEM file. */
 export interface RedisTls {
@@ -185,7 +185,10 @@ export function parseDurationList(text: string): number[] {
 }
 
 const list = (text: string): string[] =>
-  text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
 
 const csv = Joi.string().allow('').default('');
 
@@ -199,7 +202,7 @@ function parseNode(text: string): { host: string; port: number } | undefined {
 }
 
 /** A model id on either side of `UPSTREAM_MODEL_MAP`: OpenAI's (`gpt-image-1`), or a self-hosted server's (`org/model:tag`). */
-const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:\/@+-]*$/;
+const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/;
 
 /**
  * `pixel-1=gpt-image-1,motion-1=sora-2` → a map; the problems as text when it is not that shape.
@@ -236,7 +239,9 @@ const nodeList = Joi.string().custom((value: string, helpers) => {
 });
 
 const schema = Joi.object({
-  REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
+  REDIS_URL: Joi.string()
+    .uri({ scheme: ['redis', 'rediss'] })
+    .default('redis://127.0.0.1:6379'),
   REDIS_CLUSTER_NODES: nodeList,
   REDIS_SENTINELS: nodeList,
   REDIS_SENTINEL_NAME: Joi.string()
@@ -256,8 +261,12 @@ const schema = Joi.object({
     .message('{{#label}} may hold letters, digits, _ . - and one hash tag (a name in curly braces)')
     .default('media'),
   PORT: Joi.number().port().default(8080),
-  PUBLIC_BASE_URL: Joi.string().uri({ scheme: ['http', 'https'] }).default('http://localhost:8080'),
-  DOCS_URL: Joi.string().uri({ scheme: ['http', 'https'] }).default('https://docs.example.com'),
+  PUBLIC_BASE_URL: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .default('http://localhost:8080'),
+  DOCS_URL: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .default('https://docs.example.com'),
   LINK_TTL_SECONDS: Joi.number().integer().min(60).default(86_400),
   LINK_SIGNING_SECRET: Joi.string().min(32),
   MEDIA_DIR: Joi.string().default('var/media'),
@@ -292,8 +301,14 @@ const schema = Joi.object({
   // No floor beyond a second: tests and soak runs use seconds. Links never outlive their media (they
   // are cut at `expires_at`), so a period shorter than LINK_TTL_SECONDS plus the callback ladder
   // gives callbacks links shorter than the spec's 24 hours; the README says so.
-  MEDIA_RETENTION_SECONDS: Joi.number().integer().min(1).default(7 * 86_400),
-  CALLBACK_RETENTION_SECONDS: Joi.number().integer().min(1).default(7 * 86_400),
+  MEDIA_RETENTION_SECONDS: Joi.number()
+    .integer()
+    .min(1)
+    .default(7 * 86_400),
+  CALLBACK_RETENTION_SECONDS: Joi.number()
+    .integer()
+    .min(1)
+    .default(7 * 86_400),
   RETENTION_SWEEP_INTERVAL_SECONDS: Joi.number().integer().min(1).max(86_400).default(60),
   WEBHOOK_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(15_000),
   WEBHOOK_RETRY_SCHEDULE: Joi.string()
@@ -321,16 +336,28 @@ const schema = Joi.object({
   JOB_LOCK_MS: Joi.number().integer().min(1_000).default(10_000),
   SYNC_IMAGE_TIMEOUT_MS: Joi.number().integer().min(1_000).default(120_000),
   MODERATION_BLOCKLIST: csv,
-  MAX_UPLOAD_BYTES: Joi.number().integer().min(1_024).default(20 * 1024 * 1024),
-  MAX_UPLOAD_TOTAL_BYTES: Joi.number().integer().min(1_024).default(64 * 1024 * 1024),
-  MAX_JSON_BYTES: Joi.number().integer().min(1_024).default(32 * 1024 * 1024),
+  MAX_UPLOAD_BYTES: Joi.number()
+    .integer()
+    .min(1_024)
+    .default(20 * 1024 * 1024),
+  MAX_UPLOAD_TOTAL_BYTES: Joi.number()
+    .integer()
+    .min(1_024)
+    .default(64 * 1024 * 1024),
+  MAX_JSON_BYTES: Joi.number()
+    .integer()
+    .min(1_024)
+    .default(32 * 1024 * 1024),
   IDEMPOTENCY_TTL_SECONDS: Joi.number().integer().min(60).default(86_400),
   SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(1_000).default(30_000),
   FFMPEG_PATH: Joi.string(),
   RATE_LIMIT_CREATE_PER_MINUTE: Joi.number().integer().min(1).default(300),
   RATE_LIMIT_READ_PER_MINUTE: Joi.number().integer().min(1).default(1_200),
   MAX_WAITING_JOBS_PER_WORKSPACE: Joi.number().integer().min(1).default(1_000),
-  TRUST_PROXY: Joi.string().pattern(/^(\d+|[0-9A-Fa-f:.\/,\s]+)$/).allow('').default(''),
+  TRUST_PROXY: Joi.string()
+    .pattern(/^(\d+|[0-9A-Fa-f:./,\s]+)$/)
+    .allow('')
+    .default(''),
   FAULT_CRASH_POINTS: Joi.string()
     .custom((value: string, helpers) => {
       const unknown = list(value).filter((p) => !CRASH_POINTS.includes(p as CrashPoint));
@@ -344,7 +371,9 @@ const schema = Joi.object({
   LOCAL_STACK_DIR: Joi.string().default('var'),
   LOCAL_RECEIVER: Joi.string().valid('on', 'off').default('on'),
   LOCAL_RECEIVER_PORT: Joi.number().port().default(9443),
-  OPERATOR_USERNAME: Joi.string().pattern(/^[^:]+$/).default('operator'),
+  OPERATOR_USERNAME: Joi.string()
+    .pattern(/^[^:]+$/)
+    .default('operator'),
   // Long enough that Basic auth over the ops port is not guessable in practice.
   OPERATOR_PASSWORD: Joi.string().min(16),
 })
@@ -354,16 +383,20 @@ const schema = Joi.object({
   // WAIT counts one connection's writes on one node; a Cluster client spreads a job's writes over
   // connections it picks itself, so there is nothing there for WAIT to count yet.
   .custom((value: Record<string, unknown>, helpers) =>
-    value.REDIS_CLUSTER_NODES && Number(value.REDIS_WAIT_REPLICAS) > 0 ? helpers.message({ custom: 'REDIS_WAIT_REPLICAS is not supported with REDIS_CLUSTER_NODES' }) : value,
+    value.REDIS_CLUSTER_NODES && Number(value.REDIS_WAIT_REPLICAS) > 0
+      ? helpers.message({ custom: 'REDIS_WAIT_REPLICAS is not supported with REDIS_CLUSTER_NODES' })
+      : value,
   )
   // A CA file for a connection that is not TLS would be ignored, and the operator would believe the
   // certificates were checked against it.
   .custom((value: Record<string, unknown>, helpers) =>
-    value.REDIS_TLS_CA_FILE && !redisTlsOn(value) ? helpers.message({ custom: 'REDIS_TLS_CA_FILE is only read with TLS: set REDIS_TLS=true or a rediss:// REDIS_URL' }) : value,
+    value.REDIS_TLS_CA_FILE && !redisTlsOn(value)
+      ? helpers.message({ custom: 'REDIS_TLS_CA_FILE is only read with TLS: set REDIS_TLS=true or a rediss:// REDIS_URL' })
+      : value,
   );
 
 /** TLS is on with REDIS_TLS, and for one Redis also with a `rediss://` URL. */
-function redisTlsOn(value: Record<string, unknown>): boolean {
+function redisTlsOn(value: Partial<Record<'REDIS_TLS' | 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_CLUSTER_NODES', unknown>>): boolean {
   const single = !value.REDIS_SENTINELS && !value.REDIS_CLUSTER_NODES;
   return value.REDIS_TLS === true || value.REDIS_TLS === 'true' || (single && /^rediss:/i.test(String(value.REDIS_URL ?? '')));
 }
@@ -378,11 +411,24 @@ export class ConfigError extends Error {
   }
 }
 
-function redisTarget(value: Record<string, any>): RedisTarget {
+/** The Redis keys of the validated environment: REDIS_URL has a default; the schema requires REDIS_SENTINEL_NAME with REDIS_SENTINELS. */
+interface RedisSettings {
+  REDIS_URL: string;
+  REDIS_SENTINELS?: string;
+  REDIS_SENTINEL_NAME?: string;
+  REDIS_CLUSTER_NODES?: string;
+  REDIS_USERNAME?: string;
+  REDIS_PASSWORD?: string;
+  REDIS_SENTINEL_PASSWORD?: string;
+  REDIS_TLS?: boolean;
+  REDIS_TLS_CA_FILE?: string;
+}
+
+function redisTarget(value: RedisSettings): RedisTarget {
   const nodes = (text: string) => list(text).map((node) => parseNode(node)!);
   const auth: RedisAuth = { username: value.REDIS_USERNAME, password: value.REDIS_PASSWORD, sentinelPassword: value.REDIS_SENTINEL_PASSWORD };
   const tls = redisTlsOn(value) ? { tls: { caFile: value.REDIS_TLS_CA_FILE } } : {};
-  if (value.REDIS_SENTINELS) return { kind: 'sentinel', sentinels: nodes(value.REDIS_SENTINELS), name: value.REDIS_SENTINEL_NAME, auth, ...tls };
+  if (value.REDIS_SENTINELS) return { kind: 'sentinel', sentinels: nodes(value.REDIS_SENTINELS), name: value.REDIS_SENTINEL_NAME!, auth, ...tls };
   if (value.REDIS_CLUSTER_NODES) return { kind: 'cluster', nodes: nodes(value.REDIS_CLUSTER_NODES), auth, ...tls };
   return { kind: 'single', url: value.REDIS_URL, ...tls };
 }

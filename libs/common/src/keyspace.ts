@@ -26,8 +26,14 @@ export const hasHashTag = (keyPrefix: string): boolean => /\{[^{}]+\}/.test(keyP
 export const storePrefix = (keyPrefix: string): string => (hasHashTag(keyPrefix) ? keyPrefix : `${keyPrefix}:{store}`);
 
 /** BullMQ's `prefix` option for one queue: BullMQ then names its keys `<prefix>:<queue>:<suffix>`. */
-export const bullPrefix = (keyPrefix: string, queue: QueueName): string =>
-  hasHashTag(keyPrefix) ? `${keyPrefix}:bull` : `${keyPrefix}:bull:{queue:${queue}}`;
+export const bullPrefix = (keyPrefix: string, queue: QueueName): string => (hasHashTag(keyPrefix) ? `${keyPrefix}:bull` : `${keyPrefix}:bull:{queue:${queue}}`);
 
 /** One of BullMQ's own keys of a queue (`wait`, `failed`, `meta`, a job id, …). */
 export const bullKey = (keyPrefix: string, queue: QueueName, suffix: string): string => `${bullPrefix(keyPrefix, queue)}:${queue}:${suffix}`;
+
+/**
+ * Where a queue's scheduled jobs wait (`SchedulePromoter`): one sorted-set entry each, member = the
+ * BullMQ job id the job will get, score = when it is due (Unix ms). Outside BullMQ's own key space,
+ * so no BullMQ job id or internal key can ever collide with it.
+ */
+export const scheduleKey = (keyPrefix: string, queue: QueueName): string => `${storePrefix(keyPrefix)}:schedule:${queue}`;

@@ -19,7 +19,12 @@ describe('log lines on stdout', () => {
 
   afterEach(() => spy.mockRestore());
 
-  const messages = () => writes.join('').trim().split('\n').map((line) => (JSON.parse(line) as { message: string }).message);
+  const messages = () =>
+    writes
+      .join('')
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { message: string }).message);
 
   it('writes the info lines of one turn together at its end, in order', async () => {
     const logger = createLogger('test', 'info');

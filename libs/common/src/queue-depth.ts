@@ -1,7 +1,6 @@
 import type { Redis } from 'ioredis';
-import { bullKey } from './keyspace';
+import { bullKey, scheduleKey } from './keyspace';
 import { LuaScript } from './lua-script';
-import { scheduleKey } from './queue-schedule';
 import type { QueueName } from './queues';
 
 /** The states of `media_queue_jobs`; `delayed_due` is part of `delayed`, not beside it. */

@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createLogger } from './logger';
-import { bullPrefix } from './keyspace';
+import { bullPrefix, scheduleKey } from './keyspace';
 import { JobQueue } from './queue';
 import { QueueDepth } from './queue-depth';
-import { scheduleKey, SchedulePromoter } from './queue-schedule';
+import { SchedulePromoter } from './queue-schedule';
 import { jobIds } from './queues';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });

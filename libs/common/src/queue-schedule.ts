@@ -1,15 +1,13 @@
+import type { JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { storePrefix } from './keyspace';
+import { scheduleKey } from './keyspace';
 import type { Logger } from './logger';
-import type { JobQueue } from './queue';
-import { QUEUE_SCHEDULES, type QueueName, type ScheduledJob, type ScheduledQueue } from './queues';
+import { QUEUE_SCHEDULES, type JobNameOf, type PayloadOf, type ScheduledJob, type ScheduledQueue } from './queues';
 
-/**
- * Where a queue's scheduled jobs wait: one sorted-set entry each, member = the BullMQ job id the
- * job will get, score = when it is due (Unix ms). Outside BullMQ's own key space, so no BullMQ
- * job id or internal key can ever collide with it.
- */
-export const scheduleKey = (keyPrefix: string, queue: QueueName): string => `${storePrefix(keyPrefix)}:schedule:${queue}`;
+/** Where a promoter adds the due jobs: the queue that runs it (`JobQueue.addBulk` in ./queue). */
+export interface ScheduleTarget<Q extends ScheduledQueue> {
+  addBulk<N extends JobNameOf<Q>>(jobs: { name: N; payload: PayloadOf<Q, N>; opts?: JobsOptions }[]): Promise<void>;
+}
 
 /** Entries moved into the queue per round trip. */
 const BATCH = 500;
@@ -41,7 +39,7 @@ export class SchedulePromoter<Q extends ScheduledQueue> {
     private readonly queue: Q,
     private readonly redis: Redis,
     keyPrefix: string,
-    private readonly target: Pick<JobQueue<Q>, 'addBulk'>,
+    private readonly target: ScheduleTarget<Q>,
     private readonly logger: Logger,
   ) {
     this.key = scheduleKey(keyPrefix, queue);

@@ -192,9 +192,7 @@ export class QueueConsumer<Q extends QueueName> {
       name,
       async (job: Job) => {
         // Own names only: a job named after an Object.prototype member must not find one.
-        const handler = Object.hasOwn(handlers, job.name)
-          ? (handlers[job.name as JobNameOf<Q>] as (p: unknown, j: Job) => Promise<void>)
-          : undefined;
+        const handler = Object.hasOwn(handlers, job.name) ? (handlers[job.name as JobNameOf<Q>] as (p: unknown, j: Job) => Promise<void>) : undefined;
         if (!handler) throw new PermanentJobError('unknown_job', `no handler for job "${job.name}" on queue "${name}"`);
         this.inFlight++;
         try {

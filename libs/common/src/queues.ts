@@ -130,11 +130,7 @@ export const jobIds = {
   generation: (jobId: string) => jobId,
   jobFinished: (jobId: string, requeue = 0) => (requeue === 0 ? `finished.${jobId}` : `finished.${jobId}.r${requeue}`),
   delivery: (messageId: string, attempt: number, trigger: AttemptTrigger, requeue = 0) =>
-    trigger === 'manual'
-      ? `${messageId}.manual.${Date.now()}`
-      : requeue === 0
-        ? `${messageId}.${attempt}`
-        : `${messageId}.${attempt}.r${requeue}`,
+    trigger === 'manual' ? `${messageId}.manual.${Date.now()}` : requeue === 0 ? `${messageId}.${attempt}` : `${messageId}.${attempt}.r${requeue}`,
   /**
    * An attempt set aside for the `n`th time because its destination had no free slot: a job of its
    * own, so that a slot handed to it can never be confused with the job that set it aside (BullMQ

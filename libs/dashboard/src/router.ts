@@ -83,7 +83,13 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   router.use('/api', apiRouter(deps));
 
   // index.html and assets are fingerprinted by Vite except index.html itself, which must never be cached stale.
-  router.use(express.static(webDir, { index: false, fallthrough: true, setHeaders: (res, path) => res.setHeader('cache-control', path.endsWith('.html') ? 'no-store' : 'public, max-age=31536000, immutable') }));
+  router.use(
+    express.static(webDir, {
+      index: false,
+      fallthrough: true,
+      setHeaders: (res, path) => res.setHeader('cache-control', path.endsWith('.html') ? 'no-store' : 'public, max-age=31536000, immutable'),
+    }),
+  );
   router.get(/.*/, (req, res) => {
     const index = resolve(webDir, 'index.html');
     // A missing asset answers 404 rather than the page: a browser expecting a script must not get HTML.
@@ -170,7 +176,8 @@ function apiRouter(deps: DashboardDeps): Router {
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       const sent = req.get('x-csrf-token') ?? '';
-      if (!tokensEqual(sent, session.csrfToken)) throw new ApiError(403, 'permission_error', 'Missing or wrong CSRF token (x-csrf-token).', null, 'csrf_failed');
+      if (!tokensEqual(sent, session.csrfToken))
+        throw new ApiError(403, 'permission_error', 'Missing or wrong CSRF token (x-csrf-token).', null, 'csrf_failed');
     }
     res.locals.dashboardSession = session;
     res.locals.workspaceId = session.workspace.id;
@@ -181,7 +188,8 @@ function apiRouter(deps: DashboardDeps): Router {
 
   const session = (res: Response): Session => res.locals.dashboardSession!;
   const allow = (res: Response, action: Action) => {
-    if (!can(session(res).role, action)) throw new ApiError(403, 'permission_error', `Your role (${session(res).role}) may not do this.`, null, 'permission_denied');
+    if (!can(session(res).role, action))
+      throw new ApiError(403, 'permission_error', `Your role (${session(res).role}) may not do this.`, null, 'permission_denied');
   };
 
   api.get('/session', (_req, res) => {
@@ -271,12 +279,14 @@ function apiRouter(deps: DashboardDeps): Router {
 
   api.post('/test-callback', async (req, res) => {
     const url = (req.body as Record<string, unknown> | undefined)?.url;
-    if (typeof url !== 'string' || url.length === 0 || url.length > 2048) throw ApiError.invalid('url must be a URL of at most 2048 characters.', 'url', 'invalid_callback_url');
+    if (typeof url !== 'string' || url.length === 0 || url.length > 2048)
+      throw ApiError.invalid('url must be a URL of at most 2048 characters.', 'url', 'invalid_callback_url');
     const outcome = await deps.testCallbacks.send(session(res).workspace.id, url).catch((err: unknown) => {
       if (err instanceof CallbackUrlRejectedError) throw ApiError.invalid(err.message, 'url', 'invalid_callback_url');
       throw err;
     });
-    if (!outcome) throw new ApiError(504, 'api_error', 'No dispatcher sent the test callback in time. Is the webhook-dispatcher running?', null, 'test_callback_timeout');
+    if (!outcome)
+      throw new ApiError(504, 'api_error', 'No dispatcher sent the test callback in time. Is the webhook-dispatcher running?', null, 'test_callback_timeout');
     const result: TestCallbackResult = outcome;
     res.json(result);
   });
@@ -318,7 +328,11 @@ function keyRow(key: ApiKeyInfo): ApiKeyRow {
 }
 
 function revealed(secrets: SecretsView): RevealedSecrets {
-  return { current: secrets.current.secret, previous: secrets.previous?.secret ?? null, previous_expires_at: secrets.previous ? seconds(secrets.previous.expires_ms) : null };
+  return {
+    current: secrets.current.secret,
+    previous: secrets.previous?.secret ?? null,
+    previous_expires_at: secrets.previous ? seconds(secrets.previous.expires_ms) : null,
+  };
 }
 
 /** The accounts' and callbacks' refusals in the API's error shape; anything else goes on to the error handler. */
@@ -359,6 +373,7 @@ function oneOf<T extends string>(value: unknown, allowed: readonly T[], param: s
 function integer(value: unknown, param: string, min: number, max: number, fallback: number): number {
   const text = optionalString(value, param);
   if (text === undefined) return fallback;
-  if (!/^\d{1,6}$/.test(text) || Number(text) < min || Number(text) > max) throw ApiError.invalid(`${param} must be an integer from ${min} to ${max}.`, param, 'invalid_value');
+  if (!/^\d{1,6}$/.test(text) || Number(text) < min || Number(text) > max)
+    throw ApiError.invalid(`${param} must be an integer from ${min} to ${max}.`, param, 'invalid_value');
   return Number(text);
 }

@@ -66,8 +66,7 @@ export function signalOf(
   limits: Pick<DestinationLimits, 'attemptTimeoutMs'>,
 ): DestinationSignal {
   const slow = outcome.error === 'timeout' || outcome.durationMs > limits.attemptTimeoutMs / 2;
-  const pushedBack =
-    outcome.error !== null && (outcome.status === 429 || outcome.status === 502 || outcome.status === 504 || outcome.retryAfterMs !== null);
+  const pushedBack = outcome.error !== null && (outcome.status === 429 || outcome.status === 502 || outcome.status === 504 || outcome.retryAfterMs !== null);
   const throttleMs = pushedBack ? Math.min(MAX_THROTTLE_MS, Math.max(1_000, outcome.retryAfterMs ?? DEFAULT_THROTTLE_MS)) : 0;
   return { slow, throttleMs };
 }

@@ -50,37 +50,82 @@ describe('models', () => {
     expect(videoCost(video, 3, true)).toBe(0.36);
   });
 
-  it.each(['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf'])(
-    'knows no image size called %s',
-    (size) => {
-      const image = findModel('pixel-1') as ImageModel;
-      expect(imagePrice(image, size)).toBeUndefined();
-      expect(() => imageCost(image, size, 1)).toThrow(/no price/);
-      expect(findModel(size)).toBeUndefined();
-    },
-  );
+  it.each(['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf'])('knows no image size called %s', (size) => {
+    const image = findModel('pixel-1') as ImageModel;
+    expect(imagePrice(image, size)).toBeUndefined();
+    expect(() => imageCost(image, size, 1)).toThrow(/no price/);
+    expect(findModel(size)).toBeUndefined();
+  });
 });
 
 describe('JobPresenter', () => {
   const presenter = new JobPresenter(signer);
   const base = {
-    workspace_id: 'ws_1', model: 'motion-1', prompt: 'p', seed: 1, created_ms: 1_000_500, cost: null, error: null,
-    callback_url: 'https://example.com/hook', request_id: 'req_1', finished_ms: null,
+    workspace_id: 'ws_1',
+    model: 'motion-1',
+    prompt: 'p',
+    seed: 1,
+    created_ms: 1_000_500,
+    cost: null,
+    error: null,
+    callback_url: 'https://example.com/hook',
+    request_id: 'req_1',
+    finished_ms: null,
   };
 
   it('renders an unfinished video with nulls where the spec says so', () => {
-    const video: VideoJob = { ...base, id: 'video_1', kind: 'video', status: 'in_progress', seconds: 4, size: '1280x720', generate_audio: true, progress: 40, output: null };
+    const video: VideoJob = {
+      ...base,
+      id: 'video_1',
+      kind: 'video',
+      status: 'in_progress',
+      seconds: 4,
+      size: '1280x720',
+      generate_audio: true,
+      progress: 40,
+      output: null,
+    };
     expect(presenter.video(video)).toEqual({
-      id: 'video_1', object: 'video', model: 'motion-1', status: 'in_progress', progress: 40, created_at: 1_000,
-      completed_at: null, expires_at: null, seconds: 4, resolution: '720p', aspect_ratio: '16:9', size: '1280x720',
-      generate_audio: true, prompt: 'p', remixed_from_video_id: null, url: null, url_expires_at: null, cost: null, error: null, callback_url: 'https://example.com/hook',
+      id: 'video_1',
+      object: 'video',
+      model: 'motion-1',
+      status: 'in_progress',
+      progress: 40,
+      created_at: 1_000,
+      completed_at: null,
+      expires_at: null,
+      seconds: 4,
+      resolution: '720p',
+      aspect_ratio: '16:9',
+      size: '1280x720',
+      generate_audio: true,
+      prompt: 'p',
+      remixed_from_video_id: null,
+      url: null,
+      url_expires_at: null,
+      cost: null,
+      error: null,
+      callback_url: 'https://example.com/hook',
     });
   });
 
   it('renders a completed image request with links only, whatever response_format said', () => {
     const image: ImageJob = {
-      ...base, id: 'req_1', kind: 'image', operation: 'generation', model: 'pixel-1', status: 'completed', finished_ms: 2_000_000, cost: 0.08,
-      n: 2, size: '1024x1024', output_format: 'png', response_format: 'b64_json', inputs: [], mask: null, outputs: ['ws_1/req_1/0.png', 'ws_1/req_1/1.png'],
+      ...base,
+      id: 'req_1',
+      kind: 'image',
+      operation: 'generation',
+      model: 'pixel-1',
+      status: 'completed',
+      finished_ms: 2_000_000,
+      cost: 0.08,
+      n: 2,
+      size: '1024x1024',
+      output_format: 'png',
+      response_format: 'b64_json',
+      inputs: [],
+      mask: null,
+      outputs: ['ws_1/req_1/0.png', 'ws_1/req_1/1.png'],
     };
     const rendered = presenter.imageRequest(image, 5_000);
     expect(rendered.status).toBe('completed');
@@ -92,8 +137,18 @@ describe('JobPresenter', () => {
 
   it('shows when a finished video is removed, and cuts its link there', () => {
     const video: VideoJob = {
-      ...base, id: 'video_2', kind: 'video', status: 'completed', finished_ms: 2_000_000, expires_ms: 2_000_000 + 7 * 86_400_000, cost: 0.4,
-      seconds: 4, size: '1280x720', generate_audio: false, progress: 100, output: 'ws_1/video_2/video.mp4',
+      ...base,
+      id: 'video_2',
+      kind: 'video',
+      status: 'completed',
+      finished_ms: 2_000_000,
+      expires_ms: 2_000_000 + 7 * 86_400_000,
+      cost: 0.4,
+      seconds: 4,
+      size: '1280x720',
+      generate_audio: false,
+      progress: 100,
+      output: 'ws_1/video_2/video.mp4',
     };
     // Well before removal: the full TTL.
     const removal = 2_000 + 7 * 86_400;
@@ -107,14 +162,39 @@ describe('JobPresenter', () => {
 
 describe('generation queue entries', () => {
   const base = {
-    id: 'img_1', workspace_id: 'ws_1', model: 'pixel-1', prompt: 'p', seed: 1, status: 'in_progress' as const, created_ms: 1, finished_ms: null,
-    cost: null, error: null, callback_url: null, request_id: 'req_1', n: 1, size: '256x256', output_format: 'png' as const,
-    response_format: 'url' as const, inputs: [], mask: null, outputs: [],
+    id: 'img_1',
+    workspace_id: 'ws_1',
+    model: 'pixel-1',
+    prompt: 'p',
+    seed: 1,
+    status: 'in_progress' as const,
+    created_ms: 1,
+    finished_ms: null,
+    cost: null,
+    error: null,
+    callback_url: null,
+    request_id: 'req_1',
+    n: 1,
+    size: '256x256',
+    output_format: 'png' as const,
+    response_format: 'url' as const,
+    inputs: [],
+    mask: null,
+    outputs: [],
   };
   const syncImage: ImageJob = { ...base, kind: 'image', operation: 'generation' };
   const asyncImage: ImageJob = { ...syncImage, callback_url: 'https://example.com/hook' };
   const video: VideoJob = {
-    ...base, id: 'video_1', model: 'motion-1', kind: 'video', status: 'queued', seconds: 1, size: '640x360', generate_audio: false, progress: 0, output: null,
+    ...base,
+    id: 'video_1',
+    model: 'motion-1',
+    kind: 'video',
+    status: 'queued',
+    seconds: 1,
+    size: '640x360',
+    generate_audio: false,
+    progress: 0,
+    output: null,
   };
 
   it('calls only an image request without a callback URL synchronous', () => {

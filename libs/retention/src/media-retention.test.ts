@@ -56,10 +56,27 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
   /** A finished job with its blobs, as the generator leaves it; `expires` is when retention ends. */
   async function finishedImage(id: string, opts: { expires: number; callback?: boolean; key?: string }): Promise<ImageJob> {
     const job: ImageJob = {
-      id, kind: 'image', operation: 'edit', workspace_id: ws, model: 'pixel-1', prompt: 'p', seed: 1, status: 'in_progress',
-      created_ms: clock - HOUR, finished_ms: null, cost: null, error: null, callback_url: opts.callback ? 'https://h.test/hook' : null,
-      request_id: id, n: 2, size: '256x256', output_format: 'png', response_format: 'url', inputs: [`${ws}/${id}/input-0.png`],
-      mask: null, outputs: [],
+      id,
+      kind: 'image',
+      operation: 'edit',
+      workspace_id: ws,
+      model: 'pixel-1',
+      prompt: 'p',
+      seed: 1,
+      status: 'in_progress',
+      created_ms: clock - HOUR,
+      finished_ms: null,
+      cost: null,
+      error: null,
+      callback_url: opts.callback ? 'https://h.test/hook' : null,
+      request_id: id,
+      n: 2,
+      size: '256x256',
+      output_format: 'png',
+      response_format: 'url',
+      inputs: [`${ws}/${id}/input-0.png`],
+      mask: null,
+      outputs: [],
     };
     if (opts.key) {
       const entry = idempotency.entry(ws, opts.key, 'fp', id);
@@ -78,20 +95,38 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
 
   async function callbackFor(job: JobRecord, state: CallbackRecord['state']): Promise<CallbackRecord> {
     const { callback } = await callbacks.create({
-      id: callbackIdFor(job.id, 'image.completed'), workspace_id: ws, job_id: job.id, type: 'image.completed', url: 'https://h.test/hook',
-      event_ms: clock, created_ms: clock, state: 'pending', attempt_count: 0, ladder_attempt: 0, next_attempt_ms: clock,
-      delivered_ms: null, last_attempt_ms: null,
+      id: callbackIdFor(job.id, 'image.completed'),
+      workspace_id: ws,
+      job_id: job.id,
+      type: 'image.completed',
+      url: 'https://h.test/hook',
+      event_ms: clock,
+      created_ms: clock,
+      state: 'pending',
+      attempt_count: 0,
+      ladder_attempt: 0,
+      next_attempt_ms: clock,
+      delivered_ms: null,
+      last_attempt_ms: null,
     });
     if (state === 'pending') return callback;
     const attempt = {
-      ladder_attempt: 1, trigger: 'scheduled' as const, sent_ms: clock, duration_ms: 5, status: state === 'delivered' ? 200 : 500,
-      error: state === 'delivered' ? null : ('http_error' as const), error_detail: null, address: '203.0.113.9', excerpt: '',
+      ladder_attempt: 1,
+      trigger: 'scheduled' as const,
+      sent_ms: clock,
+      duration_ms: 5,
+      status: state === 'delivered' ? 200 : 500,
+      error: state === 'delivered' ? null : ('http_error' as const),
+      error_detail: null,
+      address: '203.0.113.9',
+      excerpt: '',
     };
     // One failed attempt with no next one ends it as failed, as attempt 6 does.
     return (await callbacks.recordAttempt(callback, 'auto.1', attempt, null, clock)).callback;
   }
 
-  const blobCount = async (job: JobRecord) => (await Promise.all([...(job.kind === 'image' ? [...job.inputs, ...job.outputs] : [])].map((k) => blobs.size(k)))).filter((s) => s !== undefined).length;
+  const blobCount = async (job: JobRecord) =>
+    (await Promise.all([...(job.kind === 'image' ? [...job.inputs, ...job.outputs] : [])].map((k) => blobs.size(k)))).filter((s) => s !== undefined).length;
   const listed = async (id: string) => (await redis.zscore(keys.workspaceImages(ws), id)) !== null;
 
   it('keeps a job until it expires, then removes its media, record, listing, expiry entry and key claim, and keeps its charge', async () => {
@@ -135,9 +170,23 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
     expect(await blobCount(job)).toBe(3);
 
     // Delivered: the job goes at the next look, and its callback with it (it could not be retried).
-    await callbacks.recordAttempt(callback, 'auto.1', {
-      ladder_attempt: 1, trigger: 'scheduled', sent_ms: clock, duration_ms: 3, status: 204, error: null, error_detail: null, address: '203.0.113.9', excerpt: '',
-    }, null, clock);
+    await callbacks.recordAttempt(
+      callback,
+      'auto.1',
+      {
+        ladder_attempt: 1,
+        trigger: 'scheduled',
+        sent_ms: clock,
+        duration_ms: 3,
+        status: 204,
+        error: null,
+        error_detail: null,
+        address: '203.0.113.9',
+        excerpt: '',
+      },
+      null,
+      clock,
+    );
     clock += 25 * HOUR;
     expect(await retention.sweep()).toMatchObject({ jobsRemoved: 1, callbacksRemoved: 1 });
     expect(await jobs.get(job.id)).toBeUndefined();
@@ -152,7 +201,12 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
     const fine = await finishedImage(`req_${kind}h`, { expires: clock + 1 });
     const reported: unknown[] = [];
     const failing = new MediaRetention({
-      jobs, callbacks, logger, callbackRetentionMs: 2 * HOUR, linkTtlMs: 24 * HOUR, now: () => clock,
+      jobs,
+      callbacks,
+      logger,
+      callbackRetentionMs: 2 * HOUR,
+      linkTtlMs: 24 * HOUR,
+      now: () => clock,
       metrics: { swept: (counts) => reported.push(counts) },
       blobs: { removeAll: (folder) => (folder.endsWith(broken.id) ? Promise.reject(new Error('AccessDenied')) : blobs.removeAll(folder)) },
     });
@@ -191,9 +245,23 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
 
     clock += HOUR;
     // Someone retried it by hand an hour later: its retention starts again from then.
-    await callbacks.recordAttempt(failed, 'manual.1', {
-      ladder_attempt: null, trigger: 'manual', sent_ms: clock, duration_ms: 3, status: 500, error: 'http_error', error_detail: null, address: '203.0.113.9', excerpt: '',
-    }, null, clock);
+    await callbacks.recordAttempt(
+      failed,
+      'manual.1',
+      {
+        ladder_attempt: null,
+        trigger: 'manual',
+        sent_ms: clock,
+        duration_ms: 3,
+        status: 500,
+        error: 'http_error',
+        error_detail: null,
+        address: '203.0.113.9',
+        excerpt: '',
+      },
+      null,
+      clock,
+    );
     clock += HOUR + 1;
     expect(await retention.sweep()).toMatchObject({ callbacksRemoved: 0 });
     clock += HOUR;
@@ -215,9 +283,25 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
 
   it('removes a video at once on request (DELETE), and a repeat after a crash finishes the job', async () => {
     const video: VideoJob = {
-      id: `video_${kind}f`, kind: 'video', workspace_id: ws, model: 'motion-1', prompt: 'p', seed: 1, status: 'completed', created_ms: clock,
-      finished_ms: clock, expires_ms: clock + 1_000 * HOUR, cost: 0.4, error: null, callback_url: null, request_id: 'req_v', seconds: 4,
-      size: '1280x720', generate_audio: false, progress: 100, output: `${ws}/video_${kind}f/video.mp4`,
+      id: `video_${kind}f`,
+      kind: 'video',
+      workspace_id: ws,
+      model: 'motion-1',
+      prompt: 'p',
+      seed: 1,
+      status: 'completed',
+      created_ms: clock,
+      finished_ms: clock,
+      expires_ms: clock + 1_000 * HOUR,
+      cost: 0.4,
+      error: null,
+      callback_url: null,
+      request_id: 'req_v',
+      seconds: 4,
+      size: '1280x720',
+      generate_audio: false,
+      progress: 100,
+      output: `${ws}/video_${kind}f/video.mp4`,
     };
     await jobs.create({ ...video, status: 'in_progress' });
     await jobs.finish(video, null);

@@ -142,10 +142,13 @@ export class MediaRetention {
     } catch (err) {
       report.errors++;
       const corrupt = err instanceof CorruptRecordError;
-      this.deps.logger.error(corrupt ? `expired ${kind} record cannot be read; left in place` : `retention could not remove a ${kind}; it is tried again later`, {
-        [kind === 'job' ? 'job_id' : 'message_id']: id,
-        error: String(err),
-      });
+      this.deps.logger.error(
+        corrupt ? `expired ${kind} record cannot be read; left in place` : `retention could not remove a ${kind}; it is tried again later`,
+        {
+          [kind === 'job' ? 'job_id' : 'message_id']: id,
+          error: String(err),
+        },
+      );
       // Moved on, so it is not the first of every later batch: looked at again in an hour (a day if
       // its record is corrupt, which only a person can mend). A callback's place is its last
       // activity, so it moves to the time that makes it due again then.

@@ -14,7 +14,9 @@ const IDLE_KEEP_MS = 86_400_000;
 const RECENT_MS = 15 * 60_000;
 
 /** The isolation settings of a deployment, as every process that builds a {@link DestinationGate} reads them. */
-export const destinationLimits = (config: Pick<AppConfig, 'destinationMaxInFlight' | 'destinationSlowMaxInFlight' | 'webhookTimeoutMs'>): DestinationLimits => ({
+export const destinationLimits = (
+  config: Pick<AppConfig, 'destinationMaxInFlight' | 'destinationSlowMaxInFlight' | 'webhookTimeoutMs'>,
+): DestinationLimits => ({
   maxInFlight: config.destinationMaxInFlight,
   slowMaxInFlight: config.destinationSlowMaxInFlight,
   attemptTimeoutMs: config.webhookTimeoutMs,
@@ -60,8 +62,25 @@ export class DestinationGate {
     const { destination: d } = request;
     const reply = (await ACQUIRE.run(
       this.redis,
-      [this.keys.destinationLeases(d.id), this.keys.destinationParked(d.id), this.keys.destinationState(d.id), this.keys.destinations(), this.keys.workspaceDestinations(request.workspaceId)],
-      [d.id, request.leaseId, request.nowMs, this.leaseMs, request.dueMs, this.limits.maxInFlight, this.limits.slowMaxInFlight, d.origin, IDLE_KEEP_MS, request.parkAs],
+      [
+        this.keys.destinationLeases(d.id),
+        this.keys.destinationParked(d.id),
+        this.keys.destinationState(d.id),
+        this.keys.destinations(),
+        this.keys.workspaceDestinations(request.workspaceId),
+      ],
+      [
+        d.id,
+        request.leaseId,
+        request.nowMs,
+        this.leaseMs,
+        request.dueMs,
+        this.limits.maxInFlight,
+        this.limits.slowMaxInFlight,
+        d.origin,
+        IDLE_KEEP_MS,
+        request.parkAs,
+      ],
     )) as (number | string)[];
     if (reply[0] === 1) return { granted: true, woken: reply.slice(2).map(String) };
     return { granted: false, wakeAtMs: Number(reply[1]), limit: Number(reply[2]), position: Number(reply[3]), woken: reply.slice(4).map(String) };

@@ -10,10 +10,7 @@ export interface IdempotencyEntry {
   ttlSeconds: number;
 }
 
-export type IdempotencyClaim =
-  | { outcome: 'new' }
-  | { outcome: 'replay'; jobId: string }
-  | { outcome: 'mismatch' };
+export type IdempotencyClaim = { outcome: 'new' } | { outcome: 'replay'; jobId: string } | { outcome: 'mismatch' };
 
 /** How a key is named in the store and in the job it made (`idempotency_key_hash`): the key itself is the client's secret-ish token. */
 export const idempotencyKeyHash = (key: string): string => createHash('sha256').update(key).digest('hex');

@@ -204,7 +204,13 @@ export class JobRepository {
    */
   async admit(job: JobRecord, options: AdmitOptions): Promise<Admission> {
     const index = this.keys.workspaceJobs(job.workspace_id, job.kind);
-    const keys = [this.keys.job(job.id), index, this.keys.intake(), this.keys.workspaceUnfinished(job.workspace_id), this.keys.workspaceLimits(job.workspace_id)];
+    const keys = [
+      this.keys.job(job.id),
+      index,
+      this.keys.intake(),
+      this.keys.workspaceUnfinished(job.workspace_id),
+      this.keys.workspaceLimits(job.workspace_id),
+    ];
     const args: (string | number)[] = [encodeRecord(job), job.id, job.created_ms, options.maxWaitingDefault];
     if (options.idempotency) {
       keys.push(options.idempotency.redisKey);
@@ -314,7 +320,13 @@ export class JobRepository {
    */
   async holdUntil(job: JobRecord, untilMs: number): Promise<boolean> {
     const held = { ...job, expires_ms: Math.max(job.expires_ms ?? 0, untilMs) };
-    return (await HOLD.run(this.redis, [this.keys.job(job.id), this.keys.jobExpiry()], [job.id, String(job.expires_ms ?? ''), encodeRecord(held), held.expires_ms])) === 1;
+    return (
+      (await HOLD.run(
+        this.redis,
+        [this.keys.job(job.id), this.keys.jobExpiry()],
+        [job.id, String(job.expires_ms ?? ''), encodeRecord(held), held.expires_ms],
+      )) === 1
+    );
   }
 
   /** Whether a finished job's callback is still to be created (its job-finished event not yet handled). */
@@ -341,7 +353,11 @@ export class JobRepository {
   }
 
   /** Video or image requests of a workspace, newest first by default, after a cursor id. */
-  async list(workspaceId: string, kind: JobRecord['kind'], opts: { limit: number; after?: string; order: 'asc' | 'desc'; createdBeforeMs?: number }): Promise<ListPage> {
+  async list(
+    workspaceId: string,
+    kind: JobRecord['kind'],
+    opts: { limit: number; after?: string; order: 'asc' | 'desc'; createdBeforeMs?: number },
+  ): Promise<ListPage> {
     const key = this.keys.workspaceJobs(workspaceId, kind);
     return readIndexPage(this.redis, key, { limit: opts.limit, after: opts.after, order: opts.order, maxScore: opts.createdBeforeMs });
   }

@@ -88,6 +88,10 @@ export class FailureCounter {
 
   /** Gives back the place of an attempt that succeeded. */
   async release(emailHash: string, addressHash: string): Promise<void> {
-    await this.redis.multi().decr(this.keys.signInFailures('address', addressHash)).del(this.keys.signInFailures('pair', `${emailHash}:${addressHash}`)).exec();
+    await this.redis
+      .multi()
+      .decr(this.keys.signInFailures('address', addressHash))
+      .del(this.keys.signInFailures('pair', `${emailHash}:${addressHash}`))
+      .exec();
   }
 }

@@ -19,9 +19,24 @@ afterAll(async () => {
 });
 
 const video = (id: string, created_ms: number): VideoJob => ({
-  id, kind: 'video', workspace_id: 'ws_jobs', model: 'motion-1', prompt: 'p', seed: 1, status: 'queued', created_ms,
-  finished_ms: null, cost: null, error: null, callback_url: null, request_id: 'req_x', seconds: 1, size: '640x360',
-  generate_audio: false, progress: 0, output: null,
+  id,
+  kind: 'video',
+  workspace_id: 'ws_jobs',
+  model: 'motion-1',
+  prompt: 'p',
+  seed: 1,
+  status: 'queued',
+  created_ms,
+  finished_ms: null,
+  cost: null,
+  error: null,
+  callback_url: null,
+  request_id: 'req_x',
+  seconds: 1,
+  size: '640x360',
+  generate_audio: false,
+  progress: 0,
+  output: null,
 });
 
 describe('JobRepository', () => {
@@ -82,15 +97,25 @@ describe('JobRepository', () => {
 
     // With a key: the first call stores, the same request again names the first job, another request is refused.
     expect(await jobs.admit(job('video_a2'), { maxWaitingDefault: 2, idempotency: claim('k1', 'f1', 'video_a2') })).toEqual({ outcome: 'stored', rank: 2 });
-    expect(await jobs.admit(job('video_a3'), { maxWaitingDefault: 2, idempotency: claim('k1', 'f1', 'video_a3') })).toEqual({ outcome: 'replay', jobId: 'video_a2' });
+    expect(await jobs.admit(job('video_a3'), { maxWaitingDefault: 2, idempotency: claim('k1', 'f1', 'video_a3') })).toEqual({
+      outcome: 'replay',
+      jobId: 'video_a2',
+    });
     expect(await jobs.admit(job('video_a3'), { maxWaitingDefault: 2, idempotency: claim('k1', 'f2', 'video_a3') })).toEqual({ outcome: 'mismatch' });
     expect(await jobs.get('video_a3')).toBeUndefined();
 
     // At the cap nothing is stored, but the key stays claimed for the job id it names, so a retry
     // with the same key and request proceeds under that id once a place is free.
-    expect(await jobs.admit(job('video_a4'), { maxWaitingDefault: 2, idempotency: claim('k2', 'f1', 'video_a4') })).toEqual({ outcome: 'over_cap', waiting: 2, max: 2 });
+    expect(await jobs.admit(job('video_a4'), { maxWaitingDefault: 2, idempotency: claim('k2', 'f1', 'video_a4') })).toEqual({
+      outcome: 'over_cap',
+      waiting: 2,
+      max: 2,
+    });
     expect(await jobs.get('video_a4')).toBeUndefined();
-    expect(await jobs.admit(job('video_a5'), { maxWaitingDefault: 2, idempotency: claim('k2', 'f1', 'video_a5') })).toEqual({ outcome: 'replay', jobId: 'video_a4' });
+    expect(await jobs.admit(job('video_a5'), { maxWaitingDefault: 2, idempotency: claim('k2', 'f1', 'video_a5') })).toEqual({
+      outcome: 'replay',
+      jobId: 'video_a4',
+    });
     await redis.srem(keys.workspaceUnfinished(ws), 'video_a1');
     expect(await jobs.admit(job('video_a4'), { maxWaitingDefault: 2, idempotency: claim('k2', 'f1', 'video_a4') })).toEqual({ outcome: 'stored', rank: 2 });
     // A workspace override of the cap wins over the default.
@@ -164,7 +189,11 @@ describe('LimitRepository', () => {
 
   it('applies overrides at once and drops them again', async () => {
     const ws = workspace();
-    expect(await limits.override(ws, { create_per_minute: 10, max_waiting_jobs: 7 })).toEqual({ create_per_minute: 10, read_per_minute: 5, max_waiting_jobs: 7 });
+    expect(await limits.override(ws, { create_per_minute: 10, max_waiting_jobs: 7 })).toEqual({
+      create_per_minute: 10,
+      read_per_minute: 5,
+      max_waiting_jobs: 7,
+    });
     expect(await limits.hit(ws, 'create')).toMatchObject({ limit: 10, remaining: 9 });
     expect(await limits.override(ws, { create_per_minute: null })).toEqual({ create_per_minute: 2, read_per_minute: 5, max_waiting_jobs: 7 });
     expect(await limits.hit(ws, 'create')).toMatchObject({ limit: 2, remaining: 0 });
@@ -207,13 +236,32 @@ describe('CallbackRepository ladder', () => {
   const newCallback = async (id: string) =>
     (
       await callbacks.create({
-        id, workspace_id: ws, job_id: `req_${id}`, type: 'image.completed', url: 'https://h.test/x', event_ms: 1, created_ms: Date.now(),
-        state: 'pending', attempt_count: 0, ladder_attempt: 0, next_attempt_ms: null, delivered_ms: null, last_attempt_ms: null,
+        id,
+        workspace_id: ws,
+        job_id: `req_${id}`,
+        type: 'image.completed',
+        url: 'https://h.test/x',
+        event_ms: 1,
+        created_ms: Date.now(),
+        state: 'pending',
+        attempt_count: 0,
+        ladder_attempt: 0,
+        next_attempt_ms: null,
+        delivered_ms: null,
+        last_attempt_ms: null,
       })
     ).callback;
   const failed = (ladder: number | null, sent_ms: number) => ({
-    ladder_attempt: ladder, trigger: ladder === null ? ('manual' as const) : ('scheduled' as const), sent_ms, duration_ms: 12, status: 503,
-    error: 'http_error' as const, error_detail: null, address: '203.0.113.7', excerpt: 'busy "<b>"', timing: { dns_ms: 0, connect_ms: 1, tls_ms: null, first_byte_ms: 9 },
+    ladder_attempt: ladder,
+    trigger: ladder === null ? ('manual' as const) : ('scheduled' as const),
+    sent_ms,
+    duration_ms: 12,
+    status: 503,
+    error: 'http_error' as const,
+    error_detail: null,
+    address: '203.0.113.7',
+    excerpt: 'busy "<b>"',
+    timing: { dns_ms: 0, connect_ms: 1, tls_ms: null, first_byte_ms: 9 },
   });
   const inState = async (state: 'pending' | 'delivered' | 'failed', id: string) => (await redis.zscore(keys.workspaceCallbacksInState(ws, state), id)) !== null;
 

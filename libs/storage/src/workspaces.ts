@@ -223,7 +223,9 @@ export class WorkspaceRepository {
     const raw = await this.redis.get(this.keys.workspaceSecrets(workspaceId));
     if (!raw) return [];
     const list = JSON.parse(raw) as SigningSecret[];
-    return list.filter((s) => s.expires_ms === 0 || s.expires_ms > now).sort((a, b) => (a.expires_ms === 0 ? -1 : b.expires_ms === 0 ? 1 : b.expires_ms - a.expires_ms));
+    return list
+      .filter((s) => s.expires_ms === 0 || s.expires_ms > now)
+      .sort((a, b) => (a.expires_ms === 0 ? -1 : b.expires_ms === 0 ? 1 : b.expires_ms - a.expires_ms));
   }
 
   /** Secrets that sign now: the current one first, then any still inside its rotation overlap. */

@@ -40,10 +40,7 @@ describe('example receiver', () => {
 
   it('answers 400 in the JSON error shape to an invalid delivery and forwards nothing', async () => {
     const { app, onEvent } = setup();
-    const res = await request(app)
-      .post('/webhooks')
-      .set(signed('msg_b'))
-      .send(body.replace('video_123', 'video_999'));
+    const res = await request(app).post('/webhooks').set(signed('msg_b')).send(body.replace('video_123', 'video_999'));
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: { message: expect.any(String), code: 'no_matching_signature' } });
     expect(onEvent).not.toHaveBeenCalled();

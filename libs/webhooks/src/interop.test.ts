@@ -40,9 +40,7 @@ describe('standardwebhooks package', () => {
   it('rejects a tampered body signed by us (the check is real)', () => {
     const secret = generateSecret();
     const { headers } = delivery([secret], body);
-    expect(() => new Webhook(secret).verify(body.replace('video_123', 'video_124'), headers)).toThrow(
-      'No matching signature found',
-    );
+    expect(() => new Webhook(secret).verify(body.replace('video_123', 'video_124'), headers)).toThrow('No matching signature found');
   });
 
   it('produces signatures that our verify accepts', () => {
@@ -86,8 +84,6 @@ describe('openai package webhooks.unwrap', () => {
   it('rejects a tampered body signed by us (the check is real)', async () => {
     const secret = generateSecret();
     const { headers } = delivery([secret], body);
-    await expect(client(secret).webhooks.unwrap(body.replace('video_123', 'video_124'), headers)).rejects.toThrow(
-      OpenAI.InvalidWebhookSignatureError,
-    );
+    await expect(client(secret).webhooks.unwrap(body.replace('video_123', 'video_124'), headers)).rejects.toThrow(OpenAI.InvalidWebhookSignatureError);
   });
 });

@@ -32,11 +32,7 @@ function appWith(options?: VerifyWebhookOptions, before?: express.RequestHandler
 
 describe('verifyWebhook', () => {
   it('passes a valid delivery on with the parsed body and res.locals.webhookId', async () => {
-    const res = await request(appWith())
-      .post('/hook')
-      .set(signed(body))
-      .set('content-type', 'application/json')
-      .send(body);
+    const res = await request(appWith()).post('/hook').set(signed(body)).set('content-type', 'application/json').send(body);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ body: JSON.parse(body), webhookId: 'msg_middleware1' });
   });
@@ -53,18 +49,13 @@ describe('verifyWebhook', () => {
     const bytes = Buffer.concat([Buffer.from('"caf'), Buffer.from([0xe9]), Buffer.from('"')]);
     const headers = signed(bytes);
     // Non-JSON content-types let supertest send a Buffer untouched.
-    const post = (payload: Buffer) =>
-      request(appWith()).post('/hook').set(headers).set('content-type', 'application/octet-stream').send(payload);
+    const post = (payload: Buffer) => request(appWith()).post('/hook').set(headers).set('content-type', 'application/octet-stream').send(payload);
     expect((await post(bytes)).status).toBe(200);
     expect((await post(Buffer.from(bytes.toString('utf8')))).status).toBe(400);
   });
 
   it('answers 400 with {error:{message, code}} for a bad signature', async () => {
-    const res = await request(appWith())
-      .post('/hook')
-      .set(signed(body))
-      .set('content-type', 'application/json')
-      .send(body.replace('img_1', 'img_2'));
+    const res = await request(appWith()).post('/hook').set(signed(body)).set('content-type', 'application/json').send(body.replace('img_1', 'img_2'));
     expect(res.status).toBe(400);
     expect(res.body).toEqual<WebhookErrorResponse>({
       error: { message: expect.any(String), code: 'no_matching_signature' },
@@ -80,7 +71,10 @@ describe('verifyWebhook', () => {
   it('answers 400 timestamp_too_old for a stale delivery, using the now option', async () => {
     const timestamp = 1_700_000_000;
     const app = appWith({ now: () => timestamp + 301 });
-    const res = await request(app).post('/hook').set(signed(body, 'msg_old', timestamp)).send(body);
+    const res = await request(app)
+      .post('/hook')
+      .set(signed(body, 'msg_old', timestamp))
+      .send(body);
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('timestamp_too_old');
   });
@@ -104,9 +98,13 @@ describe('verifyWebhook', () => {
     let current: string[] = [generateSecret()];
     let asked = 0;
     const app = express();
-    app.post('/hook', verifyWebhook(async () => (asked++, current)), (_req, res) => {
-      res.sendStatus(204);
-    });
+    app.post(
+      '/hook',
+      verifyWebhook(async () => (asked++, current)),
+      (_req, res) => {
+        res.sendStatus(204);
+      },
+    );
     expect((await request(app).post('/hook').set(signed(body)).send(body)).status).toBe(400);
     current = [secret];
     expect((await request(app).post('/hook').set(signed(body)).send(body)).status).toBe(204);
@@ -134,17 +132,16 @@ describe('verifyWebhook', () => {
 
   it('passes an over-limit body to next() as a 413', async () => {
     const big = JSON.stringify({ pad: 'x'.repeat(2048) });
-    const res = await request(appWith({ limit: '1kb' })).post('/hook').set(signed(big)).send(big);
+    const res = await request(appWith({ limit: '1kb' }))
+      .post('/hook')
+      .set(signed(big))
+      .send(big);
     expect(res.status).toBe(413);
     expect(res.body.nextError).toBeDefined();
   });
 
   it('reports a JSON parser mounted in front of it instead of failing every signature', async () => {
-    const res = await request(appWith({}, express.json()))
-      .post('/hook')
-      .set(signed(body))
-      .set('content-type', 'application/json')
-      .send(body);
+    const res = await request(appWith({}, express.json())).post('/hook').set(signed(body)).set('content-type', 'application/json').send(body);
     expect(res.status).toBe(500);
     expect(res.body.nextError).toMatch(/before express\.json/);
   });

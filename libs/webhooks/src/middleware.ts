@@ -58,9 +58,7 @@ export function verifyWebhook(secret: string | string[] | WebhookSecretLookup, o
       if (!Buffer.isBuffer(raw)) {
         // Another parser already consumed the stream; the exact bytes are gone
         // and no signature could ever match, so report the wiring mistake.
-        next(
-          new Error('verifyWebhook() needs the raw body; mount it before express.json() or other body parsers'),
-        );
+        next(new Error('verifyWebhook() needs the raw body; mount it before express.json() or other body parsers'));
         return;
       }
 

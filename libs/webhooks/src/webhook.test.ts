@@ -1,12 +1,4 @@
-import {
-  generateSecret,
-  SECRET_PREFIX,
-  sign,
-  signatureHeader,
-  userAgent,
-  verify,
-  WebhookVerificationError,
-} from './index';
+import { generateSecret, SECRET_PREFIX, sign, signatureHeader, userAgent, verify, WebhookVerificationError } from './index';
 import type { HeadersLike, VerifyOptions, WebhookVerificationErrorCode } from './index';
 
 // Official Standard Webhooks test vectors.
@@ -20,8 +12,7 @@ const VECTORS = [
   },
   {
     timestamp: 1696200454,
-    payload:
-      '{"type": "example.created", "timestamp":"2023-09-28T19:20:22+00:00", "data":{"str":"string","bool":true,"int":42}}',
+    payload: '{"type": "example.created", "timestamp":"2023-09-28T19:20:22+00:00", "data":{"str":"string","bool":true,"int":42}}',
     signature: 'v1,GgjvufBlIj71MBIVQotYGb+xEC3LNXCsIZp0HsDC8qs=',
   },
 ];
@@ -90,9 +81,7 @@ describe('sign and signatureHeader', () => {
   it('emits one v1 entry per secret, in order', () => {
     const other = generateSecret();
     const header = signatureHeader([other, VECTOR_SECRET], VECTOR_ID, VECTOR_A.timestamp, VECTOR_A.payload);
-    expect(header).toBe(
-      `v1,${sign(other, VECTOR_ID, VECTOR_A.timestamp, VECTOR_A.payload)} ${VECTOR_A.signature}`,
-    );
+    expect(header).toBe(`v1,${sign(other, VECTOR_ID, VECTOR_A.timestamp, VECTOR_A.payload)} ${VECTOR_A.signature}`);
   });
 
   it.each([
@@ -124,18 +113,14 @@ describe('verify rejects', () => {
     const headers: Record<string, string> = { ...good };
     delete headers[name];
     expect(codeOf(() => verify(payload, headers, VECTOR_SECRET, at(timestamp)))).toBe('missing_headers');
-    expect(codeOf(() => verify(payload, { ...good, [name]: '' }, VECTOR_SECRET, at(timestamp)))).toBe(
-      'missing_headers',
-    );
+    expect(codeOf(() => verify(payload, { ...good, [name]: '' }, VECTOR_SECRET, at(timestamp)))).toBe('missing_headers');
   });
 
   it('a re-serialised body', () => {
     const reserialised = JSON.stringify(JSON.parse(VECTOR_B.payload));
     expect(reserialised).not.toBe(VECTOR_B.payload);
     const headers = headersFor(VECTOR_B.signature, VECTOR_B.timestamp);
-    expect(codeOf(() => verify(reserialised, headers, VECTOR_SECRET, at(VECTOR_B.timestamp)))).toBe(
-      'no_matching_signature',
-    );
+    expect(codeOf(() => verify(reserialised, headers, VECTOR_SECRET, at(VECTOR_B.timestamp)))).toBe('no_matching_signature');
   });
 
   it('a tampered body', () => {
@@ -144,9 +129,7 @@ describe('verify rejects', () => {
   });
 
   it('a tampered webhook-id or webhook-timestamp', () => {
-    expect(codeOf(() => verify(payload, { ...good, 'webhook-id': 'msg_other' }, VECTOR_SECRET, at(timestamp)))).toBe(
-      'no_matching_signature',
-    );
+    expect(codeOf(() => verify(payload, { ...good, 'webhook-id': 'msg_other' }, VECTOR_SECRET, at(timestamp)))).toBe('no_matching_signature');
     const shifted = { ...good, 'webhook-timestamp': String(timestamp + 1) };
     expect(codeOf(() => verify(payload, shifted, VECTOR_SECRET, at(timestamp)))).toBe('no_matching_signature');
   });
@@ -187,17 +170,13 @@ describe('verify rejects', () => {
   it('a header with only non-v1 entries, even if the signature itself is right', () => {
     const bare = signature.slice('v1,'.length);
     for (const header of [`v2,${bare}`, `v1a,${bare} V1,${bare}`, bare, `,${bare}`, `v2,${bare} v0,${bare}`]) {
-      expect(codeOf(() => verify(payload, { ...good, 'webhook-signature': header }, VECTOR_SECRET, at(timestamp)))).toBe(
-        'no_matching_signature',
-      );
+      expect(codeOf(() => verify(payload, { ...good, 'webhook-signature': header }, VECTOR_SECRET, at(timestamp)))).toBe('no_matching_signature');
     }
   });
 
   it('a truncated or padded signature', () => {
     for (const header of [signature.slice(0, -1), `${signature}=`, `${signature}A`]) {
-      expect(codeOf(() => verify(payload, { ...good, 'webhook-signature': header }, VECTOR_SECRET, at(timestamp)))).toBe(
-        'no_matching_signature',
-      );
+      expect(codeOf(() => verify(payload, { ...good, 'webhook-signature': header }, VECTOR_SECRET, at(timestamp)))).toBe('no_matching_signature');
     }
   });
 
@@ -214,9 +193,7 @@ describe('verify rejects', () => {
   });
 
   it('a parsed object instead of the raw body, with a TypeError that says so', () => {
-    expect(() => verify(JSON.parse(payload) as unknown as string, good, VECTOR_SECRET, at(timestamp))).toThrow(
-      /raw request body/,
-    );
+    expect(() => verify(JSON.parse(payload) as unknown as string, good, VECTOR_SECRET, at(timestamp))).toThrow(/raw request body/);
   });
 
   it('a correctly signed body that is not JSON, with a SyntaxError', () => {
@@ -250,9 +227,7 @@ describe('verify accepts', () => {
     const headers = headersFor(signature, timestamp);
     expect(verify(payload, headers, [generateSecret(), VECTOR_SECRET], at(timestamp))).toEqual(expected);
     expect(verify(payload, headers, [VECTOR_SECRET, generateSecret()], at(timestamp))).toEqual(expected);
-    expect(codeOf(() => verify(payload, headers, [generateSecret(), generateSecret()], at(timestamp)))).toBe(
-      'no_matching_signature',
-    );
+    expect(codeOf(() => verify(payload, headers, [generateSecret(), generateSecret()], at(timestamp)))).toBe('no_matching_signature');
   });
 
   it('unknown versions next to a matching v1 entry, and extra whitespace', () => {

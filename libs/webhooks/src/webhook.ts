@@ -36,12 +36,7 @@ const UNIX_SECONDS = /^(0|[1-9][0-9]*)$/;
 
 /** Why a delivery was rejected; stable strings meant for logs and error responses. */
 export type WebhookVerificationErrorCode =
-  | 'missing_headers'
-  | 'bad_timestamp'
-  | 'timestamp_too_old'
-  | 'timestamp_too_new'
-  | 'no_matching_signature'
-  | 'bad_secret';
+  'missing_headers' | 'bad_timestamp' | 'timestamp_too_old' | 'timestamp_too_new' | 'no_matching_signature' | 'bad_secret';
 
 /**
  * Thrown when a delivery fails verification, or when a secret is malformed
@@ -70,9 +65,7 @@ export interface VerifyOptions {
  * Request headers as Node (`IncomingHttpHeaders`), Express or a plain object
  * gives them (any key case), or a fetch `Headers` instance.
  */
-export type HeadersLike =
-  | Headers
-  | Readonly<Record<string, string | readonly string[] | undefined>>;
+export type HeadersLike = Headers | Readonly<Record<string, string | readonly string[] | undefined>>;
 
 /** Generates a new signing secret: `whsec_` + base64 of 32 random bytes. */
 export function generateSecret(): string {
@@ -119,12 +112,7 @@ export function signatureHeader(secrets: string[], msgId: string, timestamp: num
  * @throws {@link WebhookVerificationError} with a `code` saying why.
  * @throws SyntaxError if the signature is valid but the body is not JSON.
  */
-export function verify(
-  rawBody: string | Buffer,
-  headers: HeadersLike,
-  secret: string | string[],
-  options: VerifyOptions = {},
-): unknown {
+export function verify(rawBody: string | Buffer, headers: HeadersLike, secret: string | string[], options: VerifyOptions = {}): unknown {
   const { body } = verifyDelivery(rawBody, headers, secret, options);
   return JSON.parse(body.toString('utf8'));
 }
@@ -143,12 +131,7 @@ export interface VerifiedDelivery {
  *
  * @internal
  */
-export function verifyDelivery(
-  rawBody: string | Buffer,
-  headers: HeadersLike,
-  secret: string | string[],
-  options: VerifyOptions = {},
-): VerifiedDelivery {
+export function verifyDelivery(rawBody: string | Buffer, headers: HeadersLike, secret: string | string[], options: VerifyOptions = {}): VerifiedDelivery {
   // The usual integration bug is passing an already parsed JSON object; name it
   // instead of failing later with a confusing signature mismatch.
   if (typeof rawBody !== 'string' && !Buffer.isBuffer(rawBody)) {
@@ -166,10 +149,7 @@ export function verifyDelivery(
   const timestampText = readHeader(headers, 'webhook-timestamp');
   const signatures = readHeader(headers, 'webhook-signature');
   if (msgId === undefined || timestampText === undefined || signatures === undefined) {
-    throw new WebhookVerificationError(
-      'missing_headers',
-      'Missing webhook-id, webhook-timestamp or webhook-signature header',
-    );
+    throw new WebhookVerificationError('missing_headers', 'Missing webhook-id, webhook-timestamp or webhook-signature header');
   }
 
   const timestamp = parseTimestamp(timestampText);

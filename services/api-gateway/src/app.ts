@@ -96,7 +96,10 @@ export function createStartingApp(logger: Logger, openApi: RequestHandler, trans
 
 /** The HTTP surface; every dependency comes in, so tests build it against a real Redis. */
 export function createApp(deps: GatewayDeps): Express {
-  const app = baseApp(deps.logger, deps.storeAnswers ?? (() => pingRedis(deps.redis)), deps.openApi, { publicHttps: deps.secureCookies, trustProxy: deps.trustProxy });
+  const app = baseApp(deps.logger, deps.storeAnswers ?? (() => pingRedis(deps.redis)), deps.openApi, {
+    publicHttps: deps.secureCookies,
+    trustProxy: deps.trustProxy,
+  });
 
   app.use('/v1/files', fileRoutes(deps.links, deps.blobs));
 

@@ -119,7 +119,11 @@ export class JobIntakeService {
   async createRemixJob(workspaceId: string, requestId: string, source: VideoJob, remix: RemixParams, idempotencyKey?: string): Promise<Intake> {
     const model = findModel(source.model);
     if (model?.kind !== 'video') {
-      throw ApiError.invalid(`Video '${source.id}' was made by the model '${source.model}', which is no longer offered; it cannot be remixed.`, null, 'invalid_model');
+      throw ApiError.invalid(
+        `Video '${source.id}' was made by the model '${source.model}', which is no longer offered; it cannot be remixed.`,
+        null,
+        'invalid_model',
+      );
     }
     const params: VideoParams = {
       model,
@@ -270,7 +274,10 @@ export class JobIntakeService {
     try {
       return await this.store(await build(id), verdict.waiting);
     } catch (err) {
-      const stored = await this.jobs.get(id).then((job) => job !== undefined, () => true);
+      const stored = await this.jobs.get(id).then(
+        (job) => job !== undefined,
+        () => true,
+      );
       if (!stored) {
         await this.waiting.onJobFinished(workspaceId, id).catch(() => undefined);
         // Uploads of a job that was never stored: no record, so retention would never find them.

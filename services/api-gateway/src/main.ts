@@ -58,7 +58,13 @@ async function main(): Promise<void> {
     isReady: async () => connected && (await storeAnswers(redis, config.keyPrefix)),
     mount: (app) => {
       const password = config.operatorPassword;
-      if (password) closeBoard = mountOperatorBoard(app, { connection: redis, keyPrefix: config.keyPrefix, credentials: { username: config.operatorUsername, password }, logger });
+      if (password)
+        closeBoard = mountOperatorBoard(app, {
+          connection: redis,
+          keyPrefix: config.keyPrefix,
+          credentials: { username: config.operatorUsername, password },
+          logger,
+        });
     },
   });
 

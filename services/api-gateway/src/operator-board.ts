@@ -61,7 +61,10 @@ export function requireOperator(credentials: OperatorCredentials, now: () => num
     const address = req.socket.remoteAddress ?? 'unknown';
     const waitMs = failures.waitMs(address, now());
     if (waitMs > 0) {
-      res.set('retry-after', String(Math.ceil(waitMs / 1000))).status(429).json({ error: 'too many wrong operator credentials from this address' });
+      res
+        .set('retry-after', String(Math.ceil(waitMs / 1000)))
+        .status(429)
+        .json({ error: 'too many wrong operator credentials from this address' });
       return;
     }
     const match = /^Basic ([A-Za-z0-9+/=]+)$/.exec(req.headers.authorization ?? '');

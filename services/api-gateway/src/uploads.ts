@@ -74,7 +74,10 @@ class MultipartGuard {
     // A part without a name comes with none (multer refuses it); nothing here may throw inside busboy.
     busboy.on('field', (name: string | undefined, value: string | undefined) => {
       fieldBytes += Buffer.byteLength(name ?? '') + Buffer.byteLength(value ?? '');
-      if (fieldBytes > MAX_FIELD_BYTES_TOTAL) this.refuse(ApiError.invalid(`Invalid multipart body: the form fields are larger than ${MAX_FIELD_BYTES_TOTAL} bytes in all.`, null, 'invalid_multipart'));
+      if (fieldBytes > MAX_FIELD_BYTES_TOTAL)
+        this.refuse(
+          ApiError.invalid(`Invalid multipart body: the form fields are larger than ${MAX_FIELD_BYTES_TOTAL} bytes in all.`, null, 'invalid_multipart'),
+        );
     });
     // As multer does, a file part without a file name (an empty file input of a browser form) is skipped, not refused.
     busboy.on('file', (name: string | undefined, _stream: unknown, info: { filename?: string } | undefined) => {
@@ -133,7 +136,16 @@ class StreamedImageStorage implements multer.StorageEngine {
     };
     // busboy stops the part at the per-file limit (multer's fileSize) and says so here.
     file.stream.once('limit', () =>
-      fail(new ApiError(413, 'invalid_request_error', `Uploaded file is larger than ${this.maxFileBytes} bytes (MAX_UPLOAD_BYTES).`, file.fieldname, 'file_too_large'), true),
+      fail(
+        new ApiError(
+          413,
+          'invalid_request_error',
+          `Uploaded file is larger than ${this.maxFileBytes} bytes (MAX_UPLOAD_BYTES).`,
+          file.fieldname,
+          'file_too_large',
+        ),
+        true,
+      ),
     );
     file.stream.on('data', (chunk: Buffer) => {
       if (settled) return;

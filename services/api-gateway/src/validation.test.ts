@@ -102,15 +102,32 @@ describe('image parameters of the openai SDK', () => {
     const plain = image({});
     const spelledOut = image({ quality: 'auto', background: 'auto', moderation: 'auto', stream: false });
     const nulls = image({
-      quality: null, background: null, moderation: null, style: null, output_compression: null, partial_images: null, stream: null,
-      n: null, size: null, response_format: null, output_format: null, model: null,
+      quality: null,
+      background: null,
+      moderation: null,
+      style: null,
+      output_compression: null,
+      partial_images: null,
+      stream: null,
+      n: null,
+      size: null,
+      response_format: null,
+      output_format: null,
+      model: null,
     });
     expect(spelledOut).toEqual(plain);
     expect(nulls).toEqual(plain);
     expect(image({ input_fidelity: 'low' }, 'edit')).toEqual(image({}, 'edit'));
     // The fingerprint hashes the JSON of the parameters: a request without them hashes as it did before they existed.
     expect(Object.keys(JSON.parse(JSON.stringify(plain)))).toEqual([
-      'model', 'prompt', 'n', 'size', 'response_format', 'output_format', 'callback_url', 'seed',
+      'model',
+      'prompt',
+      'n',
+      'size',
+      'response_format',
+      'output_format',
+      'callback_url',
+      'seed',
     ]);
   });
 
@@ -130,7 +147,10 @@ describe('video parameters', () => {
 describe('remix parameters', () => {
   it('takes a prompt and an optional callback_url', () => {
     expect(parseRemixRequest({ prompt: ' a storm rolls in ' })).toEqual({ prompt: 'a storm rolls in', callback_url: null });
-    expect(parseRemixRequest({ prompt: 'p', callback_url: 'https://hooks.example.com/x' })).toEqual({ prompt: 'p', callback_url: 'https://hooks.example.com/x' });
+    expect(parseRemixRequest({ prompt: 'p', callback_url: 'https://hooks.example.com/x' })).toEqual({
+      prompt: 'p',
+      callback_url: 'https://hooks.example.com/x',
+    });
   });
 
   it.each([

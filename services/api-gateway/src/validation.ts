@@ -64,7 +64,11 @@ const defaultVideoModel = MODEL_CATALOG.find((m) => m.kind === 'video')!.id;
 const common = {
   prompt: Joi.string().trim().min(1).max(32_000).required(),
   callback_url: Joi.string().max(2048).allow(null),
-  seed: Joi.number().integer().min(0).max(2 ** 31 - 1).allow(null),
+  seed: Joi.number()
+    .integer()
+    .min(0)
+    .max(2 ** 31 - 1)
+    .allow(null),
   user: Joi.string().max(256),
 };
 
@@ -103,8 +107,19 @@ const imageSchemas: Record<ImageOperation, Joi.ObjectSchema> = {
  * reading). `callback_url` and `seed` take null in their schemas already.
  */
 const NULL_MEANS_DEFAULT = [
-  'model', 'n', 'size', 'response_format', 'output_format', 'quality', 'background', 'moderation', 'style',
-  'output_compression', 'partial_images', 'input_fidelity', 'stream',
+  'model',
+  'n',
+  'size',
+  'response_format',
+  'output_format',
+  'quality',
+  'background',
+  'moderation',
+  'style',
+  'output_compression',
+  'partial_images',
+  'input_fidelity',
+  'stream',
 ];
 
 /** A value that is the documented default is the same request as one that leaves it out. */
@@ -144,7 +159,10 @@ const listQuery = Joi.object({
   order: Joi.string().valid('asc', 'desc').default('desc'),
 });
 
-const unixSeconds = Joi.number().integer().min(0).max(2 ** 40);
+const unixSeconds = Joi.number()
+  .integer()
+  .min(0)
+  .max(2 ** 40);
 
 const callbackListQuery = Joi.object({
   ...page,
@@ -172,10 +190,15 @@ export function parseListQuery(query: unknown): ListQuery {
 
 /** `GET /v1/callbacks`: times in Unix seconds, `created_after` inclusive, `created_before` exclusive. */
 export function parseCallbackListQuery(query: unknown): CallbackListQuery {
-  const raw = validate<{ limit: number; after?: string; status?: CallbackState; type?: EventType; job_id?: string; created_after?: number; created_before?: number }>(
-    callbackListQuery,
-    query,
-  );
+  const raw = validate<{
+    limit: number;
+    after?: string;
+    status?: CallbackState;
+    type?: EventType;
+    job_id?: string;
+    created_after?: number;
+    created_before?: number;
+  }>(callbackListQuery, query);
   return {
     limit: raw.limit,
     after: raw.after,
@@ -227,11 +250,7 @@ function normaliseText(fields: Record<string, unknown>): Record<string, unknown>
   for (const [param, value] of Object.entries(fields)) {
     if (typeof value === 'string' && FREE_TEXT.has(param)) out[param] = value.toWellFormed();
     else if (typeof value === 'string' && NOT_IN_A_VALUE.test(value)) {
-      throw ApiError.invalid(
-        `Invalid '${param}': it contains a control character, an unpaired surrogate, a noncharacter or U+FFFD.`,
-        param,
-        codeFor(param),
-      );
+      throw ApiError.invalid(`Invalid '${param}': it contains a control character, an unpaired surrogate, a noncharacter or U+FFFD.`, param, codeFor(param));
     } else out[param] = value;
   }
   return out;
@@ -266,7 +285,11 @@ export function parseImageRequest(body: unknown, operation: ImageOperation): Ima
   const given = (param: string) => (raw[param] === undefined || raw[param] === IMAGE_DEFAULTS[param] ? undefined : raw[param]);
   const background = given('background') as ImageBackground | undefined;
   if (background === 'transparent' && raw.output_format === 'jpeg') {
-    throw ApiError.invalid("A transparent background needs an output_format with an alpha channel: 'png' or 'webp', not 'jpeg'.", 'background', 'invalid_value');
+    throw ApiError.invalid(
+      "A transparent background needs an output_format with an alpha channel: 'png' or 'webp', not 'jpeg'.",
+      'background',
+      'invalid_value',
+    );
   }
   const ignored = Object.fromEntries(IGNORED_IMAGE_PARAMS.flatMap((param) => (given(param) === undefined ? [] : [[param, given(param)]])));
   return {

@@ -6,7 +6,19 @@ import { CallbackUrlGuard } from '@media/callback-guard';
 import { createCallbackAdmin } from '@media/callbacks';
 import { createRedis, FaultInjector, JobQueue, storeAnswers, type AppConfig, type Logger } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
-import { CallbackRepository, configuredLimits, DestinationGate, destinationLimits, IdempotencyRepository, JobRepository, LimitRepository, loadLinkSigningKey, ReplicaWait, StoreKeys, WorkspaceRepository } from '@media/storage';
+import {
+  CallbackRepository,
+  configuredLimits,
+  DestinationGate,
+  destinationLimits,
+  IdempotencyRepository,
+  JobRepository,
+  LimitRepository,
+  loadLinkSigningKey,
+  ReplicaWait,
+  StoreKeys,
+  WorkspaceRepository,
+} from '@media/storage';
 import { createApp } from './app';
 import { JobIntakeService } from './job-intake';
 import { JobWaiter } from './job-waiter';

@@ -86,9 +86,7 @@ export class GenerationService {
     if (blocked) throw new PermanentGenerationError('moderation_blocked', 'The request was blocked by output moderation.');
     let finished: JobRecord;
     try {
-      finished = await this.withTimeout<JobRecord>((signal) =>
-        job.kind === 'video' ? this.makeVideo(job, signal, attempt) : this.makeImages(job, signal),
-      );
+      finished = await this.withTimeout<JobRecord>((signal) => (job.kind === 'video' ? this.makeVideo(job, signal, attempt) : this.makeImages(job, signal)));
     } catch (err) {
       // A permanent failure is logged where BullMQ gives up on it (giveUp), with its code.
       if (!(err instanceof GenerationTimeoutError) && !(err instanceof PermanentGenerationError)) {

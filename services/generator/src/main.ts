@@ -81,7 +81,11 @@ async function main(): Promise<void> {
   });
   registerScrapedGauge(
     registry,
-    { name: 'media_retention_due', help: 'Finished jobs and ended callbacks due for removal and not yet removed (held jobs are not due).', labelNames: ['kind'] },
+    {
+      name: 'media_retention_due',
+      help: 'Finished jobs and ended callbacks due for removal and not yet removed (held jobs are not due).',
+      labelNames: ['kind'],
+    },
     async () => {
       const due = await retention.due();
       return [
@@ -112,7 +116,11 @@ async function main(): Promise<void> {
     health: async () => Promise.all([consumer.health(), housekeeping.health()]),
   });
   const repair = new IntakeRepair(jobs, generation, logger);
-  const repairs = every(INTAKE_REPAIR_INTERVAL_MS, () => repair.run(), (e) => logger.warn('intake repair interrupted', { error: String(e) }));
+  const repairs = every(
+    INTAKE_REPAIR_INTERVAL_MS,
+    () => repair.run(),
+    (e) => logger.warn('intake repair interrupted', { error: String(e) }),
+  );
 
   let stopping: Promise<void> | undefined;
   const shutdown = (signal: string) => {

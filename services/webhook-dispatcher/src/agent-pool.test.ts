@@ -8,7 +8,11 @@ import { AgentPool, poolKey, type AgentPoolLimits } from './agent-pool';
 const target = (url: string, ...addresses: string[]): CheckedTarget => {
   const parsed = new URL(url);
   // As the guard gives it: IPv6 without brackets.
-  return { url: parsed, hostname: parsed.hostname.replace(/^\[(.*)\]$/, '$1'), addresses: addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })) };
+  return {
+    url: parsed,
+    hostname: parsed.hostname.replace(/^\[(.*)\]$/, '$1'),
+    addresses: addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })),
+  };
 };
 
 const fallback = { http: new HttpAgent(), https: new HttpsAgent() };

@@ -366,12 +366,7 @@ export class CallbackService {
    * slot is handed to it, or at the latest when its turn comes even if every attempt ahead of it
    * takes its whole lease.
    */
-  private async attemptWithinSlot(
-    callback: CallbackRecord,
-    request: DeliveryRequest,
-    queueJobId: string,
-    known?: KnownInputs,
-  ): Promise<Exchange | 'deferred'> {
+  private async attemptWithinSlot(callback: CallbackRecord, request: DeliveryRequest, queueJobId: string, known?: KnownInputs): Promise<Exchange | 'deferred'> {
     const destination = destinationOf(callback.url);
     const now = this.now();
     const deferrals = (request.deferrals ?? 0) + 1;
@@ -430,7 +425,9 @@ export class CallbackService {
   private async wake(woken: string[]): Promise<void> {
     for (const jobId of woken) {
       // Its delayed job still runs at its fallback time if this fails.
-      await this.deps.deliveries.promote(jobId).catch((err: unknown) => this.deps.logger.warn('could not wake a deferred callback attempt', { job: jobId, error: String(err) }));
+      await this.deps.deliveries
+        .promote(jobId)
+        .catch((err: unknown) => this.deps.logger.warn('could not wake a deferred callback attempt', { job: jobId, error: String(err) }));
     }
   }
 

@@ -1,9 +1,8 @@
 import type { CallbackUrlRejectedError } from '@media/callback-guard';
 import type { AttemptErrorClass } from '@media/storage';
-import type { Exchange } from './webhook-sender';
 
-/** What one exchange came to: null when delivered, else the attempt's error class. */
-export function errorOf(exchange: Pick<Exchange, 'status' | 'transportError'>): AttemptErrorClass | null {
+/** What one exchange (see `Exchange` in ./webhook-sender) came to: null when delivered, else the attempt's error class. */
+export function errorOf(exchange: { status: number | null; transportError: AttemptErrorClass | null }): AttemptErrorClass | null {
   // No status and no transport error would be a stream that ended without an answer: not delivered.
   return exchange.transportError ?? (exchange.status === null ? 'reset' : classifyStatus(exchange.status));
 }

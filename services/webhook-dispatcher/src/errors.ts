@@ -6,7 +6,10 @@ import { PermanentJobError } from '@media/common';
  * dispatcher then ends the callback as `failed`.
  */
 export class UndeliverableCallbackError extends PermanentJobError {
-  constructor(readonly messageId: string, reason: string) {
+  constructor(
+    readonly messageId: string,
+    reason: string,
+  ) {
     super('undeliverable', `callback ${messageId} cannot be delivered: ${reason}`);
   }
 }

@@ -41,7 +41,10 @@ async function main(): Promise<void> {
     isReady: async () => consumers.length > 0 && (await storeAnswers(redis, config.keyPrefix)),
     health: () => Promise.all(consumers.map((c) => c.health())),
   });
-  const { service, tests, callbacks, destinations, close } = await createCallbackService(config, redis, logger, { faults, metrics: new PromCallbackMetrics(registry) });
+  const { service, tests, callbacks, destinations, close } = await createCallbackService(config, redis, logger, {
+    faults,
+    metrics: new PromCallbackMetrics(registry),
+  });
   const consumerOptions = {
     connection: redis,
     keyPrefix: config.keyPrefix,

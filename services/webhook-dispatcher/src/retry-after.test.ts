@@ -30,7 +30,17 @@ describe('parseRetryAfter', () => {
   });
 
   it('is null when absent or unreadable, rather than guessing a date', () => {
-    for (const value of [undefined, '', 'soon', '1.5', '5 min', 'Nov 6', '2026-11-24T12:00:30Z', 'Tue, 31 Feb 2026 12:00:00 GMT', 'Tue, 24 Nov 2026 12:00:30 PST']) {
+    for (const value of [
+      undefined,
+      '',
+      'soon',
+      '1.5',
+      '5 min',
+      'Nov 6',
+      '2026-11-24T12:00:30Z',
+      'Tue, 31 Feb 2026 12:00:00 GMT',
+      'Tue, 24 Nov 2026 12:00:30 PST',
+    ]) {
       expect(parseRetryAfter(value, now)).toBeNull();
     }
   });

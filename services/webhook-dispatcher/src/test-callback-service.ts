@@ -58,7 +58,16 @@ export class TestCallbackService {
       target = await this.deps.guard.check(url);
     } catch (err) {
       if (!(err instanceof CallbackUrlRejectedError)) throw err;
-      return { sentMs: checkedAt, durationMs: this.now() - checkedAt, status: null, transportError: classifyRejection(err), transportDetail: err.message, address: null, excerpt: '', retryAfterMs: null };
+      return {
+        sentMs: checkedAt,
+        durationMs: this.now() - checkedAt,
+        status: null,
+        transportError: classifyRejection(err),
+        transportDetail: err.message,
+        address: null,
+        excerpt: '',
+        retryAfterMs: null,
+      };
     }
     const sentMs = this.now();
     const secrets = await this.deps.workspaces.activeSecrets(workspaceId, sentMs);

@@ -110,9 +110,7 @@ async function eventually(check: () => boolean, what: string, timeoutMs = 10_000
 let pki: TestPki;
 /** The current DNS answer for every name the guard resolves. */
 let answer: string[] = ['127.0.0.1'];
-const guard = new CallbackUrlGuard({ allowHttp: false, allowedCidrs: ['127.0.0.0/8'] }, async () =>
-  answer.map((address) => ({ address, family: 4 as const })),
-);
+const guard = new CallbackUrlGuard({ allowHttp: false, allowedCidrs: ['127.0.0.0/8'] }, async () => answer.map((address) => ({ address, family: 4 as const })));
 const servers: LoopbackServer[] = [];
 const senders: WebhookSender[] = [];
 
@@ -162,7 +160,13 @@ describe('connection reuse', () => {
     expect(exchanges.map((e) => [e.status, e.transportError, e.address])).toEqual(Array(5).fill([200, null, '127.0.0.1']));
     expect(server.tcpConnections).toBe(1);
     expect(server.tlsConnections).toBe(1);
-    expect(server.arrivals.map((a) => [a.connection, a.onConnection])).toEqual([[1, 1], [1, 2], [1, 3], [1, 4], [1, 5]]);
+    expect(server.arrivals.map((a) => [a.connection, a.onConnection])).toEqual([
+      [1, 1],
+      [1, 2],
+      [1, 3],
+      [1, 4],
+      [1, 5],
+    ]);
     // The first attempt dialled and shook hands; the others did neither, and say so.
     expect(exchanges[0].timing).toMatchObject({ connect_ms: expect.any(Number), tls_ms: expect.any(Number) });
     for (const exchange of exchanges.slice(1)) {
@@ -253,7 +257,11 @@ describe('a pooled socket the server has closed', () => {
 
     expect(second).toMatchObject({ status: 200, transportError: null, transportDetail: null, address: '127.0.0.1', excerpt: 'ok' });
     // The reused connection carried it first (and was dropped), then a new one.
-    expect(server.arrivals.map((a) => [a.connection, a.onConnection])).toEqual([[1, 1], [1, 2], [2, 1]]);
+    expect(server.arrivals.map((a) => [a.connection, a.onConnection])).toEqual([
+      [1, 1],
+      [1, 2],
+      [2, 1],
+    ]);
     expect(server.tlsConnections).toBe(2);
     // The retry is a fresh connection with a full exchange, so its timings are real.
     expect(second.timing).toMatchObject({ connect_ms: expect.any(Number), tls_ms: expect.any(Number) });

@@ -3,7 +3,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { BlockList, isIP, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { createSecureContext, rootCertificates } from 'node:tls';
-import { pinnedLookup, type CheckedTarget } from '@media/callback-guard';
+import { pinnedLookup, type CheckedTarget, type LookupCallback } from '@media/callback-guard';
 import type { AttemptErrorClass, AttemptTiming } from '@media/storage';
 import type { Got, Request as GotRequest } from 'got' with { 'resolution-mode': 'import' };
 import { AgentPool, type AgentLease, type AgentPoolLimits } from './agent-pool';
@@ -167,8 +167,8 @@ export class WebhookSender {
     let reused = false;
     const lookup = pinnedLookup(target);
     // Note the first address handed to the socket, so a connection that fails still names it.
-    const recordingLookup = (hostname: string, options: unknown, callback: (...args: any[]) => void) =>
-      lookup(hostname, options, (err: Error | null, result?: string | { address: string }[], family?: number) => {
+    const recordingLookup = (hostname: string, options: unknown, callback: LookupCallback) =>
+      lookup(hostname, options, (err, result, family) => {
         if (!err && address === null) address = Array.isArray(result) ? (result[0]?.address ?? null) : (result ?? null);
         callback(err, result, family);
       });
@@ -196,8 +196,7 @@ export class WebhookSender {
         const code = codeOf(error);
         // The answer is its status line: a body that then stalls or breaks does not undo a 2xx
         // received in time (spec 3: "any 2xx response within 15 s").
-        const transportError =
-          error === undefined || status !== null ? null : code === UNCHECKED_ADDRESS ? 'blocked_address' : classifyTransportError(error);
+        const transportError = error === undefined || status !== null ? null : code === UNCHECKED_ADDRESS ? 'blocked_address' : classifyTransportError(error);
         resolve({
           staleSocket: reused && status === null && code !== undefined && STALE_SOCKET_CODES.has(code),
           exchange: {

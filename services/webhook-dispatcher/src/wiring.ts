@@ -3,7 +3,16 @@ import type { Redis } from 'ioredis';
 import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
 import { FaultInjector, JobQueue, type AppConfig, type CallbackMetrics, type Logger } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
-import { CallbackRepository, DestinationGate, destinationLimits, JobRepository, loadLinkSigningKey, StoreKeys, TestCallbackRepository, WorkspaceRepository } from '@media/storage';
+import {
+  CallbackRepository,
+  DestinationGate,
+  destinationLimits,
+  JobRepository,
+  loadLinkSigningKey,
+  StoreKeys,
+  TestCallbackRepository,
+  WorkspaceRepository,
+} from '@media/storage';
 import { CallbackService } from './callback-service';
 import { TestCallbackService } from './test-callback-service';
 import { WebhookSender } from './webhook-sender';
@@ -31,12 +40,7 @@ export interface WiringOverrides {
  * Builds the callback service from the validated config, in one place for the dispatcher's main and
  * its tests. Other processes never build it: they queue attempts through `@media/callbacks`.
  */
-export async function createCallbackService(
-  config: AppConfig,
-  redis: Redis,
-  logger: Logger,
-  overrides: WiringOverrides = {},
-): Promise<CallbackServiceHandle> {
+export async function createCallbackService(config: AppConfig, redis: Redis, logger: Logger, overrides: WiringOverrides = {}): Promise<CallbackServiceHandle> {
   const keys = new StoreKeys(config.keyPrefix);
   const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret), config.publicBaseUrl, config.linkTtlSeconds);
   const extraCaPem = config.callbackCaFile ? await readFile(config.callbackCaFile, 'utf8') : undefined;
@@ -62,7 +66,10 @@ export async function createCallbackService(
     jobs: new JobRepository(redis, keys),
     workspaces: new WorkspaceRepository(redis, keys),
     presenter: new JobPresenter(links),
-    guard: new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs, allowedEndpoints: config.callbackAllowedEndpoints }, overrides.resolver),
+    guard: new CallbackUrlGuard(
+      { allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs, allowedEndpoints: config.callbackAllowedEndpoints },
+      overrides.resolver,
+    ),
     sender,
     destinations,
     deliveries,
@@ -78,7 +85,10 @@ export async function createCallbackService(
   const tests = new TestCallbackService({
     store: new TestCallbackRepository(redis, keys),
     workspaces: new WorkspaceRepository(redis, keys),
-    guard: new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs, allowedEndpoints: config.callbackAllowedEndpoints }, overrides.resolver),
+    guard: new CallbackUrlGuard(
+      { allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs, allowedEndpoints: config.callbackAllowedEndpoints },
+      overrides.resolver,
+    ),
     sender,
     logger,
     docsUrl: config.docsUrl,

@@ -27,7 +27,9 @@ export class DashboardClient {
       body = JSON.stringify(opts.json);
     }
     const url = `${this.baseUrl}/dashboard/api${path}`;
-    const res = this.localAddress ? await fetchFrom(this.localAddress, url, method, headers, body) : await fetch(url, { method, headers, body, redirect: 'manual' });
+    const res = this.localAddress
+      ? await fetchFrom(this.localAddress, url, method, headers, body)
+      : await fetch(url, { method, headers, body, redirect: 'manual' });
     const setCookie = res.headers.get('set-cookie');
     if (setCookie) {
       const [pair] = setCookie.split(';');

@@ -6,8 +6,26 @@ export function finishedImageJob(workspaceId: string, callbackUrl: string): Imag
   const id = `req_${randomBytes(8).toString('hex')}`;
   const now = Date.now();
   return {
-    id, workspace_id: workspaceId, kind: 'image', operation: 'generation', model: 'pixel-1', prompt: 'p', seed: 1, status: 'completed',
-    created_ms: now - 1_000, finished_ms: now, cost: 0.005, error: null, callback_url: callbackUrl, request_id: id,
-    n: 1, size: '256x256', output_format: 'png', response_format: 'url', inputs: [], mask: null, outputs: [`${workspaceId}/${id}/0.png`],
+    id,
+    workspace_id: workspaceId,
+    kind: 'image',
+    operation: 'generation',
+    model: 'pixel-1',
+    prompt: 'p',
+    seed: 1,
+    status: 'completed',
+    created_ms: now - 1_000,
+    finished_ms: now,
+    cost: 0.005,
+    error: null,
+    callback_url: callbackUrl,
+    request_id: id,
+    n: 1,
+    size: '256x256',
+    output_format: 'png',
+    response_format: 'url',
+    inputs: [],
+    mask: null,
+    outputs: [`${workspaceId}/${id}/0.png`],
   };
 }

@@ -53,28 +53,40 @@ export class DispatcherHarness {
 
   /** The `msg_` id of a finished job's callback. */
   async messageIdOf(jobId: string): Promise<string> {
-    const job = await eventually(async () => {
-      const j = await this.stack.jobs.get(jobId);
-      return j && (j.status === 'completed' || j.status === 'failed') ? j : undefined;
-    }, 30_000, `job ${jobId} to finish`);
+    const job = await eventually(
+      async () => {
+        const j = await this.stack.jobs.get(jobId);
+        return j && (j.status === 'completed' || j.status === 'failed') ? j : undefined;
+      },
+      30_000,
+      `job ${jobId} to finish`,
+    );
     return callbackIdFor(job.id, eventTypeFor(job));
   }
 
   /** Waits for the callback to reach one of `states`; returns it with its attempt log. */
   async settled(messageId: string, states: CallbackState[], timeoutMs = 30_000): Promise<{ callback: CallbackRecord; attempts: CallbackAttempt[] }> {
-    const callback = await eventually(async () => {
-      const cb = await this.callbacks.get(messageId);
-      return cb && states.includes(cb.state) ? cb : undefined;
-    }, timeoutMs, `callback ${messageId} to be ${states.join(' or ')}`);
+    const callback = await eventually(
+      async () => {
+        const cb = await this.callbacks.get(messageId);
+        return cb && states.includes(cb.state) ? cb : undefined;
+      },
+      timeoutMs,
+      `callback ${messageId} to be ${states.join(' or ')}`,
+    );
     return { callback, attempts: await this.callbacks.attempts(messageId) };
   }
 
   /** Waits until at least `count` attempts are recorded. */
   async attempts(messageId: string, count: number, timeoutMs = 30_000): Promise<CallbackAttempt[]> {
-    return eventually(async () => {
-      const attempts = await this.callbacks.attempts(messageId);
-      return attempts.length >= count ? attempts : undefined;
-    }, timeoutMs, `${count} attempts of ${messageId}`);
+    return eventually(
+      async () => {
+        const attempts = await this.callbacks.attempts(messageId);
+        return attempts.length >= count ? attempts : undefined;
+      },
+      timeoutMs,
+      `${count} attempts of ${messageId}`,
+    );
   }
 
   /** A raw BullMQ handle on one of this stack's queues, to inspect jobs; close it after use. */

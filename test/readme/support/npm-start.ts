@@ -147,10 +147,7 @@ export class NpmStartStack {
       ...this.options.env,
     };
     if (this.options.via === 'npm') this.env.npm_config_update_notifier = 'false';
-    const [command, args] =
-      this.options.via === 'npm'
-        ? ['npm', ['start']]
-        : [process.execPath, [join(ROOT, 'tools/admin/dist/local-stack.js')]];
+    const [command, args] = this.options.via === 'npm' ? ['npm', ['start']] : [process.execPath, [join(ROOT, 'tools/admin/dist/local-stack.js')]];
     // Its own process group, so that whatever it started can be stopped even if it hangs.
     const child = spawn(command, args, {
       cwd: ROOT,

@@ -52,16 +52,17 @@ export class Bindings {
 
   /** The command with this run's links and ids; throws on an id no earlier output showed. */
   apply(command: string): string {
-    // Links first, held aside while ids are swapped: their ids are already this run's.
+    // Links first, held aside (as private-use characters, which no command contains) while ids are
+    // swapped: their ids are already this run's.
     const links = [...this.links].sort((a, b) => b[0].length - a[0].length);
     let text = command;
-    links.forEach(([readme], i) => (text = text.split(readme).join(`\u0000${i}\u0000`)));
+    links.forEach(([readme], i) => (text = text.split(readme).join(`\uE000${i}\uE000`)));
     text = text.replace(new RegExp(ID.source, 'g'), (id) => {
       const actual = this.ids.get(id);
       if (actual === undefined) throw new Error(`the command names ${id}, which no earlier output showed`);
       return actual;
     });
-    return text.replace(/\u0000(\d+)\u0000/g, (_, i: string) => links[Number(i)][1]);
+    return text.replace(/\uE000(\d+)\uE000/g, (_, i: string) => links[Number(i)][1]);
   }
 }
 
@@ -73,7 +74,10 @@ const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  */
 export function matchString(expected: string, actual: string, bindings: Bindings): boolean {
   const token = new RegExp(
-    [ID, ISO_TIME, SIGNATURE_PARAM, EXPIRES_PARAM, LONG_NUMBER].map((r) => r.source).concat(escape(ELLIPSIS)).join('|'),
+    [ID, ISO_TIME, SIGNATURE_PARAM, EXPIRES_PARAM, LONG_NUMBER]
+      .map((r) => r.source)
+      .concat(escape(ELLIPSIS))
+      .join('|'),
     'g',
   );
   const unbound: string[] = [];
@@ -135,7 +139,8 @@ export function matchJson(expected: unknown, actual: unknown, bindings: Bindings
     const problems: string[] = [];
     const missing = keys.filter((k) => !(k in got));
     const extra = abridged ? [] : Object.keys(got).filter((k) => !(k in shown));
-    if (missing.length > 0 || extra.length > 0) problems.push(`${path}: keys differ (missing ${missing.join(', ') || '-'}; not shown ${extra.join(', ') || '-'})`);
+    if (missing.length > 0 || extra.length > 0)
+      problems.push(`${path}: keys differ (missing ${missing.join(', ') || '-'}; not shown ${extra.join(', ') || '-'})`);
     for (const k of keys) if (k in got) problems.push(...matchJson(shown[k], got[k], bindings, `${path}.${k}`, k));
     return problems;
   }
@@ -214,7 +219,10 @@ export function httpResponses(text: string): HttpResponse[] {
 export function matchLines(expected: string, actual: string, bindings: Bindings): string[] {
   const printed = actual.split('\n').map((l) => l.replace(/\s+$/, ''));
   let at = 0;
-  for (const line of expected.split('\n').map((l) => l.replace(/\s+$/, '')).filter((l) => l !== '')) {
+  for (const line of expected
+    .split('\n')
+    .map((l) => l.replace(/\s+$/, ''))
+    .filter((l) => l !== '')) {
     const found = printed.findIndex((p, i) => i >= at && matchString(line, p, bindings));
     if (found < 0) return [`line not printed (in this order): ${line}`];
     at = found + 1;

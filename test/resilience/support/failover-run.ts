@@ -132,10 +132,14 @@ export async function steadyIntakeThroughFailover(h: DispatcherHarness, failover
 
   const intakeGapMs = Math.min(...accepted.filter((a) => a.atMs > killedAt).map((a) => a.atMs)) - killedAt;
   const ids = accepted.map((a) => a.id);
-  await eventually(async () => {
-    const jobs = await h.stack.jobs.getMany(ids);
-    return jobs.every((j) => isFinished(j.status) && posts.has(j.id)) ? true : undefined;
-  }, 90_000, 'every stored job to finish and be called back');
+  await eventually(
+    async () => {
+      const jobs = await h.stack.jobs.getMany(ids);
+      return jobs.every((j) => isFinished(j.status) && posts.has(j.id)) ? true : undefined;
+    },
+    90_000,
+    'every stored job to finish and be called back',
+  );
   const jobs: JobRecord[] = await h.stack.jobs.getMany(ids);
   const ledger = await h.stack.jobs.ledger(h.workspace.workspaceId);
   for (const job of jobs) {

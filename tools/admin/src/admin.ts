@@ -1,19 +1,10 @@
-import { AccountsError, createAccounts, isRole, type WorkspaceAccounts } from '@media/accounts';
+import { AccountsError, createAccounts, isRole } from '@media/accounts';
 import { createRedis, loadConfig } from '@media/common';
 import { configuredLimits, JobRepository, LIMIT_NAMES, LimitRepository, StoreKeys, WorkspaceRepository, type LimitName } from '@media/storage';
-import type { Redis } from 'ioredis';
-import type { AppConfig } from '@media/common';
 import { retryCallback } from './callback-commands';
+import type { AdminContext } from './context';
 
-/** Everything a command needs, built once from the validated config. */
-export interface AdminContext {
-  config: AppConfig;
-  redis: Redis;
-  workspaces: WorkspaceRepository;
-  jobs: JobRepository;
-  limits: LimitRepository;
-  accounts: WorkspaceAccounts;
-}
+export type { AdminContext } from './context';
 
 export type Command = (ctx: AdminContext, flags: Record<string, string>) => Promise<unknown>;
 
@@ -91,7 +82,10 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
       if (!(await ctx.workspaces.get(workspaceId))) throw new UsageError(`no workspace ${workspaceId}`);
       const keys = await ctx.accounts.apiKeys(workspaceId);
       const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-      return { workspace_id: workspaceId, api_keys: keys.map((k) => ({ id: k.id, prefix: k.prefix, created_at: iso(k.created_ms), last_used_at: iso(k.last_used_ms) })) };
+      return {
+        workspace_id: workspaceId,
+        api_keys: keys.map((k) => ({ id: k.id, prefix: k.prefix, created_at: iso(k.created_ms), last_used_at: iso(k.last_used_ms) })),
+      };
     },
   },
   'revoke-key': {
@@ -145,13 +139,25 @@ export function parseFlags(args: string[]): Record<string, string> {
 export async function runAdmin(argv: string[]): Promise<unknown> {
   const [name, ...rest] = argv;
   const command = name && Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (!command) throw new UsageError(`usage: admin <command>\n${Object.values(COMMANDS).map((c) => `  ${c.usage}`).join('\n')}`);
+  if (!command)
+    throw new UsageError(
+      `usage: admin <command>\n${Object.values(COMMANDS)
+        .map((c) => `  ${c.usage}`)
+        .join('\n')}`,
+    );
   const config = loadConfig();
   const redis = createRedis(config.redis, 'request');
   const keys = new StoreKeys(config.keyPrefix);
   try {
     const limits = new LimitRepository(redis, keys, configuredLimits(config));
-    const context = { config, redis, workspaces: new WorkspaceRepository(redis, keys), jobs: new JobRepository(redis, keys), limits, accounts: createAccounts(config, redis) };
+    const context = {
+      config,
+      redis,
+      workspaces: new WorkspaceRepository(redis, keys),
+      jobs: new JobRepository(redis, keys),
+      limits,
+      accounts: createAccounts(config, redis),
+    };
     return await command.run(context, parseFlags(rest));
   } catch (err) {
     // Refusals of the accounts rules (last owner, unknown member, bad e-mail) are the operator's input, not a crash.

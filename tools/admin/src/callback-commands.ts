@@ -1,6 +1,6 @@
 import { createCallbackAdmin } from '@media/callbacks';
 import { createLogger } from '@media/common';
-import type { AdminContext } from './admin';
+import type { AdminContext } from './context';
 
 /** How long `retry-callback` waits for the dispatcher beyond the receiver's own time limit. */
 const PICKUP_ALLOWANCE_MS = 10_000;

@@ -41,20 +41,47 @@ export function writeLoopbackPki(dir: string, options: LoopbackPkiOptions): Loop
   const file = (name: string) => join(dir, name);
   const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'] });
   const days = String(options.days);
-  const newKey =
-    options.keyType === 'rsa2048'
-      ? ['-newkey', 'rsa:2048', '-nodes']
-      : ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  openssl('req', '-x509', ...newKey, '-keyout', file('ca.key'), '-out', files.caFile, '-days', days, '-subj', '/CN=callback test CA',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
+  const newKey = options.keyType === 'rsa2048' ? ['-newkey', 'rsa:2048', '-nodes'] : ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  openssl(
+    'req',
+    '-x509',
+    ...newKey,
+    '-keyout',
+    file('ca.key'),
+    '-out',
+    files.caFile,
+    '-days',
+    days,
+    '-subj',
+    '/CN=callback test CA',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  );
   openssl('req', ...newKey, '-keyout', files.keyFile, '-out', file('server.csr'), '-subj', '/CN=localhost');
   writeFileSync(
     file('server.ext'),
     `subjectAltName=${['DNS:localhost', 'IP:127.0.0.1', ...(options.extraDnsNames ?? []).map((n) => `DNS:${n}`)].join(',')}\n` +
       'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n',
   );
-  openssl('x509', '-req', '-in', file('server.csr'), '-CA', files.caFile, '-CAkey', file('ca.key'), '-CAcreateserial',
-    '-out', files.certFile, '-days', days, '-extfile', file('server.ext'));
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    file('server.csr'),
+    '-CA',
+    files.caFile,
+    '-CAkey',
+    file('ca.key'),
+    '-CAcreateserial',
+    '-out',
+    files.certFile,
+    '-days',
+    days,
+    '-extfile',
+    file('server.ext'),
+  );
   for (const name of ['ca.key', 'ca.srl', 'server.csr', 'server.ext']) rmSync(file(name), { force: true });
   return files;
 }

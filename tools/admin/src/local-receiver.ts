@@ -57,7 +57,11 @@ function whoHolds(port: number): Promise<{ pid: number; root: string } | undefin
       res.on('end', () => {
         try {
           const answer = JSON.parse(body) as { object?: unknown; pid?: unknown; root?: unknown };
-          done(answer.object === 'local_stack' && Number.isInteger(answer.pid) && typeof answer.root === 'string' ? { pid: answer.pid as number, root: answer.root } : undefined);
+          done(
+            answer.object === 'local_stack' && Number.isInteger(answer.pid) && typeof answer.root === 'string'
+              ? { pid: answer.pid as number, root: answer.root }
+              : undefined,
+          );
         } catch {
           done(undefined);
         }
@@ -141,7 +145,9 @@ export async function startLocalReceiver(options: LocalReceiverOptions): Promise
         reject(
           running
             ? new AnotherStackRunningError({ ...running, ports: { receiver: options.port } })
-            : new Error(`the local callback receiver cannot listen on 127.0.0.1:${options.port} (${err.message}); set LOCAL_RECEIVER_PORT, or LOCAL_RECEIVER=off`),
+            : new Error(
+                `the local callback receiver cannot listen on 127.0.0.1:${options.port} (${err.message}); set LOCAL_RECEIVER_PORT, or LOCAL_RECEIVER=off`,
+              ),
         ),
       );
     };

@@ -102,7 +102,12 @@ function installRedis(): void {
  * The demo workspace, made on the first run; its secrets are followed in the store from then on
  * ({@link DemoSecrets}), so a rotation needs no restart.
  */
-async function ensureDemoWorkspace(config: AppConfig, file: DemoWorkspaceFile, workspaces: WorkspaceRepository, redis: ReturnType<typeof createRedis>): Promise<{ demo: DemoWorkspace; created: boolean }> {
+async function ensureDemoWorkspace(
+  config: AppConfig,
+  file: DemoWorkspaceFile,
+  workspaces: WorkspaceRepository,
+  redis: ReturnType<typeof createRedis>,
+): Promise<{ demo: DemoWorkspace; created: boolean }> {
   const saved = await file.read();
   if (saved && (await workspaces.get(saved.workspace_id))) return { demo: saved, created: false };
   const created = await createAccounts(config, redis).createWorkspace('demo', 'owner@demo.local');
@@ -139,7 +144,12 @@ async function waitUntilReady(urls: string[], isStopping: () => boolean): Promis
   let pending = urls;
   while (pending.length > 0 && Date.now() < deadline && !isStopping()) {
     const answers = await Promise.all(
-      pending.map((url) => fetch(url, { signal: AbortSignal.timeout(1_000) }).then((r) => r.ok, () => false)),
+      pending.map((url) =>
+        fetch(url, { signal: AbortSignal.timeout(1_000) }).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      ),
     );
     pending = pending.filter((_, i) => !answers[i]);
     if (pending.length > 0) await new Promise((r) => setTimeout(r, 200));

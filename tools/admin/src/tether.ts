@@ -14,6 +14,7 @@
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 const [mode, ...rest] = process.argv.slice(2);
 
@@ -45,7 +46,10 @@ if (mode === '--exec') {
   // The program sees the command line it would have had if run directly.
   const program = resolve(mode);
   process.argv.splice(1, 2, program);
-  require(program);
+  import(pathToFileURL(program).href).catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
 } else {
   console.error('usage: node tether.js <program.js> [args…] | --exec <command> [args…]');
   process.exit(2);

@@ -1,25 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+// Typed by ./s3rver.d.ts: the package ships no types.
+import S3rver from '@20minutes/s3rver';
 import { S3BlobStore } from '../s3-blob-store';
-
-/** The part of @20minutes/s3rver (a maintained fork of s3rver; it ships no types) that tests use. */
-interface S3rverInstance {
-  run(): Promise<AddressInfo>;
-  close(): Promise<void>;
-  httpServer?: Server;
-  /** Koa's middleware list; s3rver composes it when it starts listening. */
-  middleware: ((ctx: KoaContext, next: () => Promise<unknown>) => unknown)[];
-}
-interface KoaContext {
-  method: string;
-  path: string;
-  app: object;
-}
-type S3rverClass = new (options: Record<string, unknown>) => S3rverInstance;
-const S3rver = require('@20minutes/s3rver') as S3rverClass;
 
 /** s3rver checks SigV4 signatures against this one fixed key pair. */
 export const S3_TEST_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
@@ -30,7 +14,7 @@ export const S3_TEST_REGION = 'us-east-1';
  * in a temporary directory. `stop()` and `start()` again on the same port and data play an outage.
  */
 export class S3TestServer {
-  private server: S3rverInstance | undefined;
+  private server: S3rver | undefined;
   private port = 0;
 
   private constructor(

@@ -40,10 +40,20 @@ function Shell() {
       const here = location + (search ? `?${search}` : '');
       navigate(`/sign-in${here && here !== '/' ? `?next=${encodeURIComponent(here)}` : ''}`, { replace: true });
     }
-  }, [session, location]);
+  }, [session, location, search, navigate]);
 
-  if (bootError) return <main class="page"><ErrorBanner error={bootError} /></main>;
-  if (session === undefined) return <main class="page"><p class="muted">Loading…</p></main>;
+  if (bootError)
+    return (
+      <main class="page">
+        <ErrorBanner error={bootError} />
+      </main>
+    );
+  if (session === undefined)
+    return (
+      <main class="page">
+        <p class="muted">Loading…</p>
+      </main>
+    );
   if (session === null) {
     return (
       <SignInPage
@@ -60,7 +70,9 @@ function Shell() {
 
   return (
     <AppContext.Provider value={{ api, session, now }}>
-      <a class="skip-link" href="#main">Skip to content</a>
+      <a class="skip-link" href="#main">
+        Skip to content
+      </a>
       <header class="topbar">
         <div class="brand">
           Media callbacks <span class="muted">· {session.workspace.name}</span>

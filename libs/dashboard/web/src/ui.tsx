@@ -46,7 +46,15 @@ const STATE_WORDS: Record<string, string> = {
 /** A state in colour AND words (and a shape), so it reads without colour vision too. */
 export function StateBadge({ state }: { state: string }) {
   const icon =
-    state === 'delivered' || state === 'completed' || state === 'ok' ? '✓' : state === 'failed' ? '✕' : state === 'saturated' ? '!' : state === 'none' ? '·' : '◷';
+    state === 'delivered' || state === 'completed' || state === 'ok'
+      ? '✓'
+      : state === 'failed'
+        ? '✕'
+        : state === 'saturated'
+          ? '!'
+          : state === 'none'
+            ? '·'
+            : '◷';
   return (
     <span class={`badge badge-${state}`}>
       <span aria-hidden="true">{icon} </span>

@@ -77,8 +77,10 @@ export function requireBodyType(...types: string[]): RequestHandler {
 export function errorHandler(): (err: unknown, req: Request, res: Response, next: NextFunction) => void {
   return (err, _req, res, _next) => {
     const apiError = toApiError(err);
-    if (apiError.status === 503 && !(err instanceof ApiError)) res.locals.logger?.warn('dependency unavailable', { error: err instanceof Error ? err.message : String(err) });
-    else if (apiError.status >= 500 && apiError.status !== 503) res.locals.logger?.error('unhandled error', { error: err instanceof Error ? err.stack : String(err) });
+    if (apiError.status === 503 && !(err instanceof ApiError))
+      res.locals.logger?.warn('dependency unavailable', { error: err instanceof Error ? err.message : String(err) });
+    else if (apiError.status >= 500 && apiError.status !== 503)
+      res.locals.logger?.error('unhandled error', { error: err instanceof Error ? err.stack : String(err) });
     if (apiError.retryAfterSeconds !== undefined) res.setHeader('retry-after', String(apiError.retryAfterSeconds));
     res.status(apiError.status).json(apiError.toJSON());
   };

@@ -21,8 +21,17 @@ export function isDependencyOutage(err: unknown, depth = 0): boolean {
 
 /** Socket errors of a connection that went away or never came up, and I/O errors of a network volume that did. */
 const NETWORK_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
-  'EIO', 'ESTALE', 'ENOTCONN',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EIO',
+  'ESTALE',
+  'ENOTCONN',
 ]);
 
 const OUTAGE_MESSAGES = [

@@ -22,7 +22,8 @@ export function measureRequests(metrics: HttpMetrics, listener: RequestListener)
       get: () => route,
       set(value: { path?: unknown } | undefined) {
         route = value;
-        if (value && typeof value.path === 'string') // Express matches mount paths case-insensitively; the label must not take the request's spelling.
+        if (value && typeof value.path === 'string')
+          // Express matches mount paths case-insensitively; the label must not take the request's spelling.
           pattern = `${((req as { baseUrl?: string }).baseUrl ?? '').toLowerCase()}${value.path}`;
       },
     });

@@ -145,7 +145,11 @@ const body = (schemaName: string, multipartSchema?: string): RequestBodyObject =
   },
 });
 
-const listParameters = (what: string) => [param('limit'), { ...param('after'), description: `The id of the last ${what} seen: the page continues after it.` }, param('order')];
+const listParameters = (what: string) => [
+  param('limit'),
+  { ...param('after'), description: `The id of the last ${what} seen: the page continues after it.` },
+  param('order'),
+];
 
 function paths(s: OpenApiSettings): Record<string, PathItemObject> {
   const imageCreation = (edit: boolean): OperationSpec => ({
@@ -165,7 +169,7 @@ function paths(s: OpenApiSettings): Record<string, PathItemObject> {
       : body('ImageGenerationRequest', 'ImageGenerationRequest'),
     ok: {
       200: {
-        description: 'The completed images (synchronous call). `x-request-id` is the request\'s `id`.',
+        description: "The completed images (synchronous call). `x-request-id` is the request's `id`.",
         headers: creationHeaders,
         content: json(ref('ImageResult')),
       },
@@ -211,7 +215,8 @@ function paths(s: OpenApiSettings): Record<string, PathItemObject> {
         tag: 'Documentation',
         operationId: 'getOpenApiDocument',
         summary: 'This document',
-        description: 'Public and the same for everyone: built once per process and served from memory, gzip-compressed when the client accepts it, with an `ETag` to revalidate against.',
+        description:
+          'Public and the same for everyone: built once per process and served from memory, gzip-compressed when the client accepts it, with an `ETag` to revalidate against.',
         auth: false,
         ok: {
           200: {
@@ -333,7 +338,13 @@ function paths(s: OpenApiSettings): Record<string, PathItemObject> {
         bucket: 'read',
         parameters: [
           pathId('id', 'video', 'video'),
-          { name: 'variant', in: 'query', required: false, schema: { type: 'string', enum: ['video'], default: 'video' }, description: 'The only variant is `video`.' },
+          {
+            name: 'variant',
+            in: 'query',
+            required: false,
+            schema: { type: 'string', enum: ['video'], default: 'video' },
+            description: 'The only variant is `video`.',
+          },
         ],
         ok: {
           200: {
@@ -357,7 +368,7 @@ function paths(s: OpenApiSettings): Record<string, PathItemObject> {
             name: 'key',
             in: 'path',
             required: true,
-            description: 'The object\'s key as the link names it; it holds slashes (`ws_…/req_…/0.png`).',
+            description: "The object's key as the link names it; it holds slashes (`ws_…/req_…/0.png`).",
             schema: { type: 'string' },
           },
           { name: 'expires', in: 'query', required: true, schema: { type: 'string', pattern: '^\\d+$' }, description: 'Unix seconds.' },
@@ -467,7 +478,7 @@ function overview(s: OpenApiSettings): string {
     'Generates images and videos, and reports finished jobs to a `callback_url` with signed callbacks (see `webhooks`).',
     '',
     '- **Authentication**: `Authorization: Bearer <API_KEY>` on every `/v1` call except this document and signed file links.',
-    '- **Request ids**: every response carries `x-request-id: req_…`; an image request\'s id is the `x-request-id` of its creation call.',
+    "- **Request ids**: every response carries `x-request-id: req_…`; an image request's id is the `x-request-id` of its creation call.",
     '- **Errors**: `{"error": {"message", "type", "param", "code"}}` with a matching status; each response lists its codes. Bytes that are not HTTP answer 400 `invalid_http_request`, a request that does not arrive in time 408 `request_timeout`, headers over 16 KiB 431 `request_header_fields_too_large`, on any path.',
     `- **Limits**: per workspace, shared by every gateway replica: a create bucket (${s.rateLimitCreatePerMinute}/min by default) for creation calls, retries and recoveries, a read bucket (${s.rateLimitReadPerMinute}/min) for reads of jobs and callbacks; at most ${s.maxWaitingJobsPerWorkspace} unfinished jobs. Models, files, health and this document are not limited.`,
     `- **Bodies**: JSON up to 1 MiB (${s.maxJsonBytes} bytes for \`/v1/images/edits\`), uploads up to ${s.maxUploadBytes} bytes a file; unknown fields are refused.`,
@@ -493,7 +504,7 @@ export function buildOpenApiDocument(settings: OpenApiSettings): OpenAPIObject {
       { name: 'Images' },
       { name: 'Videos' },
       { name: 'Files', description: 'Signed download links.' },
-      { name: 'Callbacks', description: 'What became of each job\'s callback; manual retries and bulk recovery.' },
+      { name: 'Callbacks', description: "What became of each job's callback; manual retries and bulk recovery." },
       { name: 'Webhooks', description: webhooksDescription(settings) },
       { name: 'Health' },
       { name: 'Documentation' },

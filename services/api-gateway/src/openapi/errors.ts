@@ -27,8 +27,16 @@ export const ERROR_CODES: Record<string, ErrorCode> = {
   invalid_size: { status: 400, type: 'invalid_request_error', when: 'a size the model does not offer, or `size`, `resolution` and `aspect_ratio` disagree' },
   invalid_duration: { status: 400, type: 'invalid_request_error', when: "`seconds` outside the model's range" },
   invalid_model: { status: 400, type: 'invalid_request_error', when: 'an image model for a video, or the reverse' },
-  invalid_callback_url: { status: 400, type: 'invalid_request_error', when: '`callback_url` breaks a rule; the message names it (`param` is always `callback_url`)' },
-  invalid_image_format: { status: 400, type: 'invalid_request_error', when: 'an upload that is not PNG, JPEG or WebP, or a JSON image that is not a base64 data URL' },
+  invalid_callback_url: {
+    status: 400,
+    type: 'invalid_request_error',
+    when: '`callback_url` breaks a rule; the message names it (`param` is always `callback_url`)',
+  },
+  invalid_image_format: {
+    status: 400,
+    type: 'invalid_request_error',
+    when: 'an upload that is not PNG, JPEG or WebP, or a JSON image that is not a base64 data URL',
+  },
   too_many_images: { status: 400, type: 'invalid_request_error', when: 'more images than one edit takes' },
   invalid_multipart: { status: 400, type: 'invalid_request_error', when: 'a multipart body that cannot be parsed, or over its part limits' },
   invalid_idempotency_key: { status: 400, type: 'invalid_request_error', when: '`Idempotency-Key` empty, longer than 255 or not printable ASCII' },
@@ -47,14 +55,26 @@ export const ERROR_CODES: Record<string, ErrorCode> = {
   content_expired: { status: 410, type: 'invalid_request_error', when: 'the video file was removed' },
   request_too_large: { status: 413, type: 'invalid_request_error', when: 'a JSON body over its limit' },
   file_too_large: { status: 413, type: 'invalid_request_error', when: 'an uploaded or data-URL image over the upload limit' },
-  upload_too_large: { status: 413, type: 'invalid_request_error', when: 'a multipart body over `MAX_UPLOAD_TOTAL_BYTES`; the connection is closed, the rest not read' },
-  unsupported_media_type: { status: 415, type: 'invalid_request_error', when: 'a body that is neither JSON nor multipart (where those are taken), or an unsupported encoding' },
+  upload_too_large: {
+    status: 413,
+    type: 'invalid_request_error',
+    when: 'a multipart body over `MAX_UPLOAD_TOTAL_BYTES`; the connection is closed, the rest not read',
+  },
+  unsupported_media_type: {
+    status: 415,
+    type: 'invalid_request_error',
+    when: 'a body that is neither JSON nor multipart (where those are taken), or an unsupported encoding',
+  },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error', when: "over the workspace's request limit for this bucket" },
   too_many_pending_jobs: { status: 429, type: 'rate_limit_error', when: 'a creation call while the workspace has its maximum of unfinished jobs' },
   generation_failed: { status: 500, type: 'api_error', when: 'synchronous image call: the generator failed' },
   internal_error: { status: 500, type: 'api_error', when: 'an unexpected server error (details only in the logs)' },
   service_unavailable: { status: 503, type: 'api_error', when: 'Redis or the blob store cannot be reached' },
-  server_busy: { status: 503, type: 'api_error', when: 'a JSON edit while the gateway holds as many large JSON bodies as it can (`Retry-After`); multipart is not limited so' },
+  server_busy: {
+    status: 503,
+    type: 'api_error',
+    when: 'a JSON edit while the gateway holds as many large JSON bodies as it can (`Retry-After`); multipart is not limited so',
+  },
   timeout: { status: 504, type: 'api_error', when: 'synchronous image call still running after the wait; fetch `GET /v1/images/{id}` later' },
 };
 
@@ -85,7 +105,10 @@ export function errorResponse(status: number, headers: Record<string, HeaderObje
     content: {
       'application/json': {
         schema: {
-          allOf: [ref('Error'), { type: 'object', properties: { error: { type: 'object', properties: { type: { enum: types }, code: { enum: codes.map(([code]) => code) } } } } }],
+          allOf: [
+            ref('Error'),
+            { type: 'object', properties: { error: { type: 'object', properties: { type: { enum: types }, code: { enum: codes.map(([code]) => code) } } } } },
+          ],
         },
       },
     },

@@ -77,11 +77,16 @@ export const ERROR_TYPES: Record<ErrorType, string> = {
 const modelIds = (models: readonly { id: string }[]) => models.map((m) => m.id);
 
 const common = {
-  prompt: { type: 'string', minLength: 1, maxLength: 32_000, description: 'What to make. Leading and trailing white space is removed; an unpaired surrogate becomes U+FFFD.' },
+  prompt: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 32_000,
+    description: 'What to make. Leading and trailing white space is removed; an unpaired surrogate becomes U+FFFD.',
+  },
   callback_url: {
     ...orNull({ type: 'string', format: 'uri', maxLength: 2048 }),
     description:
-      'Where to POST the job\'s result when it ends (see `webhooks`). `https` only, no credentials in the URL, and a host on the public internet: not localhost nor a loopback, private, link-local, CGNAT, multicast, reserved or unspecified address, nor a name resolving to one. Checked now (`400 invalid_callback_url`) and again on every delivery attempt.',
+      "Where to POST the job's result when it ends (see `webhooks`). `https` only, no credentials in the URL, and a host on the public internet: not localhost nor a loopback, private, link-local, CGNAT, multicast, reserved or unspecified address, nor a name resolving to one. Checked now (`400 invalid_callback_url`) and again on every delivery attempt.",
   },
   seed: { ...orNull({ type: 'integer', minimum: 0, maximum: 2 ** 31 - 1 }), description: 'Makes the output repeatable.' },
   user: { type: 'string', maxLength: 256, description: 'An end-user id of yours. Accepted and ignored.' },
@@ -129,7 +134,11 @@ const imageFields: Record<string, Schema> = {
   ...accepted(SDK_IMAGE_PARAMETERS),
 };
 
-const dataUrl: SchemaObject = { type: 'string', pattern: DATA_URL.source, description: 'An inline `data:image/png|jpeg|webp;base64,…` URL; the service never fetches a URL.' };
+const dataUrl: SchemaObject = {
+  type: 'string',
+  pattern: DATA_URL.source,
+  description: 'An inline `data:image/png|jpeg|webp;base64,…` URL; the service never fetches a URL.',
+};
 const imageUrlObject = closedObject({ image_url: dataUrl });
 const jsonImage: Schema = { oneOf: [dataUrl, imageUrlObject] };
 
@@ -152,7 +161,13 @@ const requests: Record<string, SchemaObject> = {
         oneOf: [jsonImage, { type: 'array', minItems: 1, maxItems: MAX_IMAGES, items: jsonImage }],
         description: `The images to edit (the first is edited; at most ${MAX_IMAGES}), as data URLs.`,
       },
-      images: { type: 'array', minItems: 1, maxItems: MAX_IMAGES, items: imageUrlObject, description: 'The same as `image`, in the `[{"image_url": …}]` form.' },
+      images: {
+        type: 'array',
+        minItems: 1,
+        maxItems: MAX_IMAGES,
+        items: imageUrlObject,
+        description: 'The same as `image`, in the `[{"image_url": …}]` form.',
+      },
       mask: { ...jsonImage, description: 'A PNG with an alpha channel: fully transparent pixels mark the area to edit.' },
       ...accepted(SDK_EDIT_PARAMETERS),
     },
@@ -162,8 +177,17 @@ const requests: Record<string, SchemaObject> = {
   ImageEditMultipartRequest: closedObject(
     {
       ...imageFields,
-      image: { oneOf: [imageFiles, { type: 'array', minItems: 1, maxItems: MAX_IMAGES, items: imageFiles }], description: `One or more image files (at most ${MAX_IMAGES}; the first is edited).` },
-      'image[]': { type: 'array', minItems: 1, maxItems: MAX_IMAGES, items: imageFiles, description: 'The same as `image`, under the name the `openai` SDK uses for several files.' },
+      image: {
+        oneOf: [imageFiles, { type: 'array', minItems: 1, maxItems: MAX_IMAGES, items: imageFiles }],
+        description: `One or more image files (at most ${MAX_IMAGES}; the first is edited).`,
+      },
+      'image[]': {
+        type: 'array',
+        minItems: 1,
+        maxItems: MAX_IMAGES,
+        items: imageFiles,
+        description: 'The same as `image`, under the name the `openai` SDK uses for several files.',
+      },
       mask: { ...imageFiles, description: 'A PNG with an alpha channel: fully transparent pixels mark the area to edit.' },
       ...accepted(SDK_EDIT_PARAMETERS),
     },
@@ -183,7 +207,11 @@ const requests: Record<string, SchemaObject> = {
         description: `Duration, within the model's range (${videoModels.map((m) => `${m.id}: ${m.minSeconds}–${m.maxSeconds}`).join(', ')}); \`400 invalid_duration\` outside it.`,
       },
       size: { type: 'string', enum: videoSizes, description: `\`WxH\`; default ${videoModels.map((m) => `${m.id}: ${m.defaultSize}`).join(', ')}.` },
-      resolution: { type: 'string', enum: videoResolutions, description: 'The short side, e.g. `720p`. With `aspect_ratio` or alone it picks the first matching size; with `size` it must agree.' },
+      resolution: {
+        type: 'string',
+        enum: videoResolutions,
+        description: 'The short side, e.g. `720p`. With `aspect_ratio` or alone it picks the first matching size; with `size` it must agree.',
+      },
       aspect_ratio: { type: 'string', enum: videoAspectRatios, description: 'E.g. `16:9`; like `resolution`, another view of `size`.' },
       generate_audio: { type: 'boolean', default: false, description: 'Adds an audio track, priced extra.' },
       seed: common.seed,
@@ -225,7 +253,9 @@ const videoFields: Record<string, Schema> = {
   progress: { type: 'integer', minimum: 0, maximum: 100, description: '100 once completed.' },
   created_at: unixSeconds('When the video was requested'),
   completed_at: orNull(unixSeconds('When it completed; `null` until then')),
-  expires_at: orNull(unixSeconds('When the video, its file and its callback are removed (retention, from when it ended, completed or failed); `null` while it runs')),
+  expires_at: orNull(
+    unixSeconds('When the video, its file and its callback are removed (retention, from when it ended, completed or failed); `null` while it runs'),
+  ),
   seconds: { type: 'integer', minimum: 1 },
   resolution: { type: 'string', pattern: '^\\d+p$' },
   aspect_ratio: { type: 'string', pattern: '^\\d+:\\d+$' },
@@ -303,7 +333,9 @@ const objects: Record<string, SchemaObject> = {
     owned_by: { type: 'string' },
     kind: { type: 'string', const: 'image' },
     sizes: { type: 'array', items: { type: 'string', enum: imageSizes } },
-    pricing: closedObject({ per_image: { type: 'object', additionalProperties: { type: 'number', minimum: 0 }, description: 'US dollars per image, by size.' } }),
+    pricing: closedObject({
+      per_image: { type: 'object', additionalProperties: { type: 'number', minimum: 0 }, description: 'US dollars per image, by size.' },
+    }),
   }),
   VideoModel: closedObject({
     id: { type: 'string', enum: modelIds(videoModels) },
@@ -318,7 +350,10 @@ const objects: Record<string, SchemaObject> = {
       audio_per_second: { type: 'number', minimum: 0, description: 'Added per second with `generate_audio`.' },
     }),
   }),
-  Model: { oneOf: [ref('ImageModel'), ref('VideoModel')], discriminator: { propertyName: 'kind', mapping: { image: '#/components/schemas/ImageModel', video: '#/components/schemas/VideoModel' } } },
+  Model: {
+    oneOf: [ref('ImageModel'), ref('VideoModel')],
+    discriminator: { propertyName: 'kind', mapping: { image: '#/components/schemas/ImageModel', video: '#/components/schemas/VideoModel' } },
+  },
   ModelList: closedObject({ object: { type: 'string', const: 'list' }, data: { type: 'array', items: ref('Model') } }),
   Video: closedObject(
     {
@@ -335,7 +370,9 @@ const objects: Record<string, SchemaObject> = {
   VideoDeleted: closedObject({ id: idOf('video'), object: { type: 'string', const: 'video.deleted' }, deleted: { type: 'boolean', const: true } }),
   ImageUrl: closedObject({ url: { type: 'string', format: 'uri', description: 'A signed download link.' } }),
   ImageBase64: closedObject({ b64_json: { type: 'string', contentEncoding: 'base64', description: 'The image bytes.' } }),
-  ImageRequest: closedObject(imageRequestFields, undefined, { description: 'An image request (generation or edit) as the API and its callbacks show it; `data` always holds links.' }),
+  ImageRequest: closedObject(imageRequestFields, undefined, {
+    description: 'An image request (generation or edit) as the API and its callbacks show it; `data` always holds links.',
+  }),
   ImageResult: closedObject(
     {
       ...imageRequestFields,
@@ -346,7 +383,7 @@ const objects: Record<string, SchemaObject> = {
     { description: 'The answer of a synchronous image call: the completed image request.' },
   ),
   ImageRequestList: list('ImageRequest', 'Newest first unless `order=asc`.'),
-  Callback: closedObject(callbackFields, undefined, { description: 'What became of a job\'s callback.' }),
+  Callback: closedObject(callbackFields, undefined, { description: "What became of a job's callback." }),
   CallbackAttempt: closedObject({
     number: { type: 'integer', minimum: 1, description: 'Position among all attempts, automatic and manual.' },
     trigger: describedEnum(ATTEMPT_TRIGGERS, 'What made the attempt.'),

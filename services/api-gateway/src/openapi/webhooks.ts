@@ -30,7 +30,7 @@ function headers(settings: WebhookSettings): ParameterObject[] {
       name: 'webhook-id',
       in: 'header',
       required: true,
-      description: 'The callback\'s `msg_` id: the same on every attempt, automatic or manual. De-duplicate on it: delivery is at least once.',
+      description: "The callback's `msg_` id: the same on every attempt, automatic or manual. De-duplicate on it: delivery is at least once.",
       schema: { type: 'string', pattern: '^msg_[0-9a-z]+$' },
     },
     {

@@ -34,7 +34,8 @@ export function callbackRoutes(deps: CallbackRoutesDeps): Router {
   router.post('/recover', limitCreate, requireBodyType('json'), async (req, res) => {
     const window = parseRecoveryRequest({ ...(req.body ?? {}) });
     const recovery = await admin.recover(res.locals.workspaceId, window).catch((err: unknown) => {
-      if (err instanceof RecoveryTooLargeError) throw ApiError.invalid(`Too many failed callbacks in this window: ${err.message}.`, 'since', 'recovery_too_large');
+      if (err instanceof RecoveryTooLargeError)
+        throw ApiError.invalid(`Too many failed callbacks in this window: ${err.message}.`, 'since', 'recovery_too_large');
       throw err;
     });
     res.status(202).json({

@@ -10,8 +10,7 @@ export function fileRoutes(links: LinkSigner, blobs: BlobStore): Router {
   router.get('/*key', async (req, res) => {
     const key = (req.params as unknown as { key: string[] }).key.join('/');
     const { expires, signature } = req.query;
-    const verdict =
-      typeof expires === 'string' && typeof signature === 'string' && isValidBlobKey(key) ? links.check(key, expires, signature) : 'invalid';
+    const verdict = typeof expires === 'string' && typeof signature === 'string' && isValidBlobKey(key) ? links.check(key, expires, signature) : 'invalid';
     if (verdict === 'expired') throw new ApiError(403, 'permission_error', 'This download link has expired.', null, 'link_expired');
     if (verdict !== 'ok') throw new ApiError(403, 'permission_error', 'This download link is not valid.', null, 'invalid_link');
     await sendBlob(res, blobs, key, ApiError.notFound('The file no longer exists.'), { 'cache-control': 'private, max-age=3600' });

@@ -48,7 +48,8 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     // The image request id is the creation call's request id; a replay answers with the first one's.
     res.setHeader('x-request-id', job.id);
     if (replayed) res.setHeader('idempotent-replayed', 'true');
-    if (job.kind !== 'image') throw new ApiError(409, 'conflict_error', 'Idempotency-Key belongs to a different kind of request.', null, 'idempotency_key_reused');
+    if (job.kind !== 'image')
+      throw new ApiError(409, 'conflict_error', 'Idempotency-Key belongs to a different kind of request.', null, 'idempotency_key_reused');
     if (!isSynchronous(job)) {
       res.status(202).json(deps.presenter.imageRequest(job));
       return;
@@ -72,7 +73,12 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
   router.get('/', limitRead, async (req, res) => {
     const page = await deps.jobs.list(res.locals.workspaceId, 'image', parseListQuery(req.query));
     const images = (await deps.jobs.getMany(page.ids)).filter((j): j is ImageJob => j.kind === 'image');
-    res.json(listObject(images.map((j) => deps.presenter.imageRequest(j)), page.hasMore));
+    res.json(
+      listObject(
+        images.map((j) => deps.presenter.imageRequest(j)),
+        page.hasMore,
+      ),
+    );
   });
 
   router.get('/:id', limitRead, async (req, res) => {

@@ -6,7 +6,15 @@ export function modelRoutes(): Router {
   const router = Router();
   const describe = (m: (typeof MODEL_CATALOG)[number]) =>
     m.kind === 'image'
-      ? { id: m.id, object: 'model', created: MODEL_CATALOG_CREATED_AT, owned_by: 'system', kind: m.kind, sizes: Object.keys(m.pricePerImage), pricing: { per_image: m.pricePerImage } }
+      ? {
+          id: m.id,
+          object: 'model',
+          created: MODEL_CATALOG_CREATED_AT,
+          owned_by: 'system',
+          kind: m.kind,
+          sizes: Object.keys(m.pricePerImage),
+          pricing: { per_image: m.pricePerImage },
+        }
       : {
           id: m.id,
           object: 'model',

@@ -35,7 +35,8 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
 
   /** The answer to a creation call (a new video or a remix): the video object, `200` as at OpenAI. */
   const answerCreated = (res: Response, { job, replayed }: Intake) => {
-    if (job.kind !== 'video') throw new ApiError(409, 'conflict_error', 'Idempotency-Key belongs to a different kind of request.', null, 'idempotency_key_reused');
+    if (job.kind !== 'video')
+      throw new ApiError(409, 'conflict_error', 'Idempotency-Key belongs to a different kind of request.', null, 'idempotency_key_reused');
     if (replayed) res.setHeader('idempotent-replayed', 'true');
     res.status(200).json(deps.presenter.video(job));
   };
@@ -53,7 +54,13 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
     const idempotencyKey = parseIdempotencyKey(req.get('idempotency-key'));
     const source = await findVideo(res.locals.workspaceId, req.params.id);
     if (source.status !== 'completed') {
-      throw new ApiError(409, 'invalid_request_error', `Video '${source.id}' is ${source.status}; only a completed video can be remixed.`, null, 'video_not_ready');
+      throw new ApiError(
+        409,
+        'invalid_request_error',
+        `Video '${source.id}' is ${source.status}; only a completed video can be remixed.`,
+        null,
+        'video_not_ready',
+      );
     }
     answerCreated(res, await deps.intake.createRemixJob(res.locals.workspaceId, res.locals.requestId, source, remix, idempotencyKey));
   });
@@ -61,7 +68,12 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
   router.get('/', limitRead, async (req, res) => {
     const page = await deps.jobs.list(res.locals.workspaceId, 'video', parseListQuery(req.query));
     const videos = (await deps.jobs.getMany(page.ids)).filter((j): j is VideoJob => j.kind === 'video');
-    res.json(listObject(videos.map((v) => deps.presenter.video(v)), page.hasMore));
+    res.json(
+      listObject(
+        videos.map((v) => deps.presenter.video(v)),
+        page.hasMore,
+      ),
+    );
   });
 
   router.get('/:id', limitRead, async (req, res) => {
@@ -74,7 +86,13 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
   router.delete('/:id', limitCreate, async (req, res) => {
     const job = await findVideo(res.locals.workspaceId, req.params.id);
     if (!isFinished(job.status)) {
-      throw new ApiError(409, 'invalid_request_error', `Video '${job.id}' is ${job.status}; it can be deleted once it has completed or failed.`, null, 'video_in_progress');
+      throw new ApiError(
+        409,
+        'invalid_request_error',
+        `Video '${job.id}' is ${job.status}; it can be deleted once it has completed or failed.`,
+        null,
+        'video_in_progress',
+      );
     }
     await removeJob(deps, job);
     res.json({ id: job.id, object: 'video.deleted', deleted: true });
@@ -85,7 +103,13 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
     if (variant !== 'video') throw ApiError.invalid(`Unsupported variant '${String(variant)}'; only 'video' is available.`, 'variant', 'invalid_value');
     const job = await findVideo(res.locals.workspaceId, req.params.id);
     if (job.status !== 'completed' || !job.output) {
-      throw new ApiError(409, 'invalid_request_error', `Video '${job.id}' is ${job.status}; content is available once it is completed.`, null, 'video_not_ready');
+      throw new ApiError(
+        409,
+        'invalid_request_error',
+        `Video '${job.id}' is ${job.status}; content is available once it is completed.`,
+        null,
+        'video_not_ready',
+      );
     }
     await sendBlob(res, deps.blobs, job.output, new ApiError(410, 'invalid_request_error', 'The video content has expired.', null, 'content_expired'));
   });

@@ -8,7 +8,9 @@ describe('createGeneratorBackend', () => {
 
   it('builds the backend GENERATOR_BACKEND names', () => {
     expect(createGeneratorBackend(loadConfig({}))).toBeInstanceOf(ProceduralBackend);
-    expect(createGeneratorBackend(loadConfig({ ...upstream, UPSTREAM_MODEL_MAP: 'pixel-1=gpt-image-1,motion-1=sora-2' }))).toBeInstanceOf(OpenAiCompatibleBackend);
+    expect(createGeneratorBackend(loadConfig({ ...upstream, UPSTREAM_MODEL_MAP: 'pixel-1=gpt-image-1,motion-1=sora-2' }))).toBeInstanceOf(
+      OpenAiCompatibleBackend,
+    );
   });
 
   it('refuses a model map naming a model the catalog does not have (a typo would otherwise be ignored)', () => {

@@ -94,7 +94,9 @@ describe('openai-compatible backend: images', () => {
 
   it('asks once more without response_format when a server refuses it, and never sends it to that model again', async () => {
     upstream.script('images.generations', (_n, request) =>
-      request.fields.response_format === undefined ? undefined : apiError(400, "Unknown parameter: 'response_format'.", { param: 'response_format', code: 'unknown_parameter' }),
+      request.fields.response_format === undefined
+        ? undefined
+        : apiError(400, "Unknown parameter: 'response_format'.", { param: 'response_format', code: 'unknown_parameter' }),
     );
     const client = backend({ map: { 'pixel-1': 'flux-dev' } });
     const first = uniquePrompt('a castle');
@@ -117,9 +119,15 @@ describe('openai-compatible backend: images', () => {
   });
 
   it('edits: one upload as image, several as image[] with the mask, each with its own content type', async () => {
-    const photo = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#c83c1e' } }).jpeg().toBuffer();
-    const other = await sharp({ create: { width: 32, height: 32, channels: 3, background: '#1e3cc8' } }).webp().toBuffer();
-    const mask = await sharp({ create: { width: 64, height: 48, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } }).png().toBuffer();
+    const photo = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#c83c1e' } })
+      .jpeg()
+      .toBuffer();
+    const other = await sharp({ create: { width: 32, height: 32, channels: 3, background: '#1e3cc8' } })
+      .webp()
+      .toBuffer();
+    const mask = await sharp({ create: { width: 64, height: 48, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } })
+      .png()
+      .toBuffer();
     const single = uniquePrompt('make it autumn');
     const several = uniquePrompt('blend them');
     const client = backend();
@@ -133,7 +141,11 @@ describe('openai-compatible backend: images', () => {
     expect(one.files.map((f) => [f.field, f.contentType])).toEqual([['image', 'image/jpeg']]);
     expect(one.files[0]!.bytes.equals(photo)).toBe(true);
     const two = upstream.requestsTo('images.edits', several)[0]!;
-    expect(two.files.map((f) => [f.field, f.contentType]).sort()).toEqual([['image[]', 'image/jpeg'], ['image[]', 'image/webp'], ['mask', 'image/png']]);
+    expect(two.files.map((f) => [f.field, f.contentType]).sort()).toEqual([
+      ['image[]', 'image/jpeg'],
+      ['image[]', 'image/webp'],
+      ['mask', 'image/png'],
+    ]);
     expect((await sharp(edited!).metadata()).width).toBe(256);
     expect(blended).toHaveLength(2);
   });
@@ -144,21 +156,39 @@ describe('openai-compatible backend: images', () => {
     expect(none).toBeInstanceOf(PermanentGenerationError);
     expect(none.message).toMatch(/without images/);
 
-    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).png().toBuffer();
-    upstream.script('images.generations', () => ({ status: 200, json: { created: 1, data: [png, png, png].map((b) => ({ b64_json: b.toString('base64') })) } }));
+    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } })
+      .png()
+      .toBuffer();
+    upstream.script('images.generations', () => ({
+      status: 200,
+      json: { created: 1, data: [png, png, png].map((b) => ({ b64_json: b.toString('base64') })) },
+    }));
     expect(await backend().generateImages(imageRequest(uniquePrompt('three'), { n: 2 }), signal())).toHaveLength(2);
   });
 });
 
 describe('openai-compatible backend: what comes back is checked', () => {
-  const answer = (bytes: Buffer) => upstream.script('images.generations', () => ({ status: 200, json: { created: 1, data: [{ b64_json: bytes.toString('base64') }] } }));
+  const answer = (bytes: Buffer) =>
+    upstream.script('images.generations', () => ({ status: 200, json: { created: 1, data: [{ b64_json: bytes.toString('base64') }] } }));
 
   it.each([
     ['text', () => Promise.resolve(Buffer.from('<html>Service temporarily overloaded</html>')), /not a png image/],
-    ['a JPEG where PNG was asked', () => sharp({ create: { width: 8, height: 8, channels: 3, background: '#fff' } }).jpeg().toBuffer(), /jpeg image where png was asked/],
+    [
+      'a JPEG where PNG was asked',
+      () =>
+        sharp({ create: { width: 8, height: 8, channels: 3, background: '#fff' } })
+          .jpeg()
+          .toBuffer(),
+      /jpeg image where png was asked/,
+    ],
     [
       'a truncated PNG',
-      async () => (await sharp({ create: { width: 256, height: 256, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } }).png().toBuffer()).subarray(0, 2000),
+      async () =>
+        (
+          await sharp({ create: { width: 256, height: 256, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } })
+            .png()
+            .toBuffer()
+        ).subarray(0, 2000),
       /does not decode/,
     ],
   ])('fails a job for %s, permanently, with generation_failed', async (_what, make, message) => {
@@ -172,7 +202,12 @@ describe('openai-compatible backend: what comes back is checked', () => {
 
 describe('openai-compatible backend: failures', () => {
   const cases: [string, ReturnType<typeof apiError>, 'transient' | string, RegExp][] = [
-    ['a 500', apiError(500, 'The server had an error while processing your request.', { type: 'server_error' }), 'transient', /answered 500: The server had an error/],
+    [
+      'a 500',
+      apiError(500, 'The server had an error while processing your request.', { type: 'server_error' }),
+      'transient',
+      /answered 500: The server had an error/,
+    ],
     ['a 503 without a body', { status: 503, json: 'upstream overloaded' }, 'transient', /answered 503/],
     ['a 429', apiError(429, 'Rate limit reached for requests', { type: 'requests', code: 'rate_limit_exceeded' }), 'transient', /answered 429/],
     [
@@ -181,10 +216,30 @@ describe('openai-compatible backend: failures', () => {
       'moderation_blocked',
       /^\[moderation_blocked\] The model server refused the request: Your request was rejected by the safety system\.$/,
     ],
-    ['a content-policy refusal (DALL·E)', apiError(400, 'Your request was rejected as a result of our safety system.', { code: 'content_policy_violation' }), 'moderation_blocked', /safety system/],
-    ['an unreadable input', apiError(400, 'The image data you provided does not represent a valid image.', { param: 'image', code: 'invalid_value' }), 'invalid_image', /could not use an input image/],
-    ['an unknown model', apiError(404, "The model 'pixel-1' does not exist.", { code: 'model_not_found' }), 'generation_failed', /refused the request \(404\): The model 'pixel-1' does not exist\./],
-    ['another 400', apiError(400, "Invalid value: '256x256'. Supported values are: '1024x1024', '1024x1536', '1536x1024', and 'auto'.", { param: 'size' }), 'generation_failed', /\(400\): Invalid value/],
+    [
+      'a content-policy refusal (DALL·E)',
+      apiError(400, 'Your request was rejected as a result of our safety system.', { code: 'content_policy_violation' }),
+      'moderation_blocked',
+      /safety system/,
+    ],
+    [
+      'an unreadable input',
+      apiError(400, 'The image data you provided does not represent a valid image.', { param: 'image', code: 'invalid_value' }),
+      'invalid_image',
+      /could not use an input image/,
+    ],
+    [
+      'an unknown model',
+      apiError(404, "The model 'pixel-1' does not exist.", { code: 'model_not_found' }),
+      'generation_failed',
+      /refused the request \(404\): The model 'pixel-1' does not exist\./,
+    ],
+    [
+      'another 400',
+      apiError(400, "Invalid value: '256x256'. Supported values are: '1024x1024', '1024x1536', '1536x1024', and 'auto'.", { param: 'size' }),
+      'generation_failed',
+      /\(400\): Invalid value/,
+    ],
   ];
 
   it.each(cases)('maps %s', async (_what, reply, expected, message) => {
@@ -238,7 +293,15 @@ describe('openai-compatible backend: failures', () => {
 });
 
 describe('openai-compatible backend: videos', () => {
-  const videoRequest = (prompt: string, outputPath: string) => ({ model: 'motion-1', prompt, seed: 1, seconds: 2, size: '640x360', withAudio: true, outputPath });
+  const videoRequest = (prompt: string, outputPath: string) => ({
+    model: 'motion-1',
+    prompt,
+    seed: 1,
+    seconds: 2,
+    size: '640x360',
+    withAudio: true,
+    outputPath,
+  });
 
   it('creates, polls until completed, and streams the content to the output file', async () => {
     const prompt = uniquePrompt('waves');
@@ -261,8 +324,18 @@ describe('openai-compatible backend: videos', () => {
   });
 
   it.each([
-    ['failed', { fail: { code: 'internal_error', message: 'Video generation failed.' } }, 'generation_failed', /^\[generation_failed\] The model server failed the video: Video generation failed\.$/],
-    ['failed by moderation', { fail: { code: 'moderation_blocked', message: 'This content may violate our usage policies.' } }, 'moderation_blocked', /refused the video: This content may violate/],
+    [
+      'failed',
+      { fail: { code: 'internal_error', message: 'Video generation failed.' } },
+      'generation_failed',
+      /^\[generation_failed\] The model server failed the video: Video generation failed\.$/,
+    ],
+    [
+      'failed by moderation',
+      { fail: { code: 'moderation_blocked', message: 'This content may violate our usage policies.' } },
+      'moderation_blocked',
+      /refused the video: This content may violate/,
+    ],
     ['completed, with JSON as its content', { content: Buffer.from('{"error":"not really a video"}') }, 'generation_failed', /not an MP4 video/],
     [
       'completed, with an MP4 header and nothing playable',

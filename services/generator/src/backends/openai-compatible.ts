@@ -287,9 +287,14 @@ async function download(link: string, signal: AbortSignal): Promise<Buffer> {
     throw new UpstreamUnavailableError(`the image link on ${url.host} answered ${response.status}`);
   }
   const chunks: Buffer[] = [];
-  await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), capped(MAX_IMAGE_BYTES, 'image'), async function* (source) {
-    for await (const chunk of source) chunks.push(chunk as Buffer);
-  }, { signal });
+  await pipeline(
+    Readable.fromWeb(response.body as WebReadableStream<Uint8Array>),
+    capped(MAX_IMAGE_BYTES, 'image'),
+    async (source) => {
+      for await (const chunk of source) chunks.push(chunk as Buffer);
+    },
+    { signal },
+  );
   return Buffer.concat(chunks);
 }
 
@@ -333,7 +338,9 @@ function editQuality(quality: ImageRequest['quality']) {
 async function checkImage(bytes: Buffer, format: ImageFormat): Promise<void> {
   const found = sniffImageFormat(bytes);
   if (found !== format) {
-    throw refused(found ? `The model server returned a ${found} image where ${format} was asked for.` : `The model server returned data that is not a ${format} image.`);
+    throw refused(
+      found ? `The model server returned a ${found} image where ${format} was asked for.` : `The model server returned data that is not a ${format} image.`,
+    );
   }
   try {
     // failOn 'error' refuses a truncated file; stats() decodes every pixel, not only the header.

@@ -44,8 +44,18 @@ const SEPIA_DARK = rgb('#2e1d10');
 const SEPIA_MID = rgb('#a8794a');
 const SEPIA_LIGHT = rgb('#f6e7c8');
 
-const SUNSET_SKY: Array<[number, Rgb]> = [[0, rgb('#4a2a6a')], [0.25, rgb('#c04a6a')], [0.45, rgb('#f08a48')], [0.6, rgb('#ffc070')]];
-const DAWN_SKY: Array<[number, Rgb]> = [[0, rgb('#4a5a9a')], [0.25, rgb('#b88ab8')], [0.45, rgb('#f0a8b0')], [0.6, rgb('#ffd8b0')]];
+const SUNSET_SKY: Array<[number, Rgb]> = [
+  [0, rgb('#4a2a6a')],
+  [0.25, rgb('#c04a6a')],
+  [0.45, rgb('#f08a48')],
+  [0.6, rgb('#ffc070')],
+];
+const DAWN_SKY: Array<[number, Rgb]> = [
+  [0, rgb('#4a5a9a')],
+  [0.25, rgb('#b88ab8')],
+  [0.45, rgb('#f0a8b0')],
+  [0.6, rgb('#ffd8b0')],
+];
 
 function gradientAt(stops: Array<[number, Rgb]>, t: number): Rgb {
   for (let i = 1; i < stops.length; i += 1) {
@@ -194,7 +204,10 @@ export function applyGrades(canvas: EditCanvas, grades: Grade[]): void {
 export async function blurBackground(canvas: EditCanvas): Promise<void> {
   const { width, height, rgba, editable } = canvas;
   const sigma = Math.max(1.5, Math.min(width, height) * 0.012);
-  const blurred = await sharp(rgba, { raw: { width, height, channels: 4 } }).blur(sigma).raw().toBuffer();
+  const blurred = await sharp(rgba, { raw: { width, height, channels: 4 } })
+    .blur(sigma)
+    .raw()
+    .toBuffer();
   for (let y = 0; y < height; y += 1) {
     const dy = (y / height - 0.55) / 0.42;
     for (let x = 0; x < width; x += 1) {
@@ -246,10 +259,16 @@ function lookFromImage(canvas: EditCanvas): { look: Look; fromLeft: boolean } {
   // Ambient: overall brightness, tinted a little towards the picture's cast.
   const tint = { r: 0.8 + (0.2 * mean.r) / m, g: 0.8 + (0.2 * mean.g) / m, b: 0.8 + (0.2 * mean.b) / m };
   const look: Look = {
-    time: level < 0.5 ? 'night' : 'noon', style: 'natural',
-    sky: [[0, mean]], haze: mean,
+    time: level < 0.5 ? 'night' : 'noon',
+    style: 'natural',
+    sky: [[0, mean]],
+    haze: mean,
     ambient: { r: level * tint.r, g: level * tint.g, b: level * tint.b },
-    light: rgb('#fff4dc'), contrast: 0.5, lightsOn: level < 0.5, night: level < 0.5, neon: false,
+    light: rgb('#fff4dc'),
+    contrast: 0.5,
+    lightsOn: level < 0.5,
+    night: level < 0.5,
+    neon: false,
     neonColours: [rgb('#ff3cf0'), rgb('#2ef2ff')],
   };
   return { look, fromLeft: left >= right };
@@ -257,7 +276,19 @@ function lookFromImage(canvas: EditCanvas): { look: Look; fromLeft: boolean } {
 
 const SKY_KINDS = new Set<SubjectKind>(['bird', 'balloon', 'rocket', 'sun', 'moon', 'planet']);
 const ASPECT: Partial<Record<SubjectKind, number>> = {
-  house: 1.1, castle: 1.3, boat: 0.95, ship: 1.9, car: 2.2, dog: 1.5, fox: 1.7, whale: 2.4, bird: 3, tent: 1.6, fish: 2.4, campfire: 1.2, planet: 1.3,
+  house: 1.1,
+  castle: 1.3,
+  boat: 0.95,
+  ship: 1.9,
+  car: 2.2,
+  dog: 1.5,
+  fox: 1.7,
+  whale: 2.4,
+  bird: 3,
+  tent: 1.6,
+  fish: 2.4,
+  campfire: 1.2,
+  planet: 1.3,
 };
 
 /** Bounding box of the editable area, or undefined when there is none. */
@@ -329,21 +360,29 @@ export async function paintSubjects(canvas: EditCanvas, meaning: EditMeaning, rn
         for (let k = 0; k < 5; k += 1) {
           const a = rng.range(0, Math.PI * 2);
           const d = rng.range(0, r * 0.6);
-          parts.push(`<circle cx="${n(cx + Math.cos(a) * d)}" cy="${n(cy + Math.sin(a) * d)}" r="${n(r * rng.range(0.08, 0.2))}" fill="#c8c4b4" fill-opacity="0.6"/>`);
+          parts.push(
+            `<circle cx="${n(cx + Math.cos(a) * d)}" cy="${n(cy + Math.sin(a) * d)}" r="${n(r * rng.range(0.08, 0.2))}" fill="#c8c4b4" fill-opacity="0.6"/>`,
+          );
         }
       }
       return;
     }
     const flip = cx < width / 2;
     const drawing = drawSubject(kind, p, {
-      fromLeft: fromLeft !== flip, rng: new SeededRandom('edit-subject', kind, i, rng.nextUint32()),
-      lightsOn: look.lightsOn, night: look.night, snowy: meaning.snow, bladeAngle: rng.range(0, 90),
+      fromLeft: fromLeft !== flip,
+      rng: new SeededRandom('edit-subject', kind, i, rng.nextUint32()),
+      lightsOn: look.lightsOn,
+      night: look.night,
+      snowy: meaning.snow,
+      bladeAngle: rng.range(0, 90),
       ...(colour ? { colour } : {}),
     });
     if (drawing === undefined) return;
     const k = size / drawing.height;
     if (!sky) {
-      parts.push(`<ellipse cx="${n(cx + (fromLeft ? 1 : -1) * size * 0.15)}" cy="${n(base)}" rx="${n(size * 0.42)}" ry="${n(size * 0.05)}" fill="#000" fill-opacity="0.25"/>`);
+      parts.push(
+        `<ellipse cx="${n(cx + (fromLeft ? 1 : -1) * size * 0.15)}" cy="${n(base)}" rx="${n(size * 0.42)}" ry="${n(size * 0.05)}" fill="#000" fill-opacity="0.25"/>`,
+      );
     }
     parts.push(`<g transform="translate(${n(cx)} ${n(base)}) scale(${n(flip ? -k : k)} ${n(k)})">${drawing.body}</g>`);
   });
@@ -366,7 +405,9 @@ export async function weatherOverlay(width: number, height: number, kind: 'snow'
     parts.push(`<g fill="#ffffff" fill-opacity="0.92">${flakes.join('')}</g>`);
     // Settled snow brightens the lower part of the frame.
     parts.push(`<rect x="0" y="${n(height * 0.7)}" width="${width}" height="${n(height * 0.3)}" fill="url(#g)"/>`);
-    const defs = [`<linearGradient id="g" x1="0" y1="0" x2="0" y2="1"><stop offset="0" stop-color="#f4f8ff" stop-opacity="0"/><stop offset="1" stop-color="#f4f8ff" stop-opacity="0.45"/></linearGradient>`];
+    const defs = [
+      `<linearGradient id="g" x1="0" y1="0" x2="0" y2="1"><stop offset="0" stop-color="#f4f8ff" stop-opacity="0"/><stop offset="1" stop-color="#f4f8ff" stop-opacity="0.45"/></linearGradient>`,
+    ];
     return rasterise(svgDocument(width, height, defs, parts.join('')), width, height);
   }
   const count = 700;

@@ -24,7 +24,9 @@ async function leftHalfMask(width: number, height: number): Promise<Buffer> {
   for (let y = 0; y < height; y += 1) {
     for (let x = 0; x < width / 2; x += 1) raw[(y * width + x) * 4 + 3] = 0;
   }
-  return sharp(raw, { raw: { width, height, channels: 4 } }).png().toBuffer();
+  return sharp(raw, { raw: { width, height, channels: 4 } })
+    .png()
+    .toBuffer();
 }
 
 describe('ImageRenderer.render', () => {
@@ -228,9 +230,10 @@ describe('ImageRenderer.render follows the prompt', () => {
       let changed = 0;
       for (let y = 0; y < height; y += 1) {
         const o = (y * width + x) * 4;
-        const d = Math.abs((lighthouse.data[o] as number) - (seaOnly.data[o] as number))
-          + Math.abs((lighthouse.data[o + 1] as number) - (seaOnly.data[o + 1] as number))
-          + Math.abs((lighthouse.data[o + 2] as number) - (seaOnly.data[o + 2] as number));
+        const d =
+          Math.abs((lighthouse.data[o] as number) - (seaOnly.data[o] as number)) +
+          Math.abs((lighthouse.data[o + 1] as number) - (seaOnly.data[o + 1] as number)) +
+          Math.abs((lighthouse.data[o + 2] as number) - (seaOnly.data[o + 2] as number));
         if (d > 60) changed += 1;
       }
       if (changed > height * 0.35) tallColumns.push(x);
@@ -258,8 +261,10 @@ describe('ImageRenderer.render follows the prompt', () => {
 
   it('makes night dark, snow bright and deserts sandy', async () => {
     const [night, noon, snow, desert] = await Promise.all([
-      picture('a house in a meadow at night'), picture('a house in a meadow at noon'),
-      picture('a snowman in winter at noon'), picture('the desert at noon'),
+      picture('a house in a meadow at night'),
+      picture('a house in a meadow at noon'),
+      picture('a snowman in winter at noon'),
+      picture('the desert at noon'),
     ]);
     expect(regionStats(night, 0, 0, 1, 1).luma).toBeLessThan(regionStats(noon, 0, 0, 1, 1).luma * 0.5);
     expect(regionStats(snow, 0, 0.8, 1, 1).luma).toBeGreaterThan(200);
@@ -310,7 +315,12 @@ describe('ImageRenderer.edit follows the instruction', () => {
 
   it('grades: night is darker and bluer, sunset warmer, black and white grey', async () => {
     const [source, night, sunset, bw, warmer, cooler] = await Promise.all([
-      rgba(photo), apply('make it night'), apply('make it sunset'), apply('make it black and white'), apply('warmer'), apply('cooler'),
+      rgba(photo),
+      apply('make it night'),
+      apply('make it sunset'),
+      apply('make it black and white'),
+      apply('warmer'),
+      apply('cooler'),
     ]);
     const s = regionStats(source, 0, 0, 1, 1);
     const n = regionStats(night, 0, 0, 1, 1);
@@ -487,7 +497,10 @@ describe('ImageRenderer encoding: quality, compression, background', () => {
 
   it('medium is what a request without these options gets', async () => {
     for (const format of ['png', 'jpeg', 'webp'] as const) {
-      const [plain, medium] = await Promise.all([renderer.render(request({ format })), renderer.render(request({ format, quality: 'medium', background: 'auto' }))]);
+      const [plain, medium] = await Promise.all([
+        renderer.render(request({ format })),
+        renderer.render(request({ format, quality: 'medium', background: 'auto' })),
+      ]);
       expect(medium.equals(plain)).toBe(true);
     }
   });
@@ -510,7 +523,9 @@ describe('ImageRenderer.edit with a transparent background', () => {
   /** A red square on a light grey studio backdrop, 200x150, opaque. */
   let studio: Buffer;
   beforeAll(async () => {
-    const red = await sharp({ create: { width: 80, height: 70, channels: 3, background: '#c81e1e' } }).png().toBuffer();
+    const red = await sharp({ create: { width: 80, height: 70, channels: 3, background: '#c81e1e' } })
+      .png()
+      .toBuffer();
     studio = await sharp({ create: { width: 200, height: 150, channels: 3, background: '#e6e8eb' } })
       .composite([{ input: red, left: 60, top: 40 }])
       .png()
@@ -525,7 +540,14 @@ describe('ImageRenderer.edit with a transparent background', () => {
     const meta = await sharp(out).metadata();
     expect([meta.format, meta.channels, meta.hasAlpha]).toEqual([format, 4, true]);
     const img = await rgba(out);
-    for (const [x, y] of [[0, 0], [199, 0], [0, 149], [199, 149], [30, 75]]) expect(pixel(img, x, y)[3]).toBe(0);
+    for (const [x, y] of [
+      [0, 0],
+      [199, 0],
+      [0, 149],
+      [199, 149],
+      [30, 75],
+    ])
+      expect(pixel(img, x, y)[3]).toBe(0);
     const centre = pixel(img, 100, 75);
     expect(centre[3]).toBe(255);
     expect(centre[0] as number).toBeGreaterThan((centre[2] as number) + 60);
@@ -548,7 +570,15 @@ describe('ImageRenderer.edit with a transparent background', () => {
 
   it('keeps an upload’s own transparent pixels instead of filling them with a scene', async () => {
     const holey = await sharp({ create: { width: 64, height: 64, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } })
-      .composite([{ input: await sharp({ create: { width: 32, height: 32, channels: 4, background: '#2040c0' } }).png().toBuffer(), left: 16, top: 16 }])
+      .composite([
+        {
+          input: await sharp({ create: { width: 32, height: 32, channels: 4, background: '#2040c0' } })
+            .png()
+            .toBuffer(),
+          left: 16,
+          top: 16,
+        },
+      ])
       .png()
       .toBuffer();
     const [kept, filled] = await Promise.all([
@@ -562,17 +592,40 @@ describe('ImageRenderer.edit with a transparent background', () => {
 
   it('leaves a busy picture opaque: with no plain backdrop there is nothing to remove', async () => {
     const noise = Buffer.from(Array.from({ length: 128 * 128 * 3 }, (_, i) => (i * 7919) % 251));
-    const busy = await sharp(noise, { raw: { width: 128, height: 128, channels: 3 } }).png().toBuffer();
-    const out = await renderer.edit({ prompt: 'cooler tones', seed: 1, index: 0, images: [busy], width: 128, height: 128, format: 'png', background: 'transparent' });
+    const busy = await sharp(noise, { raw: { width: 128, height: 128, channels: 3 } })
+      .png()
+      .toBuffer();
+    const out = await renderer.edit({
+      prompt: 'cooler tones',
+      seed: 1,
+      index: 0,
+      images: [busy],
+      width: 128,
+      height: 128,
+      format: 'png',
+      background: 'transparent',
+    });
     expect((await sharp(out).metadata()).hasAlpha).toBe(true);
     expect(alphaShare(await rgba(out), 255)).toBe(1);
   });
 
   it('with an opaque background flattens what the upload left transparent', async () => {
-    const holey = await sharp({ create: { width: 64, height: 64, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } }).png().toBuffer();
+    const holey = await sharp({ create: { width: 64, height: 64, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } })
+      .png()
+      .toBuffer();
     const mask = await leftHalfMask(64, 64);
     const auto = await renderer.edit({ prompt: 'warmer', seed: 1, index: 0, images: [holey], mask, width: 64, height: 64, format: 'png' });
-    const opaque = await renderer.edit({ prompt: 'warmer', seed: 1, index: 0, images: [holey], mask, width: 64, height: 64, format: 'png', background: 'opaque' });
+    const opaque = await renderer.edit({
+      prompt: 'warmer',
+      seed: 1,
+      index: 0,
+      images: [holey],
+      mask,
+      width: 64,
+      height: 64,
+      format: 'png',
+      background: 'opaque',
+    });
     expect((await sharp(auto).metadata()).hasAlpha).toBe(true);
     expect((await sharp(opaque).metadata()).hasAlpha).toBe(false);
   });

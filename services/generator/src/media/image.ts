@@ -82,7 +82,10 @@ export interface EditImageRequest extends EncodingOptions {
 const MAX_DIMENSION = 8192;
 
 function assertSize(width: number, height: number): void {
-  for (const [name, value] of [['width', width], ['height', height]] as const) {
+  for (const [name, value] of [
+    ['width', width],
+    ['height', height],
+  ] as const) {
     if (!Number.isInteger(value) || value < 1 || value > MAX_DIMENSION) {
       throw new Error(`${name} must be an integer between 1 and ${MAX_DIMENSION}, got ${String(value)}`);
     }
@@ -153,9 +156,7 @@ async function decodeToCanvas(input: Buffer, width: number, height: number, labe
   }
   try {
     // failOn 'error' rejects truncated files yet tolerates the benign warnings many camera JPEGs trigger.
-    return await toRgba(
-      sharp(input, { failOn: 'error', autoOrient: true }).resize(width, height, { fit: 'cover', position: 'centre' }),
-    );
+    return await toRgba(sharp(input, { failOn: 'error', autoOrient: true }).resize(width, height, { fit: 'cover', position: 'centre' }));
   } catch (err) {
     throw new InvalidImageError(`${label} could not be decoded as an image`, { cause: err });
   }
@@ -180,10 +181,7 @@ async function decodeMask(mask: Buffer, width: number, height: number): Promise<
       // Without alpha nothing would be editable; silently returning the original would hide the client's mistake.
       throw new InvalidImageError('mask must have an alpha channel (transparent pixels mark the area to edit)');
     }
-    raw = await source
-      .resize(width, height, { fit: 'cover', position: 'centre', kernel: 'nearest' })
-      .raw()
-      .toBuffer({ resolveWithObject: true });
+    raw = await source.resize(width, height, { fit: 'cover', position: 'centre', kernel: 'nearest' }).raw().toBuffer({ resolveWithObject: true });
   } catch (err) {
     if (err instanceof InvalidImageError) throw err;
     throw new InvalidImageError('mask could not be decoded as an image', { cause: err });

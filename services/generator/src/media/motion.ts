@@ -4,7 +4,6 @@ import { n, svgDocument } from './paint';
 import { planScene, type ScenePlan } from './plan';
 import { SeededRandom } from './random';
 import { buildSceneLayers, type Fragment, type Motion, type SceneLayers } from './scene';
-import type { VideoRequest } from './video';
 import { interpretPrompt } from './vocabulary';
 
 /**
@@ -20,8 +19,21 @@ import { interpretPrompt } from './vocabulary';
 
 export const FPS = 24;
 
-/** What a composition needs of a video request: everything but where the file goes. */
-export type MotionRequest = Omit<VideoRequest, 'outputPath'>;
+/** What a composition needs of a video request (`VideoRequest` in ./video): everything but where the file goes. */
+export interface MotionRequest {
+  /** Scene description; it is only matched against the vocabulary, so the text itself never reaches ffmpeg. */
+  prompt: string;
+  /** Caller-chosen variation seed. */
+  seed: number;
+  /** Exact clip duration in seconds (positive). */
+  seconds: number;
+  /** Frame width in pixels; must be even for yuv420p. */
+  width: number;
+  /** Frame height in pixels; must be even for yuv420p. */
+  height: number;
+  /** Whether to add an AAC audio track. */
+  withAudio: boolean;
+}
 
 /** ffmpeg arguments that produce `[v]` (and `[a]` when audio is asked for). */
 export interface Composition {
@@ -134,16 +146,27 @@ async function buildVideoLayers(layers: SceneLayers, plan: ScenePlan, dir: strin
     const entry: Layer = { file: f, ...layer };
     out.push(entry);
     // Rotating layers turn about their centre, so they keep their full canvas.
-    renders.push(rasterise(svg, f, opaque, layer.prepare === undefined, layer.upscaleTo).then(({ left, top }) => {
-      if (left !== 0) entry.x = `(${entry.x})+${left}`;
-      if (top !== 0) entry.y = `(${entry.y})+${top}`;
-    }));
+    renders.push(
+      rasterise(svg, f, opaque, layer.prepare === undefined, layer.upscaleTo).then(({ left, top }) => {
+        if (left !== 0) entry.x = `(${entry.x})+${left}`;
+        if (top !== 0) entry.y = `(${entry.y})+${top}`;
+      }),
+    );
   };
   const flush = (): void => {
     if (pending.length === 0) return;
     const frags = pending;
     pending = [];
-    place(svgDocument(width, height, frags.flatMap((g) => g.defs), frags.map((g) => g.body).join('')), out.length === 0, { x: '0', y: '0' });
+    place(
+      svgDocument(
+        width,
+        height,
+        frags.flatMap((g) => g.defs),
+        frags.map((g) => g.body).join(''),
+      ),
+      out.length === 0,
+      { x: '0', y: '0' },
+    );
   };
   const still = (fragment: Fragment): void => {
     if (fragment.body.length > 0) pending.push(fragment);
@@ -176,7 +199,9 @@ async function buildVideoLayers(layers: SceneLayers, plan: ScenePlan, dir: strin
   }
   if (layers.lightning) {
     moving(svgDocument(width, height, layers.lightning.defs, layers.lightning.body), {
-      x: '0', y: '0', enable: 'lt(mod(t+1.1,2.9),0.09)+between(mod(t+1.1,2.9),0.16,0.22)',
+      x: '0',
+      y: '0',
+      enable: 'lt(mod(t+1.1,2.9),0.09)+between(mod(t+1.1,2.9),0.16,0.22)',
     });
   }
   still(layers.far);
@@ -214,7 +239,9 @@ async function buildVideoLayers(layers: SceneLayers, plan: ScenePlan, dir: strin
     const size = 2 * bl.radius;
     const frag = bl.draw(0, true);
     moving(svgDocument(size, size, frag.defs, frag.body), {
-      prepare: `rotate=a='-2*PI*t/5':c=none:ow=iw:oh=ih`, x: num(bl.x - bl.radius), y: num(bl.y - bl.radius),
+      prepare: `rotate=a='-2*PI*t/5':c=none:ow=iw:oh=ih`,
+      x: num(bl.x - bl.radius),
+      y: num(bl.y - bl.radius),
     });
   }
   for (const pr of layers.precipitation) {
@@ -242,11 +269,12 @@ function audioGraph(plan: ScenePlan, seed: number, firstInput: number): { inputs
     texture = `aevalsrc='0.25*sin(2*PI*55*t)+0.15*sin(2*PI*82.5*t+2*sin(0.3*t))':s=48000`;
   } else {
     noise = `anoisesrc=color=${wet ? 'pink' : 'brown'}:seed=${noiseSeed}:amplitude=${wet ? 0.35 : 0.6}:sample_rate=48000`;
-    texture = plan.time === 'night'
-      ? `aevalsrc='0.05*sin(2*PI*4400*t)*lt(mod(28*t,1),0.5)*lt(mod(t,1.3),0.5)':s=48000`
-      : plan.setting === 'city'
-        ? `aevalsrc='0.06*sin(2*PI*98*t)+0.03*sin(2*PI*147*t)':s=48000`
-        : `aevalsrc='0.08*sin(2*PI*(2900+700*sin(2*PI*11*t))*t)*lt(mod(t+${num(seed % 7)},2.7),0.22)':s=48000`;
+    texture =
+      plan.time === 'night'
+        ? `aevalsrc='0.05*sin(2*PI*4400*t)*lt(mod(28*t,1),0.5)*lt(mod(t,1.3),0.5)':s=48000`
+        : plan.setting === 'city'
+          ? `aevalsrc='0.06*sin(2*PI*98*t)+0.03*sin(2*PI*147*t)':s=48000`
+          : `aevalsrc='0.08*sin(2*PI*(2900+700*sin(2*PI*11*t))*t)*lt(mod(t+${num(seed % 7)},2.7),0.22)':s=48000`;
   }
   const shape = wet
     ? 'highpass=f=400,lowpass=f=7000'
@@ -283,7 +311,9 @@ export async function composeVideo(req: MotionRequest, dir: string): Promise<Com
     // loop repeats the one decoded frame: no PNG decode per frame. yuva420p once, before the loop, so overlay
     // does not convert every frame.
     const format = i === 0 ? 'yuv420p' : 'yuva420p';
-    const prep = layer.prepare ? `format=rgba,loop=loop=-1:size=1:start=0,setpts=N/(${FPS}*TB),${layer.prepare},format=yuva420p` : `format=${format},loop=loop=-1:size=1:start=0,setpts=N/(${FPS}*TB)`;
+    const prep = layer.prepare
+      ? `format=rgba,loop=loop=-1:size=1:start=0,setpts=N/(${FPS}*TB),${layer.prepare},format=yuva420p`
+      : `format=${format},loop=loop=-1:size=1:start=0,setpts=N/(${FPS}*TB)`;
     chains.push(`[${i}:v]${prep}[l${i}]`);
   });
   let current = 'l0';

@@ -30,11 +30,37 @@ export interface Look {
 }
 
 const SKIES: Record<TimeOfDay, Array<[number, string]>> = {
-  dawn: [[0, '#2b3a6e'], [0.35, '#7b68a6'], [0.7, '#e49ab0'], [1, '#ffd3a0']],
-  morning: [[0, '#3f86d6'], [0.45, '#7fb3ea'], [0.8, '#c7e0f6'], [1, '#eef0e6']],
-  noon: [[0, '#1f62c4'], [0.45, '#4b8fe0'], [0.8, '#92c3f0'], [1, '#d3e9fa']],
-  dusk: [[0, '#2d1e52'], [0.28, '#6e2f6f'], [0.52, '#c64e63'], [0.76, '#ee8548'], [1, '#ffc46a']],
-  night: [[0, '#02050d'], [0.45, '#091530'], [0.85, '#142852'], [1, '#1d3466']],
+  dawn: [
+    [0, '#2b3a6e'],
+    [0.35, '#7b68a6'],
+    [0.7, '#e49ab0'],
+    [1, '#ffd3a0'],
+  ],
+  morning: [
+    [0, '#3f86d6'],
+    [0.45, '#7fb3ea'],
+    [0.8, '#c7e0f6'],
+    [1, '#eef0e6'],
+  ],
+  noon: [
+    [0, '#1f62c4'],
+    [0.45, '#4b8fe0'],
+    [0.8, '#92c3f0'],
+    [1, '#d3e9fa'],
+  ],
+  dusk: [
+    [0, '#2d1e52'],
+    [0.28, '#6e2f6f'],
+    [0.52, '#c64e63'],
+    [0.76, '#ee8548'],
+    [1, '#ffc46a'],
+  ],
+  night: [
+    [0, '#02050d'],
+    [0.45, '#091530'],
+    [0.85, '#142852'],
+    [1, '#1d3466'],
+  ],
 };
 const AMBIENT: Record<TimeOfDay, string> = { dawn: '#eed8dc', morning: '#fffaf2', noon: '#ffffff', dusk: '#e0a896', night: '#5f6fa4' };
 const LIGHT: Record<TimeOfDay, string> = { dawn: '#ffc8a8', morning: '#fff1d2', noon: '#fffdf5', dusk: '#ffa560', night: '#b9c9ff' };
@@ -46,15 +72,28 @@ export function buildLook(plan: ScenePlan): Look {
   let sky = SKIES[plan.time].map(([o, c]) => [o, rgb(c)] as [number, Rgb]);
   let ambient = rgb(AMBIENT[plan.time]);
   let contrast = plan.time === 'night' ? 0.35 : 0.55;
-  if (plan.setting === 'space') sky = [[0, rgb('#010208')], [0.6, rgb('#050a1c')], [1, rgb('#0d1430')]];
+  if (plan.setting === 'space')
+    sky = [
+      [0, rgb('#010208')],
+      [0.6, rgb('#050a1c')],
+      [1, rgb('#0d1430')],
+    ];
   if (plan.setting === 'underwater') {
     const deep = plan.time === 'night' ? 0.25 : 1;
-    sky = [[0, mul(rgb('#5fc4d8'), deep)], [0.45, mul(rgb('#1f7fa6'), deep)], [1, mul(rgb('#0a2d5a'), deep)]];
+    sky = [
+      [0, mul(rgb('#5fc4d8'), deep)],
+      [0.45, mul(rgb('#1f7fa6'), deep)],
+      [1, mul(rgb('#0a2d5a'), deep)],
+    ];
     ambient = mul(rgb('#b4e0f0'), deep);
   }
   if (storm) {
     const dark = plan.time === 'night' ? 0.45 : 1;
-    sky = [[0, mul(rgb('#1b2029'), dark)], [0.5, mul(rgb('#353c49'), dark)], [1, mul(rgb('#5d6675'), dark)]];
+    sky = [
+      [0, mul(rgb('#1b2029'), dark)],
+      [0.5, mul(rgb('#353c49'), dark)],
+      [1, mul(rgb('#5d6675'), dark)],
+    ];
     ambient = mul(ambient, mul(rgb('#8a93a3'), 1 / 255));
     contrast = 0.2;
   } else if (cloudy) {
@@ -72,9 +111,15 @@ export function buildLook(plan: ScenePlan): Look {
   if (plan.bright) ambient = mul(ambient, 1.12);
   const neon = plan.style === 'neon';
   if (neon) {
-    sky = plan.time === 'night' || plan.time === 'dusk'
-      ? [[0, rgb('#07021a')], [0.5, rgb('#1d0838')], [0.85, rgb('#4a0f5c')], [1, rgb('#8a1a6e')]]
-      : sky.map(([o, c]) => [o, mix(c, rgb('#3a0f5a'), 0.5)]);
+    sky =
+      plan.time === 'night' || plan.time === 'dusk'
+        ? [
+            [0, rgb('#07021a')],
+            [0.5, rgb('#1d0838')],
+            [0.85, rgb('#4a0f5c')],
+            [1, rgb('#8a1a6e')],
+          ]
+        : sky.map(([o, c]) => [o, mix(c, rgb('#3a0f5a'), 0.5)]);
     ambient = mul(ambient, 0.45);
   }
   const last = sky[sky.length - 1] as [number, Rgb];
@@ -134,7 +179,10 @@ export class Painter {
   private readonly cache = new Map<string, string>();
   private counter = 0;
 
-  constructor(readonly look: Look, private readonly prefix: string) {}
+  constructor(
+    readonly look: Look,
+    private readonly prefix: string,
+  ) {}
 
   id(): string {
     this.counter += 1;
@@ -212,9 +260,7 @@ export class Painter {
     const cached = this.cache.get(key);
     if (cached !== undefined) return cached;
     const id = this.id();
-    this.defs.push(
-      `<filter id="${id}" x="-50%" y="-50%" width="200%" height="200%"><feGaussianBlur stdDeviation="${n(deviation)}"/></filter>`,
-    );
+    this.defs.push(`<filter id="${id}" x="-50%" y="-50%" width="200%" height="200%"><feGaussianBlur stdDeviation="${n(deviation)}"/></filter>`);
     const url = `url(#${id})`;
     this.cache.set(key, url);
     return url;

@@ -105,26 +105,67 @@ const KINDS: Record<SubjectKind, KindInfo> = {
 };
 
 const HOME: Record<SubjectKind, SettingKind[]> = {
-  lighthouse: ['sea'], house: ['meadow', 'meadow', 'forest'], tree: ['meadow'], pine: ['forest', 'mountains'],
-  mountain: ['mountains'], castle: ['mountains', 'meadow'], boat: ['sea', 'lake'], ship: ['sea'], car: ['city', 'desert'],
-  cat: ['meadow'], dog: ['meadow'], fox: ['forest', 'meadow'], bird: ['sea', 'meadow'], fish: ['underwater'],
-  whale: ['sea'], flower: ['meadow'], sun: ['sea', 'meadow'], moon: ['sea', 'mountains', 'meadow'], city: ['lake'],
-  bridge: ['lake'], tower: ['meadow'], windmill: ['meadow'], robot: ['city', 'desert'], rocket: ['space', 'desert'],
-  balloon: ['meadow', 'mountains'], person: ['meadow', 'mountains', 'beach'], snowman: ['snowfield'], cactus: ['desert'],
-  tent: ['forest', 'mountains'], campfire: ['forest'], planet: ['space'],
+  lighthouse: ['sea'],
+  house: ['meadow', 'meadow', 'forest'],
+  tree: ['meadow'],
+  pine: ['forest', 'mountains'],
+  mountain: ['mountains'],
+  castle: ['mountains', 'meadow'],
+  boat: ['sea', 'lake'],
+  ship: ['sea'],
+  car: ['city', 'desert'],
+  cat: ['meadow'],
+  dog: ['meadow'],
+  fox: ['forest', 'meadow'],
+  bird: ['sea', 'meadow'],
+  fish: ['underwater'],
+  whale: ['sea'],
+  flower: ['meadow'],
+  sun: ['sea', 'meadow'],
+  moon: ['sea', 'mountains', 'meadow'],
+  city: ['lake'],
+  bridge: ['lake'],
+  tower: ['meadow'],
+  windmill: ['meadow'],
+  robot: ['city', 'desert'],
+  rocket: ['space', 'desert'],
+  balloon: ['meadow', 'mountains'],
+  person: ['meadow', 'mountains', 'beach'],
+  snowman: ['snowfield'],
+  cactus: ['desert'],
+  tent: ['forest', 'mountains'],
+  campfire: ['forest'],
+  planet: ['space'],
 };
 
 /** Scenes used when the prompt names nothing the vocabulary knows; each is a coherent picture on its own. */
 const FALLBACK_SCENES: Array<{ kind: SubjectKind; setting: SettingKind }> = [
-  { kind: 'house', setting: 'meadow' }, { kind: 'boat', setting: 'sea' }, { kind: 'lighthouse', setting: 'sea' },
-  { kind: 'tree', setting: 'meadow' }, { kind: 'castle', setting: 'mountains' }, { kind: 'balloon', setting: 'meadow' },
-  { kind: 'windmill', setting: 'meadow' }, { kind: 'tent', setting: 'forest' }, { kind: 'boat', setting: 'lake' },
-  { kind: 'cactus', setting: 'desert' }, { kind: 'planet', setting: 'space' }, { kind: 'fish', setting: 'underwater' },
+  { kind: 'house', setting: 'meadow' },
+  { kind: 'boat', setting: 'sea' },
+  { kind: 'lighthouse', setting: 'sea' },
+  { kind: 'tree', setting: 'meadow' },
+  { kind: 'castle', setting: 'mountains' },
+  { kind: 'balloon', setting: 'meadow' },
+  { kind: 'windmill', setting: 'meadow' },
+  { kind: 'tent', setting: 'forest' },
+  { kind: 'boat', setting: 'lake' },
+  { kind: 'cactus', setting: 'desert' },
+  { kind: 'planet', setting: 'space' },
+  { kind: 'fish', setting: 'underwater' },
 ];
 
 const HORIZON: Record<SettingKind, number> = {
-  sea: 0.58, beach: 0.52, lake: 0.58, desert: 0.62, snowfield: 0.62, forest: 0.66, city: 0.68, space: 0.8,
-  meadow: 0.62, mountains: 0.66, underwater: 0.06,
+  sea: 0.58,
+  beach: 0.52,
+  lake: 0.58,
+  desert: 0.62,
+  snowfield: 0.62,
+  forest: 0.66,
+  city: 0.68,
+  space: 0.8,
+  meadow: 0.62,
+  mountains: 0.66,
+  underwater: 0.06,
 };
 
 const FRAMING_SCALE: Record<Framing, number> = { close: 1.65, medium: 1, wide: 0.55 };
@@ -144,7 +185,11 @@ function zoneFor(kind: SubjectKind, setting: SettingKind): Zone {
 export function planScene(meaning: PromptMeaning, seed: number, index: number, width: number, height: number): ScenePlan {
   const seedParts: unknown[] = [seed, index, meaning.unknown];
   const free = new SeededRandom('free', ...seedParts);
-  const layout = new SeededRandom('layout', ...seedParts, meaning.subjects.map((s) => s.kind));
+  const layout = new SeededRandom(
+    'layout',
+    ...seedParts,
+    meaning.subjects.map((s) => s.kind),
+  );
 
   let subjects = meaning.subjects.map((s) => ({ ...s }));
   let settings = [...meaning.settings];
@@ -175,15 +220,34 @@ export function planScene(meaning: PromptMeaning, seed: number, index: number, w
   const skylineSubject = subjects.some((s) => s.kind === 'city');
   const bridge = subjects.some((s) => s.kind === 'bridge');
   switch (setting) {
-    case 'sea': if (sky.next() < 0.45) backdrops.add('islands'); break;
-    case 'lake': backdrops.add('farshore'); if (!skylineSubject && sky.next() < 0.5) backdrops.add('mountains'); break;
-    case 'desert': backdrops.add('dunes'); break;
-    case 'snowfield': backdrops.add('mountains'); break;
-    case 'forest': backdrops.add('treeline'); break;
-    case 'city': backdrops.add('skyline'); break;
-    case 'meadow': backdrops.add('hills'); if (sky.next() < 0.5) backdrops.add('treeline'); break;
-    case 'mountains': backdrops.add('mountains'); break;
-    default: break;
+    case 'sea':
+      if (sky.next() < 0.45) backdrops.add('islands');
+      break;
+    case 'lake':
+      backdrops.add('farshore');
+      if (!skylineSubject && sky.next() < 0.5) backdrops.add('mountains');
+      break;
+    case 'desert':
+      backdrops.add('dunes');
+      break;
+    case 'snowfield':
+      backdrops.add('mountains');
+      break;
+    case 'forest':
+      backdrops.add('treeline');
+      break;
+    case 'city':
+      backdrops.add('skyline');
+      break;
+    case 'meadow':
+      backdrops.add('hills');
+      if (sky.next() < 0.5) backdrops.add('treeline');
+      break;
+    case 'mountains':
+      backdrops.add('mountains');
+      break;
+    default:
+      break;
   }
   if (skylineSubject) backdrops.delete('skyline');
 
@@ -231,9 +295,12 @@ export function planScene(meaning: PromptMeaning, seed: number, index: number, w
       const r = unit * (bigSun ? 0.1 : time === 'noon' ? 0.045 : 0.065);
       // Behind mountains or a skyline a sun on the horizon would be hidden, so it sits just above them.
       const tallBackdrop = ['mountains', 'snowfield', 'city'].includes(setting) || backdrops.has('mountains') || skylineSubject;
-      const y = time === 'dawn' || time === 'dusk'
-        ? horizon - (tallBackdrop ? height * sky.range(0.3, 0.38) : r * sky.range(0.1, 0.6))
-        : time === 'morning' ? height * sky.range(0.2, 0.3) : height * sky.range(0.08, 0.15);
+      const y =
+        time === 'dawn' || time === 'dusk'
+          ? horizon - (tallBackdrop ? height * sky.range(0.3, 0.38) : r * sky.range(0.1, 0.6))
+          : time === 'morning'
+            ? height * sky.range(0.2, 0.3)
+            : height * sky.range(0.08, 0.15);
       if (!overcast || bigSun) sunPlan = { x: celestialX, y, r };
       if (bigMoon) moonPlan = { x: width - celestialX, y: height * 0.18, r: unit * 0.07, crescent: false };
     }
@@ -243,8 +310,7 @@ export function planScene(meaning: PromptMeaning, seed: number, index: number, w
   // Subject layout: the first subject is the primary; extras fill the free space at other depths.
   const placed: Placed[] = [];
   const occupied: Array<[number, number]> = [];
-  const overlap = (x0: number, x1: number): number =>
-    occupied.reduce((sum, [a, b]) => sum + Math.max(0, Math.min(b, x1) - Math.max(a, x0)), 0);
+  const overlap = (x0: number, x1: number): number => occupied.reduce((sum, [a, b]) => sum + Math.max(0, Math.min(b, x1) - Math.max(a, x0)), 0);
   const chooseX = (half: number, preferred?: number): number => {
     if (preferred !== undefined) return preferred;
     let best = width / 2;
@@ -329,7 +395,15 @@ export function planScene(meaning: PromptMeaning, seed: number, index: number, w
       occupied.push([x - half, x + half]);
       variant += 1;
       const p: Placed = {
-        kind, x, base, size, zone, primary, decor: false, depth, variant,
+        kind,
+        x,
+        base,
+        size,
+        zone,
+        primary,
+        decor: false,
+        depth,
+        variant,
         flip: x < width / 2 - width * 0.02 || (Math.abs(x - width / 2) <= width * 0.02 && layout.next() < 0.5),
       };
       if (mention.colour) p.colour = mention.colour;
@@ -348,8 +422,16 @@ export function planScene(meaning: PromptMeaning, seed: number, index: number, w
       occupied.push([x - half * 0.6, x + half * 0.6]);
       variant += 1;
       placed.push({
-        kind, x, base: horizon + (height - horizon) * depth, size, zone: 'ground', primary: false, decor: true, depth,
-        variant, flip: layout.next() < 0.5,
+        kind,
+        x,
+        base: horizon + (height - horizon) * depth,
+        size,
+        zone: 'ground',
+        primary: false,
+        decor: true,
+        depth,
+        variant,
+        flip: layout.next() < 0.5,
       });
     }
   };
@@ -379,9 +461,27 @@ export function planScene(meaning: PromptMeaning, seed: number, index: number, w
   });
 
   return {
-    width, height, setting, backdrops: [...backdrops], time, weather, style: meaning.style ?? 'natural', framing,
-    snowy: meaning.snowy || setting === 'snowfield', calm, rough, dark: meaning.moods.includes('dark'),
-    bright: meaning.moods.includes('bright'), horizon, ...(sunPlan ? { sun: sunPlan } : {}), ...(moonPlan ? { moon: moonPlan } : {}),
-    lightFromLeft, subjects: placed, ...(peak ? { peak } : {}), skylineSubject, bridge, seedParts,
+    width,
+    height,
+    setting,
+    backdrops: [...backdrops],
+    time,
+    weather,
+    style: meaning.style ?? 'natural',
+    framing,
+    snowy: meaning.snowy || setting === 'snowfield',
+    calm,
+    rough,
+    dark: meaning.moods.includes('dark'),
+    bright: meaning.moods.includes('bright'),
+    horizon,
+    ...(sunPlan ? { sun: sunPlan } : {}),
+    ...(moonPlan ? { moon: moonPlan } : {}),
+    lightFromLeft,
+    subjects: placed,
+    ...(peak ? { peak } : {}),
+    skylineSubject,
+    bridge,
+    seedParts,
   };
 }

@@ -77,7 +77,14 @@ function layerRng(plan: ScenePlan, layer: string, ...extra: unknown[]): SeededRa
 }
 
 function skyGradient(p: Painter, look: Look, height: number): string {
-  return p.linear(look.sky.map(([o, c]) => [o, p.col(c)] as [number, string]), 0, 0, 0, height, true);
+  return p.linear(
+    look.sky.map(([o, c]) => [o, p.col(c)] as [number, string]),
+    0,
+    0,
+    0,
+    height,
+    true,
+  );
 }
 
 function drawSky(plan: ScenePlan, look: Look): Fragment {
@@ -91,10 +98,16 @@ function drawSky(plan: ScenePlan, look: Look): Fragment {
     return { defs: p.defs, body: parts.join('') };
   }
   if (plan.setting === 'space') {
-    for (const [hue, op] of [[rgb('#6a2a9a'), 0.35], [rgb('#1a6a9a'), 0.3], [rgb('#9a2a5a'), 0.22]] as Array<[Rgb, number]>) {
+    for (const [hue, op] of [
+      [rgb('#6a2a9a'), 0.35],
+      [rgb('#1a6a9a'), 0.3],
+      [rgb('#9a2a5a'), 0.22],
+    ] as Array<[Rgb, number]>) {
       const cx = width * rng.range(0.1, 0.9);
       const cy = height * rng.range(0.1, 0.6);
-      parts.push(`<ellipse cx="${n(cx)}" cy="${n(cy)}" rx="${n(width * rng.range(0.25, 0.45))}" ry="${n(height * rng.range(0.12, 0.25))}" fill="${p.glow(p.col(hue), op)}" transform="rotate(${n(rng.range(-30, 30))} ${n(cx)} ${n(cy)})"/>`);
+      parts.push(
+        `<ellipse cx="${n(cx)}" cy="${n(cy)}" rx="${n(width * rng.range(0.25, 0.45))}" ry="${n(height * rng.range(0.12, 0.25))}" fill="${p.glow(p.col(hue), op)}" transform="rotate(${n(rng.range(-30, 30))} ${n(cx)} ${n(cy)})"/>`,
+      );
     }
   }
   const starry = look.night || plan.setting === 'space';
@@ -112,7 +125,9 @@ function drawSky(plan: ScenePlan, look: Look): Fragment {
       parts.push(`<circle cx="${n(x)}" cy="${n(y)}" r="${n(r)}" fill="${p.col(tint)}" fill-opacity="${n(op)}"/>`);
       if (bright > 0.93) {
         const l = r * 4;
-        parts.push(`<path d="M${n(x - l)},${n(y)} H${n(x + l)} M${n(x)},${n(y - l)} V${n(y + l)}" stroke="${p.col(tint)}" stroke-width="${n(r * 0.35)}" stroke-opacity="${n(op * 0.7)}"/>`);
+        parts.push(
+          `<path d="M${n(x - l)},${n(y)} H${n(x + l)} M${n(x)},${n(y - l)} V${n(y + l)}" stroke="${p.col(tint)}" stroke-width="${n(r * 0.35)}" stroke-opacity="${n(op * 0.7)}"/>`,
+        );
       }
     }
   }
@@ -131,14 +146,18 @@ function drawSky(plan: ScenePlan, look: Look): Fragment {
     parts.push(`<circle cx="${n(x)}" cy="${n(y)}" r="${n(r * 4.5)}" fill="${p.glow(p.col(rgb('#c8d8ff')), 0.4)}"/>`);
     if (crescent) {
       const id = p.id();
-      p.defs.push(`<mask id="${id}"><rect x="0" y="0" width="${width}" height="${height}" fill="#000"/><circle cx="${n(x)}" cy="${n(y)}" r="${n(r)}" fill="#fff"/><circle cx="${n(x + r * 0.45)}" cy="${n(y - r * 0.2)}" r="${n(r * 0.92)}" fill="#000"/></mask>`);
+      p.defs.push(
+        `<mask id="${id}"><rect x="0" y="0" width="${width}" height="${height}" fill="#000"/><circle cx="${n(x)}" cy="${n(y)}" r="${n(r)}" fill="#fff"/><circle cx="${n(x + r * 0.45)}" cy="${n(y - r * 0.2)}" r="${n(r * 0.92)}" fill="#000"/></mask>`,
+      );
       parts.push(`<circle cx="${n(x)}" cy="${n(y)}" r="${n(r)}" fill="${p.col(moonColour)}" mask="url(#${id})"/>`);
     } else {
       parts.push(`<circle cx="${n(x)}" cy="${n(y)}" r="${n(r)}" fill="${p.col(moonColour)}"/>`);
       for (let i = 0; i < 6; i += 1) {
         const a = rng.range(0, Math.PI * 2);
         const d = rng.range(0, r * 0.65);
-        parts.push(`<circle cx="${n(x + Math.cos(a) * d)}" cy="${n(y + Math.sin(a) * d)}" r="${n(r * rng.range(0.08, 0.22))}" fill="${p.col(rgb('#c8c4b4'))}" fill-opacity="0.6"/>`);
+        parts.push(
+          `<circle cx="${n(x + Math.cos(a) * d)}" cy="${n(y + Math.sin(a) * d)}" r="${n(r * rng.range(0.08, 0.22))}" fill="${p.col(rgb('#c8c4b4'))}" fill-opacity="0.6"/>`,
+        );
       }
     }
   }
@@ -163,17 +182,34 @@ function drawSun(plan: ScenePlan, look: Look): Sprite | undefined {
       stripes.push(`<rect x="0" y="${n(sy)}" width="${size}" height="${n(r * (0.03 + i * 0.018))}" fill="#000"/>`);
     }
     p.defs.push(`<mask id="${id}"><rect x="0" y="0" width="${size}" height="${size}" fill="#fff"/>${stripes.join('')}</mask>`);
-    const grad = p.linear([[0, p.emit(rgb('#ffe84a'))], [0.55, p.emit(rgb('#ff7a3a'))], [1, p.emit(rgb('#ff2a9a'))]], 0, 0, 0, 1);
+    const grad = p.linear(
+      [
+        [0, p.emit(rgb('#ffe84a'))],
+        [0.55, p.emit(rgb('#ff7a3a'))],
+        [1, p.emit(rgb('#ff2a9a'))],
+      ],
+      0,
+      0,
+      0,
+      1,
+    );
     parts.push(`<circle cx="${n(c)}" cy="${n(c)}" r="${n(r)}" fill="${grad}" mask="url(#${id})"/>`);
   } else {
     const id = p.id();
-    p.defs.push(`<radialGradient id="${id}"><stop offset="0" stop-color="${p.col(core)}"/><stop offset="0.7" stop-color="${p.col(core)}"/><stop offset="1" stop-color="${p.col(edge)}"/></radialGradient>`);
+    p.defs.push(
+      `<radialGradient id="${id}"><stop offset="0" stop-color="${p.col(core)}"/><stop offset="0.7" stop-color="${p.col(core)}"/><stop offset="1" stop-color="${p.col(edge)}"/></radialGradient>`,
+    );
     parts.push(`<circle cx="${n(c)}" cy="${n(c)}" r="${n(r * 1.25)}" fill="${p.glow(p.col(edge), 0.6)}"/>`);
     parts.push(`<circle cx="${n(c)}" cy="${n(c)}" r="${n(r)}" fill="url(#${id})"/>`);
   }
   const speed = look.time === 'dusk' ? r * 0.22 : look.time === 'dawn' ? -r * 0.22 : 0;
   return {
-    defs: p.defs, body: parts.join(''), x: x - c, y: y - c, width: size, height: size,
+    defs: p.defs,
+    body: parts.join(''),
+    x: x - c,
+    y: y - c,
+    width: size,
+    height: size,
     motion: { kind: 'rise', vx: 0, vy: speed },
   };
 }
@@ -181,10 +217,14 @@ function drawSun(plan: ScenePlan, look: Look): Sprite | undefined {
 function cloudColours(look: Look, storm: boolean): { top: Rgb; under: Rgb; opacity: number } {
   if (storm) return { top: rgb('#56606c'), under: rgb('#383f4a'), opacity: 0.95 };
   switch (look.time) {
-    case 'dusk': return { top: rgb('#ffb48a'), under: rgb('#6a3a6a'), opacity: 0.92 };
-    case 'dawn': return { top: rgb('#ffd6dc'), under: rgb('#8a76a6'), opacity: 0.9 };
-    case 'night': return { top: rgb('#4a5a7a'), under: rgb('#141c30'), opacity: 0.7 };
-    default: return { top: rgb('#ffffff'), under: rgb('#b8c4d6'), opacity: 0.95 };
+    case 'dusk':
+      return { top: rgb('#ffb48a'), under: rgb('#6a3a6a'), opacity: 0.92 };
+    case 'dawn':
+      return { top: rgb('#ffd6dc'), under: rgb('#8a76a6'), opacity: 0.9 };
+    case 'night':
+      return { top: rgb('#4a5a7a'), under: rgb('#141c30'), opacity: 0.7 };
+    default:
+      return { top: rgb('#ffffff'), under: rgb('#b8c4d6'), opacity: 0.95 };
   }
 }
 
@@ -195,7 +235,9 @@ function makeClouds(plan: ScenePlan, look: Look): (tile: boolean, blur?: boolean
   const cloudy = plan.weather.includes('cloudy') || plan.weather.includes('rain');
   if (plan.setting === 'underwater' || plan.setting === 'space') return () => ({ defs: [], body: '' });
   const across = Math.max(1, width / (plan.height * 1.4));
-  const count = Math.round((storm ? rng.int(9, 13) : cloudy ? rng.int(7, 10) : plan.weather.includes('fog') ? 0 : look.night ? rng.int(1, 3) : rng.int(2, 5)) * across);
+  const count = Math.round(
+    (storm ? rng.int(9, 13) : cloudy ? rng.int(7, 10) : plan.weather.includes('fog') ? 0 : look.night ? rng.int(1, 3) : rng.int(2, 5)) * across,
+  );
   const { top, under, opacity } = cloudColours(look, storm);
   const unit = Math.min(width, plan.height);
   const clouds: Array<{ x: number; y: number; w: number; puffs: Array<[number, number, number]> }> = [];
@@ -222,7 +264,9 @@ function makeClouds(plan: ScenePlan, look: Look): (tile: boolean, blur?: boolean
       for (const c of clouds) {
         const group: string[] = [];
         for (const [dx, dy, r] of c.puffs) group.push(`<circle cx="${n(dx)}" cy="${n(dy)}" r="${n(r)}" fill="${p.col(under)}"/>`);
-        group.push(`<rect x="${n(-c.w * 0.5)}" y="${n(-c.w * 0.06)}" width="${n(c.w)}" height="${n(c.w * 0.08)}" rx="${n(c.w * 0.04)}" fill="${p.col(under)}"/>`);
+        group.push(
+          `<rect x="${n(-c.w * 0.5)}" y="${n(-c.w * 0.06)}" width="${n(c.w)}" height="${n(c.w * 0.08)}" rx="${n(c.w * 0.04)}" fill="${p.col(under)}"/>`,
+        );
         for (const [dx, dy, r] of c.puffs) {
           group.push(`<circle cx="${n(dx + sunSide * r * 0.12)}" cy="${n(dy - r * 0.18)}" r="${n(r * 0.82)}" fill="${p.col(top)}"/>`);
         }
@@ -271,7 +315,9 @@ function drawFar(plan: ScenePlan, look: Look, prefix = 'fa', cheap = false): Fra
       // Shadow on the face turned away from the light.
       const [sx, sy] = fromLeft ? [rx, ry] : [lx, ly];
       const mid = px + (sx - px) * 0.35;
-      parts.push(`<polygon points="${n(px)},${n(py)} ${n(sx)},${n(sy)} ${n(sx)},${n(base)} ${n(mid)},${n(base)}" fill="${p.surf(mul(colour, 0.62))}" fill-opacity="${n(0.35 + look.contrast * 0.6)}"/>`);
+      parts.push(
+        `<polygon points="${n(px)},${n(py)} ${n(sx)},${n(sy)} ${n(sx)},${n(base)} ${n(mid)},${n(base)}" fill="${p.surf(mul(colour, 0.62))}" fill-opacity="${n(0.35 + look.contrast * 0.6)}"/>`,
+      );
       if (base - py > snowLine) {
         const depth = (base - py - snowLine) * 0.55 + (base - py) * 0.08;
         const t = depth / Math.max(1, base - py);
@@ -284,7 +330,9 @@ function drawFar(plan: ScenePlan, look: Look, prefix = 'fa', cheap = false): Fra
           `<polygon points="${n(px)},${n(py)} ${n(bx)},${n(by)} ${n(px + (bx - px) * 0.55)},${n(py + (by - py) * 0.7)} ${n(px + (bx - px) * 0.2)},${n(by)} ${n(px - (px - ax) * 0.25)},${n(py + (ay - py) * 0.75)} ${n(ax)},${n(ay)}" fill="${p.surf(snow)}"/>`,
         );
         const [shx, shy] = fromLeft ? [bx, by] : [ax, ay];
-        parts.push(`<polygon points="${n(px)},${n(py)} ${n(shx)},${n(shy)} ${n(px + (shx - px) * 0.3)},${n(shy)}" fill="${p.surf(mix(snow, rgb('#7a8ab8'), 0.45))}" fill-opacity="0.8"/>`);
+        parts.push(
+          `<polygon points="${n(px)},${n(py)} ${n(shx)},${n(shy)} ${n(px + (shx - px) * 0.3)},${n(shy)}" fill="${p.surf(mix(snow, rgb('#7a8ab8'), 0.45))}" fill-opacity="0.8"/>`,
+        );
       }
     }
   };
@@ -294,27 +342,51 @@ function drawFar(plan: ScenePlan, look: Look, prefix = 'fa', cheap = false): Fra
     const rock = plan.snowy ? rgb('#7a86a0') : rgb('#5e6a80');
     const maxH = plan.setting === 'mountains' || plan.setting === 'snowfield' ? 0.34 : 0.22;
     mountainRange(ridge(rng, width, horizon, height * maxH * 0.45, height * maxH, rng.int(3, 5)), rock, 0.55, height * maxH * 0.55, horizon);
-    mountainRange(ridge(rng, width, horizon, height * maxH * 0.2, height * maxH * 0.65, rng.int(4, 6)), mix(rock, rgb('#3a4458'), 0.5), 0.3, height * maxH * 0.45, horizon);
+    mountainRange(
+      ridge(rng, width, horizon, height * maxH * 0.2, height * maxH * 0.65, rng.int(4, 6)),
+      mix(rock, rgb('#3a4458'), 0.5),
+      0.3,
+      height * maxH * 0.45,
+      horizon,
+    );
   }
   if (plan.peak) {
     const { x, top, halfWidth } = plan.peak;
     const flat = halfWidth * 0.22;
     const rock = plan.snowy ? rgb('#6a7088') : rgb('#5a5e6a');
-    const left: Array<[number, number]> = [[x - halfWidth * 1.4, horizon + 2], [x - halfWidth * 0.8, horizon - (horizon - top) * 0.35], [x - halfWidth * 0.45, horizon - (horizon - top) * 0.7], [x - flat, top + (horizon - top) * 0.02], [x - flat * 0.8, top]];
-    const right: Array<[number, number]> = [[x + flat * 0.8, top], [x + flat, top + (horizon - top) * 0.03], [x + halfWidth * 0.5, horizon - (horizon - top) * 0.6], [x + halfWidth * 0.9, horizon - (horizon - top) * 0.25], [x + halfWidth * 1.4, horizon + 2]];
+    const left: Array<[number, number]> = [
+      [x - halfWidth * 1.4, horizon + 2],
+      [x - halfWidth * 0.8, horizon - (horizon - top) * 0.35],
+      [x - halfWidth * 0.45, horizon - (horizon - top) * 0.7],
+      [x - flat, top + (horizon - top) * 0.02],
+      [x - flat * 0.8, top],
+    ];
+    const right: Array<[number, number]> = [
+      [x + flat * 0.8, top],
+      [x + flat, top + (horizon - top) * 0.03],
+      [x + halfWidth * 0.5, horizon - (horizon - top) * 0.6],
+      [x + halfWidth * 0.9, horizon - (horizon - top) * 0.25],
+      [x + halfWidth * 1.4, horizon + 2],
+    ];
     const all = [...left, ...right];
     parts.push(`<polygon points="${all.map(([a, b]) => `${n(a)},${n(b)}`).join(' ')}" fill="${p.surf(mix(rock, haze, 0.12))}"${neonStroke}/>`);
     const shadowSide = fromLeft ? right : [...left].reverse();
-    parts.push(`<polygon points="${[[x, top], ...shadowSide].map(([a, b]) => `${n(a)},${n(b)}`).join(' ')} ${n(x)},${n(horizon)}" fill="${p.surf(mul(rock, 0.6))}" fill-opacity="0.55"/>`);
+    parts.push(
+      `<polygon points="${[[x, top], ...shadowSide].map(([a, b]) => `${n(a)},${n(b)}`).join(' ')} ${n(x)},${n(horizon)}" fill="${p.surf(mul(rock, 0.6))}" fill-opacity="0.55"/>`,
+    );
     for (let i = 0; i < 7; i += 1) {
       const t = rng.range(0.15, 0.85);
       const yy = top + (horizon - top) * t;
       const half = flat + (halfWidth - flat) * t * 0.8;
       const xx = x + rng.range(-half, half);
-      parts.push(`<path d="M${n(xx)},${n(yy)} l${n(halfWidth * 0.06)},${n((horizon - top) * 0.04)}" stroke="${p.surf(mul(rock, 0.5))}" stroke-width="${n(width / 500)}" stroke-opacity="0.5"/>`);
+      parts.push(
+        `<path d="M${n(xx)},${n(yy)} l${n(halfWidth * 0.06)},${n((horizon - top) * 0.04)}" stroke="${p.surf(mul(rock, 0.5))}" stroke-width="${n(width / 500)}" stroke-opacity="0.5"/>`,
+      );
     }
     if (plan.snowy) {
-      parts.push(`<polygon points="${n(x - flat * 0.8)},${n(top)} ${n(x + flat * 0.8)},${n(top)} ${n(x + flat * 1.6)},${n(top + (horizon - top) * 0.12)} ${n(x)},${n(top + (horizon - top) * 0.07)} ${n(x - flat * 1.7)},${n(top + (horizon - top) * 0.13)}" fill="${p.surf(snowColour)}"/>`);
+      parts.push(
+        `<polygon points="${n(x - flat * 0.8)},${n(top)} ${n(x + flat * 0.8)},${n(top)} ${n(x + flat * 1.6)},${n(top + (horizon - top) * 0.12)} ${n(x)},${n(top + (horizon - top) * 0.07)} ${n(x - flat * 1.7)},${n(top + (horizon - top) * 0.13)}" fill="${p.surf(snowColour)}"/>`,
+      );
     }
   }
   if (backdrops.has('hills') || backdrops.has('farshore')) {
@@ -343,12 +415,15 @@ function drawFar(plan: ScenePlan, look: Look, prefix = 'fa', cheap = false): Fra
     const fill = p.surf(treeColour);
     const h0 = height * (plan.setting === 'forest' ? 0.09 : 0.045);
     const shapes: string[] = [];
-    for (let x = -width * 0.02; x < width * 1.02; ) {
+    for (let x = -width * 0.02; x < width * 1.02;) {
       const h = h0 * rng.range(0.55, 1.2);
       const w = h * rng.range(0.35, 0.55);
       const base = horizon + 3;
       if (rng.next() < 0.6) shapes.push(`M${n(x - w / 2)},${n(base)} L${n(x)},${n(base - h)} L${n(x + w / 2)},${n(base)} Z`);
-      else shapes.push(`M${n(x - w / 2)},${n(base)} L${n(x - w / 2)},${n(base - h * 0.6)} A${n(w / 2)},${n(h * 0.45)} 0 0 1 ${n(x + w / 2)},${n(base - h * 0.6)} L${n(x + w / 2)},${n(base)} Z`);
+      else
+        shapes.push(
+          `M${n(x - w / 2)},${n(base)} L${n(x - w / 2)},${n(base - h * 0.6)} A${n(w / 2)},${n(h * 0.45)} 0 0 1 ${n(x + w / 2)},${n(base - h * 0.6)} L${n(x + w / 2)},${n(base)} Z`,
+        );
       x += w * rng.range(0.4, 0.8);
     }
     parts.push(`<path d="${shapes.join(' ')}" fill="${fill}"/>`);
@@ -380,7 +455,9 @@ function drawFar(plan: ScenePlan, look: Look, prefix = 'fa', cheap = false): Fra
       const x = width * rng.range(0.05, 0.95);
       const w = width * rng.range(0.08, 0.2);
       const h = height * rng.range(0.015, 0.04);
-      parts.push(`<path d="M${n(x - w / 2)},${n(horizon + 1)} Q${n(x - w / 4)},${n(horizon - h)} ${n(x)},${n(horizon - h)} Q${n(x + w / 3)},${n(horizon - h * 1.1)} ${n(x + w / 2)},${n(horizon + 1)} Z" fill="${p.surf(mix(rgb('#3a5a44'), haze, 0.55))}"/>`);
+      parts.push(
+        `<path d="M${n(x - w / 2)},${n(horizon + 1)} Q${n(x - w / 4)},${n(horizon - h)} ${n(x)},${n(horizon - h)} Q${n(x + w / 3)},${n(horizon - h * 1.1)} ${n(x + w / 2)},${n(horizon + 1)} Z" fill="${p.surf(mix(rgb('#3a5a44'), haze, 0.55))}"/>`,
+      );
     }
   }
   if (backdrops.has('skyline') || plan.skylineSubject) {
@@ -410,14 +487,21 @@ function drawSkyline(p: Painter, plan: ScenePlan, look: Look, rng: SeededRandom,
       const colour = mix(base, look.haze, hazeAmount);
       parts.push(`<rect x="${n(x)}" y="${n(top)}" width="${n(w)}" height="${n(h + 4)}" fill="${p.lit(colour, plan.lightFromLeft)}"/>`);
       if (look.neon && main) {
-        outlines.push(`<rect x="${n(x)}" y="${n(top)}" width="${n(w)}" height="${n(h + 4)}" fill="none" stroke="${p.emit(rng.pick(look.neonColours))}" stroke-width="${n(unit / 400)}"/>`);
+        outlines.push(
+          `<rect x="${n(x)}" y="${n(top)}" width="${n(w)}" height="${n(h + 4)}" fill="none" stroke="${p.emit(rng.pick(look.neonColours))}" stroke-width="${n(unit / 400)}"/>`,
+        );
       }
       const roof = rng.next();
-      if (roof < 0.25) parts.push(`<polygon points="${n(x + w * 0.2)},${n(top)} ${n(x + w * 0.5)},${n(top - w * 0.6)} ${n(x + w * 0.8)},${n(top)}" fill="${p.surf(colour)}"/>`);
-      else if (roof < 0.5) parts.push(`<rect x="${n(x + w * 0.2)}" y="${n(top - h * 0.08)}" width="${n(w * 0.6)}" height="${n(h * 0.08 + 1)}" fill="${p.surf(colour)}"/>`);
+      if (roof < 0.25)
+        parts.push(
+          `<polygon points="${n(x + w * 0.2)},${n(top)} ${n(x + w * 0.5)},${n(top - w * 0.6)} ${n(x + w * 0.8)},${n(top)}" fill="${p.surf(colour)}"/>`,
+        );
+      else if (roof < 0.5)
+        parts.push(`<rect x="${n(x + w * 0.2)}" y="${n(top - h * 0.08)}" width="${n(w * 0.6)}" height="${n(h * 0.08 + 1)}" fill="${p.surf(colour)}"/>`);
       if (roof > 0.7) {
         parts.push(`<path d="M${n(x + w / 2)},${n(top)} V${n(top - h * 0.18)}" stroke="${p.surf(colour)}" stroke-width="${n(Math.max(1, w * 0.04))}"/>`);
-        if (look.lightsOn) parts.push(`<circle cx="${n(x + w / 2)}" cy="${n(top - h * 0.18)}" r="${n(Math.max(1.2, w * 0.04))}" fill="${p.emit(rgb('#ff3a3a'))}"/>`);
+        if (look.lightsOn)
+          parts.push(`<circle cx="${n(x + w / 2)}" cy="${n(top - h * 0.18)}" r="${n(Math.max(1.2, w * 0.04))}" fill="${p.emit(rgb('#ff3a3a'))}"/>`);
       }
       if (!far || look.lightsOn) {
         const cols = Math.max(2, Math.floor(w / (unit * (main ? 0.014 : 0.01))));
@@ -436,7 +520,8 @@ function drawSkyline(p: Painter, plan: ScenePlan, look: Look, rng: SeededRandom,
             else if (main && !far) dark.push(cell);
           }
         }
-        if (cells.length > 0) parts.push(`<path d="${cells.join(' ')}" fill="${look.lightsOn ? p.emit(windowLit) : p.surf(rgb('#a8c4dc'))}" fill-opacity="${far ? 0.6 : 0.95}"/>`);
+        if (cells.length > 0)
+          parts.push(`<path d="${cells.join(' ')}" fill="${look.lightsOn ? p.emit(windowLit) : p.surf(rgb('#a8c4dc'))}" fill-opacity="${far ? 0.6 : 0.95}"/>`);
         if (dark.length > 0) parts.push(`<path d="${dark.join(' ')}" fill="${p.surf(mul(colour, 0.6))}"/>`);
       }
       x += w * rng.range(main ? 0.9 : 0.95, main ? 1.15 : 1.3);
@@ -472,8 +557,12 @@ function drawBridge(p: Painter, plan: ScenePlan, look: Look, rng: SeededRandom):
   parts.push(`<path d="${hang.join(' ')}" stroke="${stroke}" stroke-width="${n(sw * 0.6)}" stroke-opacity="0.8"/>`);
   for (const tx of towers) {
     const tw = width * 0.018;
-    parts.push(`<rect x="${n(tx - tw / 2)}" y="${n(towerTop)}" width="${n(tw)}" height="${n(horizon - towerTop + 4)}" fill="${p.lit(colour, plan.lightFromLeft)}"/>`);
-    parts.push(`<rect x="${n(tx - tw / 2)}" y="${n(towerTop + (deck - towerTop) * 0.3)}" width="${n(tw)}" height="${n(tw * 0.5)}" fill="${p.surf(colour, 0.6)}"/>`);
+    parts.push(
+      `<rect x="${n(tx - tw / 2)}" y="${n(towerTop)}" width="${n(tw)}" height="${n(horizon - towerTop + 4)}" fill="${p.lit(colour, plan.lightFromLeft)}"/>`,
+    );
+    parts.push(
+      `<rect x="${n(tx - tw / 2)}" y="${n(towerTop + (deck - towerTop) * 0.3)}" width="${n(tw)}" height="${n(tw * 0.5)}" fill="${p.surf(colour, 0.6)}"/>`,
+    );
   }
   parts.push(`<rect x="${n(-width * 0.05)}" y="${n(deck)}" width="${n(width * 1.1)}" height="${n(height * 0.012)}" fill="${p.surf(colour, 0.8)}"/>`);
   if (look.lightsOn) {
@@ -518,12 +607,18 @@ function waterColours(plan: ScenePlan, look: Look): [Rgb, Rgb] {
 function groundColours(plan: ScenePlan): [Rgb, Rgb] {
   if (plan.snowy) return [rgb('#dfe6f2'), rgb('#f4f7fc')];
   switch (plan.setting) {
-    case 'desert': return [rgb('#d8a45a'), rgb('#e8bc74')];
-    case 'forest': return [rgb('#3a5a2a'), rgb('#4a6a30')];
-    case 'city': return [rgb('#54585e'), rgb('#3a3d42')];
-    case 'space': return [rgb('#6a6a70'), rgb('#9a9aa0')];
-    case 'mountains': return [rgb('#6a8a44'), rgb('#7a9a4a')];
-    default: return [rgb('#6a9e44'), rgb('#88b84c')];
+    case 'desert':
+      return [rgb('#d8a45a'), rgb('#e8bc74')];
+    case 'forest':
+      return [rgb('#3a5a2a'), rgb('#4a6a30')];
+    case 'city':
+      return [rgb('#54585e'), rgb('#3a3d42')];
+    case 'space':
+      return [rgb('#6a6a70'), rgb('#9a9aa0')];
+    case 'mountains':
+      return [rgb('#6a8a44'), rgb('#7a9a4a')];
+    default:
+      return [rgb('#6a9e44'), rgb('#88b84c')];
   }
 }
 
@@ -539,58 +634,126 @@ function drawGround(plan: ScenePlan, look: Look): Fragment {
       const x = width * rng.range(0, 1);
       const w = width * rng.range(0.03, 0.08);
       const slant = width * rng.range(0.1, 0.3);
-      rays.push(`<polygon points="${n(x)},0 ${n(x + w)},0 ${n(x + w + slant + w * 2)},${height} ${n(x + slant)},${height}" fill="${p.linear([[0, p.col(rgb('#d8f6ff')), 0.35], [1, p.col(rgb('#d8f6ff')), 0]], 0, 0, 0, 1)}"/>`);
+      rays.push(
+        `<polygon points="${n(x)},0 ${n(x + w)},0 ${n(x + w + slant + w * 2)},${height} ${n(x + slant)},${height}" fill="${p.linear(
+          [
+            [0, p.col(rgb('#d8f6ff')), 0.35],
+            [1, p.col(rgb('#d8f6ff')), 0],
+          ],
+          0,
+          0,
+          0,
+          1,
+        )}"/>`,
+      );
     }
     parts.push(rays.join(''));
     const bed = height * 0.84;
     let d = `M0,${height} L0,${n(bed)}`;
-    for (let x = 0; x <= width; x += width / 6) d += ` Q${n(x + width / 12)},${n(bed - height * rng.range(0.01, 0.05))} ${n(x + width / 6)},${n(bed + height * rng.range(-0.01, 0.02))}`;
+    for (let x = 0; x <= width; x += width / 6)
+      d += ` Q${n(x + width / 12)},${n(bed - height * rng.range(0.01, 0.05))} ${n(x + width / 6)},${n(bed + height * rng.range(-0.01, 0.02))}`;
     d += ` L${width},${height} Z`;
-    parts.push(`<path d="${d}" fill="${p.linear([[0, p.surf(rgb('#d8c08a'))], [1, p.surf(rgb('#a08050'))]], 0, 0, 0, 1)}"/>`);
+    parts.push(
+      `<path d="${d}" fill="${p.linear(
+        [
+          [0, p.surf(rgb('#d8c08a'))],
+          [1, p.surf(rgb('#a08050'))],
+        ],
+        0,
+        0,
+        0,
+        1,
+      )}"/>`,
+    );
     for (let i = 0; i < 7; i += 1) {
       const x = width * rng.range(0, 1);
       const h = height * rng.range(0.12, 0.3);
       const sway = width * 0.02;
-      parts.push(`<path d="M${n(x)},${n(bed + 6)} C${n(x + sway)},${n(bed - h * 0.3)} ${n(x - sway)},${n(bed - h * 0.6)} ${n(x + sway * 0.5)},${n(bed - h)}" stroke="${p.surf(rgb(rng.pick(['#2a8a4a', '#3a9a3a', '#1a6a4a'])))}" stroke-width="${n(unit * 0.012)}" stroke-linecap="round" fill="none"/>`);
+      parts.push(
+        `<path d="M${n(x)},${n(bed + 6)} C${n(x + sway)},${n(bed - h * 0.3)} ${n(x - sway)},${n(bed - h * 0.6)} ${n(x + sway * 0.5)},${n(bed - h)}" stroke="${p.surf(rgb(rng.pick(['#2a8a4a', '#3a9a3a', '#1a6a4a'])))}" stroke-width="${n(unit * 0.012)}" stroke-linecap="round" fill="none"/>`,
+      );
     }
     for (let i = 0; i < 4; i += 1) {
       const x = width * rng.range(0, 1);
       const r = unit * rng.range(0.025, 0.05);
       const c = rgb(rng.pick(['#e8607a', '#f08a5a', '#c85ad8', '#f0c04a']));
       for (let j = 0; j < 5; j += 1) {
-        parts.push(`<path d="M${n(x)},${n(bed + 4)} Q${n(x + (j - 2) * r * 0.6)},${n(bed - r)} ${n(x + (j - 2) * r * 0.9)},${n(bed - r * 2 * rng.range(0.6, 1))}" stroke="${p.surf(c)}" stroke-width="${n(r * 0.3)}" stroke-linecap="round" fill="none"/>`);
+        parts.push(
+          `<path d="M${n(x)},${n(bed + 4)} Q${n(x + (j - 2) * r * 0.6)},${n(bed - r)} ${n(x + (j - 2) * r * 0.9)},${n(bed - r * 2 * rng.range(0.6, 1))}" stroke="${p.surf(c)}" stroke-width="${n(r * 0.3)}" stroke-linecap="round" fill="none"/>`,
+        );
       }
     }
     return { defs: p.defs, body: parts.join('') };
   }
   if (plan.setting === 'space') {
     const [far, near] = groundColours(plan);
-    parts.push(`<path d="M${-width * 0.1},${height} L${-width * 0.1},${n(horizon + height * 0.04)} Q${width / 2},${n(horizon - height * 0.06)} ${width * 1.1},${n(horizon + height * 0.04)} L${width * 1.1},${height} Z" fill="${p.linear([[0, p.surf(near)], [1, p.surf(far, 0.6)]], 0, 0, 0, 1)}"/>`);
+    parts.push(
+      `<path d="M${-width * 0.1},${height} L${-width * 0.1},${n(horizon + height * 0.04)} Q${width / 2},${n(horizon - height * 0.06)} ${width * 1.1},${n(horizon + height * 0.04)} L${width * 1.1},${height} Z" fill="${p.linear(
+        [
+          [0, p.surf(near)],
+          [1, p.surf(far, 0.6)],
+        ],
+        0,
+        0,
+        0,
+        1,
+      )}"/>`,
+    );
     for (let i = 0; i < 9; i += 1) {
       const x = width * rng.range(0, 1);
       const y = horizon + (height - horizon) * rng.range(0.15, 0.95);
       const r = unit * rng.range(0.01, 0.04) * (0.5 + (y - horizon) / (height - horizon));
-      parts.push(`<ellipse cx="${n(x)}" cy="${n(y)}" rx="${n(r)}" ry="${n(r * 0.35)}" fill="${p.surf(far, 0.55)}"/><ellipse cx="${n(x)}" cy="${n(y - r * 0.08)}" rx="${n(r * 0.8)}" ry="${n(r * 0.25)}" fill="${p.surf(near, 0.75)}"/>`);
+      parts.push(
+        `<ellipse cx="${n(x)}" cy="${n(y)}" rx="${n(r)}" ry="${n(r * 0.35)}" fill="${p.surf(far, 0.55)}"/><ellipse cx="${n(x)}" cy="${n(y - r * 0.08)}" rx="${n(r * 0.8)}" ry="${n(r * 0.25)}" fill="${p.surf(near, 0.75)}"/>`,
+      );
     }
     return { defs: p.defs, body: parts.join('') };
   }
   if (isWater(plan)) {
     const [top, bottom] = waterColours(plan, look);
     const middle = mix(mix(bottom, top, 0.35), rgb('#2a4a8a'), look.neon ? 0 : 0.3);
-    parts.push(`<rect x="0" y="${horizon}" width="${width}" height="${height - horizon}" fill="${p.linear([[0, p.col(top)], [0.3, p.col(middle)], [1, p.col(bottom)]], 0, horizon, 0, height, true)}"/>`);
+    parts.push(
+      `<rect x="0" y="${horizon}" width="${width}" height="${height - horizon}" fill="${p.linear(
+        [
+          [0, p.col(top)],
+          [0.3, p.col(middle)],
+          [1, p.col(bottom)],
+        ],
+        0,
+        horizon,
+        0,
+        height,
+        true,
+      )}"/>`,
+    );
     // The far shore, mountains or skyline mirrored in the water (drawn again from the same seed).
     const far = drawFar(plan, look, 'fr', true);
     if (far.body.length > 0) {
       const clipId = p.id();
       p.defs.push(...far.defs, `<clipPath id="${clipId}"><rect x="0" y="${horizon}" width="${width}" height="${height - horizon}"/></clipPath>`);
-      parts.push(`<g clip-path="url(#${clipId})"><g transform="translate(0 ${2 * horizon + 2}) scale(1 -1)" opacity="${plan.calm ? 0.45 : 0.3}">${far.body}</g></g>`);
+      parts.push(
+        `<g clip-path="url(#${clipId})"><g transform="translate(0 ${2 * horizon + 2}) scale(1 -1)" opacity="${plan.calm ? 0.45 : 0.3}">${far.body}</g></g>`,
+      );
     }
     // A lighter band right at the horizon where the water mirrors the low sky.
-    parts.push(`<rect x="0" y="${horizon}" width="${width}" height="${n((height - horizon) * 0.08)}" fill="${p.linear([[0, p.col(look.haze), 0.55], [1, p.col(look.haze), 0]], 0, 0, 0, 1)}"/>`);
+    parts.push(
+      `<rect x="0" y="${horizon}" width="${width}" height="${n((height - horizon) * 0.08)}" fill="${p.linear(
+        [
+          [0, p.col(look.haze), 0.55],
+          [1, p.col(look.haze), 0],
+        ],
+        0,
+        0,
+        0,
+        1,
+      )}"/>`,
+    );
     const src = plan.sun ?? plan.moon;
     if (src !== undefined && (plan.sun === undefined || plan.sun.y < horizon)) {
       const colour = plan.sun ? (look.time === 'dusk' ? rgb('#ffb060') : look.time === 'dawn' ? rgb('#ffd8a8') : rgb('#fff8e0')) : rgb('#e8ecff');
-      parts.push(`<ellipse cx="${n(src.x)}" cy="${n(horizon + (height - horizon) * 0.35)}" rx="${n(src.r * 2.5)}" ry="${n((height - horizon) * 0.4)}" fill="${p.glow(p.col(colour), 0.4)}"/>`);
+      parts.push(
+        `<ellipse cx="${n(src.x)}" cy="${n(horizon + (height - horizon) * 0.35)}" rx="${n(src.r * 2.5)}" ry="${n((height - horizon) * 0.4)}" fill="${p.glow(p.col(colour), 0.4)}"/>`,
+      );
       const dashes: string[] = [];
       const rows = 46;
       for (let i = 0; i < rows; i += 1) {
@@ -601,16 +764,32 @@ function drawGround(plan: ScenePlan, look: Look): Fragment {
         const x = src.x + rng.range(-spread, spread);
         dashes.push(`M${n(x - len / 2)},${n(y)} h${n(len)}`);
       }
-      parts.push(`<path d="${dashes.join(' ')}" stroke="${p.col(colour)}" stroke-width="${n(Math.max(1, unit * 0.004))}" stroke-linecap="round" stroke-opacity="0.75"/>`);
+      parts.push(
+        `<path d="${dashes.join(' ')}" stroke="${p.col(colour)}" stroke-width="${n(Math.max(1, unit * 0.004))}" stroke-linecap="round" stroke-opacity="0.75"/>`,
+      );
     }
     if (plan.setting === 'beach') {
       const shore = horizon + (height - horizon) * 0.45;
       let d = `M0,${height} L0,${n(shore)}`;
-      for (let x = 0; x < width; x += width / 4) d += ` Q${n(x + width / 8)},${n(shore - height * rng.range(0.005, 0.03))} ${n(x + width / 4)},${n(shore + height * rng.range(-0.01, 0.02))}`;
+      for (let x = 0; x < width; x += width / 4)
+        d += ` Q${n(x + width / 8)},${n(shore - height * rng.range(0.005, 0.03))} ${n(x + width / 4)},${n(shore + height * rng.range(-0.01, 0.02))}`;
       d += ` L${width},${height} Z`;
       const sand = plan.snowy ? rgb('#e8eef6') : rgb('#e8cf98');
-      parts.push(`<path d="${d}" fill="${p.linear([[0, p.surf(sand)], [1, p.surf(mix(sand, rgb('#c8a060'), 0.5))]], 0, 0, 0, 1)}"/>`);
-      parts.push(`<path d="${d.replace(/ L\d+,\d+ Z$/, '')}" transform="translate(0 ${n(-height * 0.006)})" stroke="${p.surf(rgb('#ffffff'))}" stroke-width="${n(unit * 0.006)}" fill="none" stroke-opacity="0.8"/>`);
+      parts.push(
+        `<path d="${d}" fill="${p.linear(
+          [
+            [0, p.surf(sand)],
+            [1, p.surf(mix(sand, rgb('#c8a060'), 0.5))],
+          ],
+          0,
+          0,
+          0,
+          1,
+        )}"/>`,
+      );
+      parts.push(
+        `<path d="${d.replace(/ L\d+,\d+ Z$/, '')}" transform="translate(0 ${n(-height * 0.006)})" stroke="${p.surf(rgb('#ffffff'))}" stroke-width="${n(unit * 0.006)}" fill="none" stroke-opacity="0.8"/>`,
+      );
     }
     if (plan.setting === 'city') {
       parts.push(`<rect x="0" y="${n(horizon - 2)}" width="${width}" height="${n(height * 0.012)}" fill="${p.surf(rgb('#3a3d44'))}"/>`);
@@ -621,8 +800,26 @@ function drawGround(plan: ScenePlan, look: Look): Fragment {
   const [farC, nearC] = groundColours(plan);
   const neonGround = look.neon && plan.setting !== 'forest';
   const fill = neonGround
-    ? p.linear([[0, p.col(rgb('#2a0a3a'))], [1, p.col(rgb('#08020f'))]], 0, 0, 0, 1)
-    : p.linear([[0, p.surf(mix(farC, look.haze, 0.25))], [1, p.surf(nearC, 0.95)]], 0, 0, 0, 1);
+    ? p.linear(
+        [
+          [0, p.col(rgb('#2a0a3a'))],
+          [1, p.col(rgb('#08020f'))],
+        ],
+        0,
+        0,
+        0,
+        1,
+      )
+    : p.linear(
+        [
+          [0, p.surf(mix(farC, look.haze, 0.25))],
+          [1, p.surf(nearC, 0.95)],
+        ],
+        0,
+        0,
+        0,
+        1,
+      );
   let d = `M${-width * 0.05},${height} L${-width * 0.05},${n(horizon)}`;
   const bumps = plan.setting === 'city' ? 0 : rng.int(2, 4);
   for (let i = 0; i < bumps; i += 1) {
@@ -643,7 +840,9 @@ function drawGround(plan: ScenePlan, look: Look): Fragment {
     for (let i = -12; i <= 12; i += 1) {
       lines.push(`M${n(width / 2 + i * width * 0.012)},${n(horizon)} L${n(width / 2 + i * width * 0.16)},${height}`);
     }
-    parts.push(`<path d="${lines.join(' ')}" stroke="${c}" stroke-width="${n(Math.max(1, unit * 0.0025))}" stroke-opacity="0.85" fill="none" filter="${p.neonGlow(unit * 0.004)}"/>`);
+    parts.push(
+      `<path d="${lines.join(' ')}" stroke="${c}" stroke-width="${n(Math.max(1, unit * 0.0025))}" stroke-opacity="0.85" fill="none" filter="${p.neonGlow(unit * 0.004)}"/>`,
+    );
     return { defs: p.defs, body: parts.join('') };
   }
 
@@ -657,10 +856,16 @@ function drawGround(plan: ScenePlan, look: Look): Fragment {
     parts.push(`<path d="${dashes.join(' ')}" stroke="${p.surf(rgb('#e8e0b0'))}" stroke-width="${n(unit * 0.008)}"/>`);
     for (let x = width * rng.range(0.05, 0.15); x < width; x += width * 0.3) {
       const h = height * 0.2;
-      parts.push(`<path d="M${n(x)},${n(curb)} V${n(curb - h)} h${n(unit * 0.02)}" stroke="${p.surf(rgb('#2a2c30'))}" stroke-width="${n(unit * 0.005)}" fill="none"/>`);
+      parts.push(
+        `<path d="M${n(x)},${n(curb)} V${n(curb - h)} h${n(unit * 0.02)}" stroke="${p.surf(rgb('#2a2c30'))}" stroke-width="${n(unit * 0.005)}" fill="none"/>`,
+      );
       if (look.lightsOn) {
-        parts.push(`<circle cx="${n(x + unit * 0.02)}" cy="${n(curb - h + unit * 0.006)}" r="${n(unit * 0.05)}" fill="${p.glow(p.emit(rgb('#ffd88a')), 0.7)}"/>`);
-        parts.push(`<ellipse cx="${n(x + unit * 0.02)}" cy="${n(curb + (height - curb) * 0.2)}" rx="${n(unit * 0.08)}" ry="${n(unit * 0.02)}" fill="${p.glow(p.emit(rgb('#ffd88a')), 0.35)}"/>`);
+        parts.push(
+          `<circle cx="${n(x + unit * 0.02)}" cy="${n(curb - h + unit * 0.006)}" r="${n(unit * 0.05)}" fill="${p.glow(p.emit(rgb('#ffd88a')), 0.7)}"/>`,
+        );
+        parts.push(
+          `<ellipse cx="${n(x + unit * 0.02)}" cy="${n(curb + (height - curb) * 0.2)}" rx="${n(unit * 0.08)}" ry="${n(unit * 0.02)}" fill="${p.glow(p.emit(rgb('#ffd88a')), 0.35)}"/>`,
+        );
       }
     }
     return { defs: p.defs, body: parts.join('') };
@@ -677,10 +882,14 @@ function drawGround(plan: ScenePlan, look: Look): Fragment {
     if (plan.snowy) {
       marks.push(`<ellipse cx="${n(x)}" cy="${n(y)}" rx="${n(s * 4)}" ry="${n(s * 0.5)}" fill="${p.surf(rgb('#b8c8e8'))}" fill-opacity="0.45"/>`);
     } else if (plan.setting === 'desert') {
-      marks.push(`<path d="M${n(x - s * 4)},${n(y)} q${n(s * 4)},${n(-s)} ${n(s * 8)},0" stroke="${p.surf(rgb('#b8843a'))}" stroke-width="${n(s * 0.3)}" fill="none" stroke-opacity="0.5"/>`);
+      marks.push(
+        `<path d="M${n(x - s * 4)},${n(y)} q${n(s * 4)},${n(-s)} ${n(s * 8)},0" stroke="${p.surf(rgb('#b8843a'))}" stroke-width="${n(s * 0.3)}" fill="none" stroke-opacity="0.5"/>`,
+      );
     } else {
       const green = mix(nearC, rgb(rng.next() < 0.5 ? '#2a5a1a' : '#a8d060'), 0.5);
-      marks.push(`<path d="M${n(x)},${n(y)} l${n(-s * 0.5)},${n(-s * 1.6)} M${n(x)},${n(y)} l${n(s * 0.1)},${n(-s * 2)} M${n(x)},${n(y)} l${n(s * 0.6)},${n(-s * 1.5)}" stroke="${p.surf(green)}" stroke-width="${n(Math.max(0.8, s * 0.18))}" stroke-linecap="round"/>`);
+      marks.push(
+        `<path d="M${n(x)},${n(y)} l${n(-s * 0.5)},${n(-s * 1.6)} M${n(x)},${n(y)} l${n(s * 0.1)},${n(-s * 2)} M${n(x)},${n(y)} l${n(s * 0.6)},${n(-s * 1.5)}" stroke="${p.surf(green)}" stroke-width="${n(Math.max(0.8, s * 0.18))}" stroke-linecap="round"/>`,
+      );
     }
   }
   parts.push(marks.join(''));
@@ -707,8 +916,12 @@ function makeWaves(plan: ScenePlan, look: Look): SceneLayers['waves'] {
       const depth = (y - horizon) / Math.max(1, height - horizon);
       const len = unit * (0.01 + 0.09 * depth) * rng.range(0.5, 1.5) * (plan.calm ? 1.8 : 1);
       strokes.push({
-        x: rng.range(0, width), y, len, w: Math.max(0.8, unit * (0.0015 + 0.006 * depth) * (plan.rough ? 1.5 : 1)),
-        light: rng.next() < 0.55, cap: plan.rough && rng.next() < 0.25,
+        x: rng.range(0, width),
+        y,
+        len,
+        w: Math.max(0.8, unit * (0.0015 + 0.006 * depth) * (plan.rough ? 1.5 : 1)),
+        light: rng.next() < 0.55,
+        cap: plan.rough && rng.next() < 0.25,
       });
     }
     const draw = (tile: boolean): Fragment => {
@@ -727,7 +940,10 @@ function makeWaves(plan: ScenePlan, look: Look): SceneLayers['waves'] {
         `<path d="${darkPath.join(' ')}" stroke="${p.col(shadow)}" stroke-width="${n(unit * 0.003)}" stroke-opacity="0.45" fill="none" stroke-linecap="round"/>`,
         `<path d="${lightPath.join(' ')}" stroke="${p.col(highlight)}" stroke-width="${n(unit * 0.0025)}" stroke-opacity="${plan.calm ? 0.35 : 0.5}" fill="none" stroke-linecap="round"/>`,
       ];
-      if (capPath.length > 0) parts.push(`<path d="${capPath.join(' ')}" stroke="${p.col(rgb('#f4f8ff'))}" stroke-width="${n(unit * 0.005)}" stroke-opacity="0.8" fill="none" stroke-linecap="round"/>`);
+      if (capPath.length > 0)
+        parts.push(
+          `<path d="${capPath.join(' ')}" stroke="${p.col(rgb('#f4f8ff'))}" stroke-width="${n(unit * 0.005)}" stroke-opacity="0.8" fill="none" stroke-linecap="round"/>`,
+        );
       return { defs: p.defs, body: parts.join('') };
     };
     return { top: Math.floor(y0 - unit * 0.02), bottom: Math.ceil(y1 + unit * 0.02), speed, draw };
@@ -747,7 +963,12 @@ function renderSubject(p: Painter, plan: ScenePlan, look: Look, s: Placed, blade
   const rng = new SeededRandom('subject', ...plan.seedParts, s.kind, s.variant);
   const fromLeft = plan.lightFromLeft !== s.flip;
   const drawing = drawSubject(s.kind, p, {
-    fromLeft, rng, lightsOn: look.lightsOn, night: look.night, snowy: plan.snowy, bladeAngle,
+    fromLeft,
+    rng,
+    lightsOn: look.lightsOn,
+    night: look.night,
+    snowy: plan.snowy,
+    bladeAngle,
     ...(s.colour ? { colour: s.colour } : {}),
   });
   if (drawing === undefined) return { body: '', reflection: '' };
@@ -756,12 +977,16 @@ function renderSubject(p: Painter, plan: ScenePlan, look: Look, s: Placed, blade
   const unit = Math.min(plan.width, plan.height);
   const parts: string[] = [];
   // Neon turns subjects into dark shapes with glowing outlines.
-  const neon = look.neon ? ` stroke="${p.emit(look.neonColours[s.variant % 2])}" stroke-width="${n((unit * 0.0022) / k)}" stroke-opacity="0.9" filter="${p.neonGlow(unit * 0.003)}"` : '';
+  const neon = look.neon
+    ? ` stroke="${p.emit(look.neonColours[s.variant % 2])}" stroke-width="${n((unit * 0.0022) / k)}" stroke-opacity="0.9" filter="${p.neonGlow(unit * 0.003)}"`
+    : '';
   if (s.zone === 'ground' && !s.pedestal && plan.setting !== 'underwater') {
     // Contact shadow cast away from the light.
     const away = plan.lightFromLeft ? 1 : -1;
     const w = s.size * 0.45;
-    parts.push(`<ellipse cx="${n(s.x + away * w * 0.35)}" cy="${n(s.base)}" rx="${n(w)}" ry="${n(Math.max(1, s.size * 0.05))}" fill="#000" fill-opacity="${n(0.12 + look.contrast * 0.3)}"/>`);
+    parts.push(
+      `<ellipse cx="${n(s.x + away * w * 0.35)}" cy="${n(s.base)}" rx="${n(w)}" ry="${n(Math.max(1, s.size * 0.05))}" fill="#000" fill-opacity="${n(0.12 + look.contrast * 0.3)}"/>`,
+    );
   }
   if (s.pedestal === 'rocks') {
     const w = s.size * 0.75;
@@ -770,11 +995,18 @@ function renderSubject(p: Painter, plan: ScenePlan, look: Look, s: Placed, blade
     const r = rng;
     const top = s.base;
     const pts: Array<[number, number]> = [
-      [s.x - w * 0.7, top + h * 0.9], [s.x - w * 0.55, top + h * 0.2], [s.x - w * 0.3, top - h * 0.05], [s.x - w * 0.05, top - h * 0.12],
-      [s.x + w * 0.25, top - h * 0.05], [s.x + w * 0.5, top + h * 0.25], [s.x + w * 0.7, top + h * 0.9],
+      [s.x - w * 0.7, top + h * 0.9],
+      [s.x - w * 0.55, top + h * 0.2],
+      [s.x - w * 0.3, top - h * 0.05],
+      [s.x - w * 0.05, top - h * 0.12],
+      [s.x + w * 0.25, top - h * 0.05],
+      [s.x + w * 0.5, top + h * 0.25],
+      [s.x + w * 0.7, top + h * 0.9],
     ];
     parts.push(`<polygon points="${pts.map(([a, b]) => `${n(a + r.range(-1, 1) * w * 0.03)},${n(b)}`).join(' ')}" fill="${p.lit(rock, plan.lightFromLeft)}"/>`);
-    parts.push(`<path d="M${n(s.x - w * 0.72)},${n(top + h * 0.88)} q${n(w * 0.36)},${n(-h * 0.25)} ${n(w * 0.72)},0 t${n(w * 0.72)},0" stroke="${p.col(rgb('#f4f8ff'))}" stroke-width="${n(unit * 0.004)}" fill="none" stroke-opacity="0.75"/>`);
+    parts.push(
+      `<path d="M${n(s.x - w * 0.72)},${n(top + h * 0.88)} q${n(w * 0.36)},${n(-h * 0.25)} ${n(w * 0.72)},0 t${n(w * 0.72)},0" stroke="${p.col(rgb('#f4f8ff'))}" stroke-width="${n(unit * 0.004)}" fill="none" stroke-opacity="0.75"/>`,
+    );
   }
   const transform = `translate(${n(s.x)} ${n(s.base)}) scale(${n(sx)} ${n(k)})`;
   let body = drawing.body;
@@ -794,17 +1026,26 @@ function motionFor(plan: ScenePlan, s: Placed): Motion {
   const dir = s.flip ? 1 : -1;
   const { width, height } = plan;
   switch (s.kind) {
-    case 'boat': return { kind: 'drift', vx: dir * width * 0.018, bobAmplitude: s.size * 0.012, bobPeriod: 2.6 };
-    case 'ship': return { kind: 'drift', vx: dir * width * 0.012, bobAmplitude: s.size * 0.008, bobPeriod: 3.4 };
-    case 'whale': return { kind: 'drift', vx: dir * width * 0.015, bobAmplitude: s.size * 0.05, bobPeriod: 3 };
-    case 'fish': return s.zone === 'under'
-      ? { kind: 'wrap', vx: dir * width * 0.06, bobAmplitude: s.size * 0.15, bobPeriod: 2 }
-      : { kind: 'rise', vx: dir * width * 0.02, vy: -height * 0.01 };
-    case 'bird': return { kind: 'wrap', vx: dir * width * 0.07, bobAmplitude: s.size * 0.6, bobPeriod: 1.6 };
-    case 'balloon': return { kind: 'rise', vx: width * 0.006 * dir, vy: -height * 0.012 };
-    case 'rocket': return { kind: 'rise', vx: 0, vy: -height * 0.05 };
-    case 'car': return { kind: 'wrap', vx: dir * width * 0.12, bobAmplitude: 0, bobPeriod: 1 };
-    default: return { kind: 'drift', vx: 0, bobAmplitude: 0, bobPeriod: 1 };
+    case 'boat':
+      return { kind: 'drift', vx: dir * width * 0.018, bobAmplitude: s.size * 0.012, bobPeriod: 2.6 };
+    case 'ship':
+      return { kind: 'drift', vx: dir * width * 0.012, bobAmplitude: s.size * 0.008, bobPeriod: 3.4 };
+    case 'whale':
+      return { kind: 'drift', vx: dir * width * 0.015, bobAmplitude: s.size * 0.05, bobPeriod: 3 };
+    case 'fish':
+      return s.zone === 'under'
+        ? { kind: 'wrap', vx: dir * width * 0.06, bobAmplitude: s.size * 0.15, bobPeriod: 2 }
+        : { kind: 'rise', vx: dir * width * 0.02, vy: -height * 0.01 };
+    case 'bird':
+      return { kind: 'wrap', vx: dir * width * 0.07, bobAmplitude: s.size * 0.6, bobPeriod: 1.6 };
+    case 'balloon':
+      return { kind: 'rise', vx: width * 0.006 * dir, vy: -height * 0.012 };
+    case 'rocket':
+      return { kind: 'rise', vx: 0, vy: -height * 0.05 };
+    case 'car':
+      return { kind: 'wrap', vx: dir * width * 0.12, bobAmplitude: 0, bobPeriod: 1 };
+    default:
+      return { kind: 'drift', vx: 0, bobAmplitude: 0, bobPeriod: 1 };
   }
 }
 
@@ -812,9 +1053,20 @@ function drawBeam(look: Look, length: number, spread: number): (angleDeg: number
   return (angleDeg, square) => {
     const p = new Painter(look, square ? 'bs' : 'bm');
     const c = square ? length : 0;
-    const grad = p.linear([[0, p.emit(rgb('#fff6c8')), 0.95], [0.45, p.emit(rgb('#fff0b0')), 0.45], [1, p.emit(rgb('#fff0b0')), 0]], 0, 0, 1, 0);
+    const grad = p.linear(
+      [
+        [0, p.emit(rgb('#fff6c8')), 0.95],
+        [0.45, p.emit(rgb('#fff0b0')), 0.45],
+        [1, p.emit(rgb('#fff0b0')), 0],
+      ],
+      0,
+      0,
+      1,
+      0,
+    );
     const half = Math.tan((spread * Math.PI) / 180) * length;
-    const wedge = (k: number, h: number): string => `<polygon points="0,${n(-h * 0.08)} ${n(length * k)},${n(-h * k)} ${n(length * k)},${n(h * k)} 0,${n(h * 0.08)}" fill="${grad}"/>`;
+    const wedge = (k: number, h: number): string =>
+      `<polygon points="0,${n(-h * 0.08)} ${n(length * k)},${n(-h * k)} ${n(length * k)},${n(h * k)} 0,${n(h * 0.08)}" fill="${grad}"/>`;
     const beam = `<g opacity="0.35">${wedge(1, half * 2.4)}</g>${wedge(1, half)}<g opacity="0.5">${wedge(-0.35, half)}</g>`;
     return { defs: p.defs, body: `<g transform="translate(${n(c)} ${n(c)}) rotate(${n(angleDeg)})">${beam}</g>` };
   };
@@ -833,7 +1085,10 @@ function drawRain(plan: ScenePlan, look: Look, heavy: boolean): (tile: boolean) 
     const offsets = tile ? [-height, 0, height] : [0];
     const d: string[] = [];
     for (const off of offsets) for (const [x, y, s] of drops) d.push(`M${n(x)},${n(y + off)} l${n(-slant * s)},${n(len * s)}`);
-    return { defs: p.defs, body: `<path d="${d.join(' ')}" stroke="${p.col(rgb('#dfe8f4'))}" stroke-width="${n(Math.max(0.8, width / 1100))}" stroke-opacity="0.4" stroke-linecap="round"/>` };
+    return {
+      defs: p.defs,
+      body: `<path d="${d.join(' ')}" stroke="${p.col(rgb('#dfe8f4'))}" stroke-width="${n(Math.max(0.8, width / 1100))}" stroke-opacity="0.4" stroke-linecap="round"/>`,
+    };
   };
 }
 
@@ -843,16 +1098,19 @@ function drawFlakes(plan: ScenePlan, look: Look, layer: number, colour: Rgb, upw
   const unit = Math.min(width, height);
   const count = Math.round((width * height) / (upward ? 30000 : layer === 0 ? 5200 : 9000));
   const flakes: Array<[number, number, number]> = [];
-  for (let i = 0; i < count; i += 1) flakes.push([rng.range(0, width), rng.range(0, height), unit * (layer === 0 ? rng.range(0.0015, 0.003) : rng.range(0.003, 0.0065))]);
+  for (let i = 0; i < count; i += 1)
+    flakes.push([rng.range(0, width), rng.range(0, height), unit * (layer === 0 ? rng.range(0.0015, 0.003) : rng.range(0.003, 0.0065))]);
   return (tile) => {
     const p = new Painter(look, tile ? `ft${layer}` : `fl${layer}`);
     const offsets = tile ? [-height, 0, height] : [0];
     const parts: string[] = [];
     for (const off of offsets) {
       for (const [x, y, r] of flakes) {
-        parts.push(upward
-          ? `<circle cx="${n(x)}" cy="${n(y + off)}" r="${n(r * 1.6)}" fill="none" stroke="${p.col(colour)}" stroke-width="${n(Math.max(0.8, r * 0.35))}" stroke-opacity="0.6"/>`
-          : `<circle cx="${n(x)}" cy="${n(y + off)}" r="${n(r)}" fill="${p.col(colour)}" fill-opacity="${layer === 0 ? 0.7 : 0.9}"/>`);
+        parts.push(
+          upward
+            ? `<circle cx="${n(x)}" cy="${n(y + off)}" r="${n(r * 1.6)}" fill="none" stroke="${p.col(colour)}" stroke-width="${n(Math.max(0.8, r * 0.35))}" stroke-opacity="0.6"/>`
+            : `<circle cx="${n(x)}" cy="${n(y + off)}" r="${n(r)}" fill="${p.col(colour)}" fill-opacity="${layer === 0 ? 0.7 : 0.9}"/>`,
+        );
       }
     }
     return { defs: p.defs, body: parts.join('') };
@@ -877,7 +1135,8 @@ function drawLightning(plan: ScenePlan, look: Look): Fragment {
   const c = p.emit(rgb('#f4f0ff'));
   return {
     defs: p.defs,
-    body: `<rect x="0" y="0" width="${width}" height="${plan.height}" fill="${c}" fill-opacity="0.08"/>` +
+    body:
+      `<rect x="0" y="0" width="${width}" height="${plan.height}" fill="${c}" fill-opacity="0.08"/>` +
       `<path d="${d} ${branches.join(' ')}" stroke="${c}" stroke-width="${n(unit * 0.004)}" fill="none" stroke-linejoin="round" filter="${p.neonGlow(unit * 0.006)}"/>`,
   };
 }
@@ -888,11 +1147,25 @@ function drawFog(plan: ScenePlan, look: Look): Fragment | undefined {
   const p = new Painter(look, 'fg');
   if (plan.weather.includes('fog')) {
     const mist = look.night ? rgb('#3a4454') : rgb('#dde2e6');
-    parts.push(`<rect x="0" y="0" width="${width}" height="${height}" fill="${p.linear([[0, p.col(mist), 0.25], [horizon / height, p.col(mist), 0.75], [1, p.col(mist), 0.35]], 0, 0, 0, 1)}"/>`);
+    parts.push(
+      `<rect x="0" y="0" width="${width}" height="${height}" fill="${p.linear(
+        [
+          [0, p.col(mist), 0.25],
+          [horizon / height, p.col(mist), 0.75],
+          [1, p.col(mist), 0.35],
+        ],
+        0,
+        0,
+        0,
+        1,
+      )}"/>`,
+    );
     const rng = layerRng(plan, 'fog');
     for (let i = 0; i < 5; i += 1) {
       const y = horizon + (height - horizon) * rng.range(-0.3, 0.6);
-      parts.push(`<ellipse cx="${n(width * rng.range(0, 1))}" cy="${n(y)}" rx="${n(width * rng.range(0.3, 0.6))}" ry="${n(height * rng.range(0.03, 0.07))}" fill="${p.glow(p.col(mist), 0.6)}"/>`);
+      parts.push(
+        `<ellipse cx="${n(width * rng.range(0, 1))}" cy="${n(y)}" rx="${n(width * rng.range(0.3, 0.6))}" ry="${n(height * rng.range(0.03, 0.07))}" fill="${p.glow(p.col(mist), 0.6)}"/>`,
+      );
     }
   }
   if (plan.setting === 'underwater') {
@@ -907,7 +1180,9 @@ function drawAtmosphere(plan: ScenePlan, look: Look, fog: Fragment | undefined):
   // A soft vignette keeps the eye on the middle of the frame.
   const id = p.id();
   const edge = look.neon ? '#12001e' : '#000000';
-  p.defs.push(`<radialGradient id="${id}" cx="0.5" cy="0.5" r="0.75"><stop offset="0.55" stop-color="${edge}" stop-opacity="0"/><stop offset="1" stop-color="${edge}" stop-opacity="${look.night ? 0.5 : 0.3}"/></radialGradient>`);
+  p.defs.push(
+    `<radialGradient id="${id}" cx="0.5" cy="0.5" r="0.75"><stop offset="0.55" stop-color="${edge}" stop-opacity="0"/><stop offset="1" stop-color="${edge}" stop-opacity="${look.night ? 0.5 : 0.3}"/></radialGradient>`,
+  );
   return {
     defs: [...(fog?.defs ?? []), ...p.defs],
     body: `${fog?.body ?? ''}<rect x="0" y="0" width="${width}" height="${height}" fill="url(#${id})"/>`,
@@ -952,11 +1227,16 @@ export function buildSceneLayers(plan: ScenePlan, animated: boolean): SceneLayer
       const hy = s.base + ANCHORS.windmillHub.y * k;
       const radius = Math.ceil(ANCHORS.windmillBladeLength * k + 4);
       blades.push({
-        x: hx, y: hy, radius,
+        x: hx,
+        y: hy,
+        radius,
         draw: (angle, square) => {
           const p = new Painter(look, square ? `bl${s.variant}_` : `bx${s.variant}_`);
           const [tx, ty] = square ? [radius, radius] : [hx, hy];
-          return { defs: p.defs, body: `<g transform="translate(${n(tx)} ${n(ty)}) scale(${n(k)}) translate(${-ANCHORS.windmillHub.x} ${-ANCHORS.windmillHub.y})">${windmillBlades(p, angle)}</g>` };
+          return {
+            defs: p.defs,
+            body: `<g transform="translate(${n(tx)} ${n(ty)}) scale(${n(k)}) translate(${-ANCHORS.windmillHub.x} ${-ANCHORS.windmillHub.y})">${windmillBlades(p, angle)}</g>`,
+          };
         },
       });
     }
@@ -964,7 +1244,10 @@ export function buildSceneLayers(plan: ScenePlan, animated: boolean): SceneLayer
       const k = s.size / 102;
       const length = Math.round(width * 0.5);
       beam = {
-        x: s.x, y: s.base + ANCHORS.lighthouseLamp.y * k, length, squash: 0.3,
+        x: s.x,
+        y: s.base + ANCHORS.lighthouseLamp.y * k,
+        length,
+        squash: 0.3,
         draw: drawBeam(look, length, 5),
       };
     }
@@ -995,7 +1278,9 @@ export function buildSceneLayers(plan: ScenePlan, animated: boolean): SceneLayer
   const sun = drawSun(plan, look);
   const fog = drawFog(plan, look);
   return {
-    width, height, look,
+    width,
+    height,
+    look,
     sky: drawSky(plan, look),
     ...(sun ? { sun } : {}),
     clouds: makeClouds(plan, look),
@@ -1041,7 +1326,12 @@ export function sceneToSvg(layers: SceneLayers, beamAngle: number, backdrop = tr
     for (const pr of layers.precipitation) frags.push(pr.draw(false));
     frags.push(layers.atmosphere);
   }
-  return svgDocument(layers.width, layers.height, frags.flatMap((f) => f.defs), frags.map((f) => f.body).join(''));
+  return svgDocument(
+    layers.width,
+    layers.height,
+    frags.flatMap((f) => f.defs),
+    frags.map((f) => f.body).join(''),
+  );
 }
 
 /** The still picture's SVG for a plan; `backdrop: false` leaves the sky empty (see {@link sceneToSvg}). */

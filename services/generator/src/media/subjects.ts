@@ -71,10 +71,29 @@ function lighthouse(p: Painter, o: DrawOptions): Drawing {
   const body = o.colour ?? WHITE;
   const stripe = rgb('#c7302a');
   const hw = (y: number): number => 13 - 4.5 * (y / 74);
-  const band = (a: number, b: number): string => poly([[-hw(a), -a], [hw(a), -a], [hw(b), -b], [-hw(b), -b]], p.lit(stripe, o.fromLeft));
+  const band = (a: number, b: number): string =>
+    poly(
+      [
+        [-hw(a), -a],
+        [hw(a), -a],
+        [hw(b), -b],
+        [-hw(b), -b],
+      ],
+      p.lit(stripe, o.fromLeft),
+    );
   const parts = [
-    poly([[-13, 0], [13, 0], [8.5, -74], [-8.5, -74]], p.lit(body, o.fromLeft)),
-    band(12, 24), band(36, 48), band(60, 72),
+    poly(
+      [
+        [-13, 0],
+        [13, 0],
+        [8.5, -74],
+        [-8.5, -74],
+      ],
+      p.lit(body, o.fromLeft),
+    ),
+    band(12, 24),
+    band(36, 48),
+    band(60, 72),
     path('M-3.2,0 V-8 A3.2,3.2 0 0 1 3.2,-8 V0 Z', p.surf(DARK)),
     rect(-1.6, -34, 3.2, 5, windowFill(p, o, true)),
     rect(-1.6, -56, 3.2, 5, windowFill(p, o, false)),
@@ -82,7 +101,14 @@ function lighthouse(p: Painter, o: DrawOptions): Drawing {
     `<path d="M-11,-78 V-83 M-5.5,-78 V-83 M0,-78 V-83 M5.5,-78 V-83 M11,-78 V-83 M-11.5,-83 H11.5" stroke="${p.surf(rgb('#2e3036'))}" stroke-width="0.8" fill="none"/>`,
     rect(-6, -91, 12, 13, o.lightsOn ? p.emit(rgb('#fff2b0')) : p.surf(GLASS, 1.1)),
     `<path d="M-2,-91 V-78 M2,-91 V-78" stroke="${p.surf(rgb('#2e3036'))}" stroke-width="0.7"/>`,
-    poly([[-8.5, -91], [8.5, -91], [0, -100]], p.lit(stripe, o.fromLeft)),
+    poly(
+      [
+        [-8.5, -91],
+        [8.5, -91],
+        [0, -100],
+      ],
+      p.lit(stripe, o.fromLeft),
+    ),
     circle(0, -101, 1.4, p.surf(DARK)),
   ];
   if (o.lightsOn) parts.push(circle(ANCHORS.lighthouseLamp.x, ANCHORS.lighthouseLamp.y, 22, p.glow(p.emit(rgb('#fff1b8')), 0.9)));
@@ -96,8 +122,23 @@ function house(p: Painter, o: DrawOptions): Drawing {
   const parts = [
     rect(14, -76, 9, 24, p.lit(rgb('#8a4a3a'), o.fromLeft)),
     rect(-32, -42, 64, 42, p.lit(wall, o.fromLeft)),
-    poly([[-39, -40], [0, -78], [39, -40]], p.lit(roof, o.fromLeft)),
-    poly([[-39, -40], [39, -40], [36, -37], [-36, -37]], p.surf(roof, 0.6)),
+    poly(
+      [
+        [-39, -40],
+        [0, -78],
+        [39, -40],
+      ],
+      p.lit(roof, o.fromLeft),
+    ),
+    poly(
+      [
+        [-39, -40],
+        [39, -40],
+        [36, -37],
+        [-36, -37],
+      ],
+      p.surf(roof, 0.6),
+    ),
     rect(-6, -24, 12, 24, p.surf(rgb('#5a3a26'))),
     circle(3.5, -12, 0.9, p.surf(rgb('#d8b15a'))),
   ];
@@ -116,9 +157,24 @@ function house(p: Painter, o: DrawOptions): Drawing {
 function tree(p: Painter, o: DrawOptions): Drawing {
   const leaf = o.colour ?? o.rng.pick([rgb('#3f8a3c'), rgb('#4c9a3a'), rgb('#357a45'), rgb('#6a9a2c')]);
   const trunk = rgb('#6a4528');
-  const blobs: Array<[number, number, number]> = [[-18, -52, 20], [18, -54, 21], [0, -62, 28], [-12, -76, 19], [13, -76, 19], [0, -86, 16]];
+  const blobs: Array<[number, number, number]> = [
+    [-18, -52, 20],
+    [18, -54, 21],
+    [0, -62, 28],
+    [-12, -76, 19],
+    [13, -76, 19],
+    [0, -86, 16],
+  ];
   const parts = [
-    poly([[-5, 0], [5, 0], [3, -46], [-3, -46]], p.lit(trunk, o.fromLeft)),
+    poly(
+      [
+        [-5, 0],
+        [5, 0],
+        [3, -46],
+        [-3, -46],
+      ],
+      p.lit(trunk, o.fromLeft),
+    ),
     path('M1,-30 L14,-46 L12,-48 L0,-36 Z', p.surf(trunk, 0.8)),
     ...blobs.map(([x, y, r]) => circle(x, y, r, p.lit(leaf, o.fromLeft))),
   ];
@@ -134,15 +190,31 @@ function tree(p: Painter, o: DrawOptions): Drawing {
 
 function pine(p: Painter, o: DrawOptions): Drawing {
   const green = o.colour ?? o.rng.pick([rgb('#2e5e3a'), rgb('#23513a'), rgb('#3a6b3a')]);
-  const tiers: Array<[number, number, number]> = [[-10, 26, -48], [-32, 21, -66], [-52, 16, -84], [-70, 10, -100]];
+  const tiers: Array<[number, number, number]> = [
+    [-10, 26, -48],
+    [-32, 21, -66],
+    [-52, 16, -84],
+    [-70, 10, -100],
+  ];
   const parts = [rect(-3.5, -14, 7, 14, p.lit(rgb('#5a3a22'), o.fromLeft))];
   for (const [yb, hw, yt] of tiers) {
     parts.push(path(`M${-hw},${yb} Q0,${yb + 4} ${hw},${yb} L0,${yt} Z`, p.lit(green, o.fromLeft)));
     if (o.snowy) {
       const h = (yb - yt) * 0.42;
       const w = hw * 0.45;
-      parts.push(path(`M0,${yt} L${w},${yt + h} L${w * 0.5},${yt + h * 0.85} L0,${yt + h * 1.05} L${-w * 0.5},${yt + h * 0.85} L${-w},${yt + h} Z`, p.surf(rgb('#f4f8ff'), 1.1)));
-      parts.push(path(`M${-hw},${yb} Q0,${yb + 4} ${hw},${yb} Q0,${yb - 1} ${-hw},${yb} Z`, p.surf(rgb('#f4f8ff'), 1.05), ` stroke="${p.surf(rgb('#f4f8ff'), 1.05)}" stroke-width="2"`));
+      parts.push(
+        path(
+          `M0,${yt} L${w},${yt + h} L${w * 0.5},${yt + h * 0.85} L0,${yt + h * 1.05} L${-w * 0.5},${yt + h * 0.85} L${-w},${yt + h} Z`,
+          p.surf(rgb('#f4f8ff'), 1.1),
+        ),
+      );
+      parts.push(
+        path(
+          `M${-hw},${yb} Q0,${yb + 4} ${hw},${yb} Q0,${yb - 1} ${-hw},${yb} Z`,
+          p.surf(rgb('#f4f8ff'), 1.05),
+          ` stroke="${p.surf(rgb('#f4f8ff'), 1.05)}" stroke-width="2"`,
+        ),
+      );
     }
   }
   return { body: parts.join(''), height: 100 };
@@ -159,22 +231,63 @@ function castle(p: Painter, o: DrawOptions): Drawing {
   const wallFill = p.lit(stone, o.fromLeft);
   const keepFill = p.lit(mix(stone, WHITE, 0.15), o.fromLeft);
   const parts = [
-    rect(-46, -40, 92, 40, wallFill), merlons(-46, 46, -40, wallFill),
-    rect(-19, -78, 38, 40, keepFill), merlons(-19, 19, -78, keepFill),
-    rect(-6, -96, 12, 20, keepFill), poly([[-8, -96], [8, -96], [0, -112]], p.lit(roof, o.fromLeft)),
-    `<path d="M0,-112 V-122" stroke="${p.surf(DARK)}" stroke-width="0.8"/>`, poly([[0, -122], [9, -119], [0, -116]], p.emit(rgb('#d23a2e'))),
+    rect(-46, -40, 92, 40, wallFill),
+    merlons(-46, 46, -40, wallFill),
+    rect(-19, -78, 38, 40, keepFill),
+    merlons(-19, 19, -78, keepFill),
+    rect(-6, -96, 12, 20, keepFill),
+    poly(
+      [
+        [-8, -96],
+        [8, -96],
+        [0, -112],
+      ],
+      p.lit(roof, o.fromLeft),
+    ),
+    `<path d="M0,-112 V-122" stroke="${p.surf(DARK)}" stroke-width="0.8"/>`,
+    poly(
+      [
+        [0, -122],
+        [9, -119],
+        [0, -116],
+      ],
+      p.emit(rgb('#d23a2e')),
+    ),
   ];
   for (const x of [-58, 40]) {
     parts.push(rect(x, -64, 18, 64, p.lit(stone, o.fromLeft)));
-    parts.push(poly([[x - 3, -64], [x + 21, -64], [x + 9, -92]], p.lit(roof, o.fromLeft)));
+    parts.push(
+      poly(
+        [
+          [x - 3, -64],
+          [x + 21, -64],
+          [x + 9, -92],
+        ],
+        p.lit(roof, o.fromLeft),
+      ),
+    );
     parts.push(rect(x + 7, -48, 4, 8, windowFill(p, o, true), ' rx="2"'));
   }
   parts.push(path('M-10,0 V-18 A10,10 0 0 1 10,-18 V0 Z', p.surf(rgb('#2a2420'))));
   for (const x of [-12, -3, 6]) parts.push(rect(x, -66, 4, 9, windowFill(p, o, x !== -3), ' rx="2"'));
   for (const x of [-36, 28]) parts.push(rect(x, -28, 3, 8, windowFill(p, o, false), ' rx="1.5"'));
   if (o.snowy) {
-    for (const [x, w] of [[-61, 24], [37, 24], [-11, 22]] as Array<[number, number]>) {
-      parts.push(poly([[x, x === -11 ? -96 : -64], [x + w, x === -11 ? -96 : -64], [x + w / 2, x === -11 ? -108 : -84]], p.surf(rgb('#f4f8ff'), 1.05), ' fill-opacity="0.85"'));
+    for (const [x, w] of [
+      [-61, 24],
+      [37, 24],
+      [-11, 22],
+    ] as Array<[number, number]>) {
+      parts.push(
+        poly(
+          [
+            [x, x === -11 ? -96 : -64],
+            [x + w, x === -11 ? -96 : -64],
+            [x + w / 2, x === -11 ? -108 : -84],
+          ],
+          p.surf(rgb('#f4f8ff'), 1.05),
+          ' fill-opacity="0.85"',
+        ),
+      );
     }
   }
   return { body: parts.join(''), height: 122 };
@@ -187,7 +300,14 @@ function boat(p: Painter, o: DrawOptions): Drawing {
     rect(-1.4, -98, 2.8, 86, p.surf(rgb('#5b4632'))),
     path('M2,-95 L2,-20 L42,-20 Q30,-58 2,-95 Z', p.lit(sail, o.fromLeft)),
     path('M-2,-88 L-2,-22 L-34,-22 Q-19,-56 -2,-88 Z', p.lit(mix(sail, rgb('#e9dcc0'), 0.5), o.fromLeft)),
-    poly([[1.4, -98], [12, -95], [1.4, -92]], p.emit(rgb('#d23a2e'))),
+    poly(
+      [
+        [1.4, -98],
+        [12, -95],
+        [1.4, -92],
+      ],
+      p.emit(rgb('#d23a2e')),
+    ),
     path('M-46,-16 Q0,-12 46,-18 L36,3 Q0,6 -34,3 Z', p.lit(hull, o.fromLeft)),
     path('M-45,-15 Q0,-11 45,-17 L44,-14 Q0,-8 -44,-12 Z', p.surf(mix(hull, DARK, 0.5))),
   ];
@@ -200,8 +320,10 @@ function ship(p: Painter, o: DrawOptions): Drawing {
     circle(18, -86, 7, p.surf(rgb('#c9ccd2')), ' fill-opacity="0.55"'),
     circle(28, -94, 9, p.surf(rgb('#c9ccd2')), ' fill-opacity="0.4"'),
     circle(40, -100, 11, p.surf(rgb('#c9ccd2')), ' fill-opacity="0.25"'),
-    rect(6, -76, 12, 26, p.lit(rgb('#c23a2e'), o.fromLeft)), rect(6, -76, 12, 5, p.surf(DARK)),
-    rect(-36, -38, 64, 20, p.lit(WHITE, o.fromLeft)), rect(-22, -52, 32, 15, p.lit(WHITE, o.fromLeft)),
+    rect(6, -76, 12, 26, p.lit(rgb('#c23a2e'), o.fromLeft)),
+    rect(6, -76, 12, 5, p.surf(DARK)),
+    rect(-36, -38, 64, 20, p.lit(WHITE, o.fromLeft)),
+    rect(-22, -52, 32, 15, p.lit(WHITE, o.fromLeft)),
   ];
   for (let x = -32; x < 24; x += 7) parts.push(rect(x, -32, 4, 4, windowFill(p, o, (x + 32) % 14 === 0)));
   for (let x = -18; x < 8; x += 6) parts.push(rect(x, -48, 4, 5, windowFill(p, o, true)));
@@ -213,7 +335,10 @@ function ship(p: Painter, o: DrawOptions): Drawing {
 function car(p: Painter, o: DrawOptions): Drawing {
   const paint = o.colour ?? o.rng.pick([rgb('#c8322b'), rgb('#2f63c8'), rgb('#e8b52a'), rgb('#2e2e34'), rgb('#e8e8e4')]);
   const parts = [
-    path('M-48,-12 L-48,-22 Q-46,-28 -36,-29 L-24,-30 L-12,-43 Q-8,-46 -2,-46 L18,-46 Q25,-46 29,-41 L38,-30 L46,-28 Q50,-26 50,-20 L50,-12 Z', p.lit(paint, o.fromLeft)),
+    path(
+      'M-48,-12 L-48,-22 Q-46,-28 -36,-29 L-24,-30 L-12,-43 Q-8,-46 -2,-46 L18,-46 Q25,-46 29,-41 L38,-30 L46,-28 Q50,-26 50,-20 L50,-12 Z',
+      p.lit(paint, o.fromLeft),
+    ),
     path('M-20,-31 L-10,-42 L3,-42 L3,-31 Z', p.surf(GLASS)),
     path('M7,-31 L7,-42 L18,-42 Q22,-42 25,-38 L30,-31 Z', p.surf(GLASS)),
     rect(-48, -19, 98, 2, p.surf(paint, 0.6)),
@@ -235,12 +360,42 @@ function cat(p: Painter, o: DrawOptions): Drawing {
     `<path d="M14,-4 C34,-4 38,-24 28,-38" stroke="${fill}" stroke-width="6" stroke-linecap="round" fill="none"/>`,
     path('M-18,0 C-22,-20 -16,-40 -4,-44 C10,-46 18,-32 19,-14 C20,-6 17,0 13,0 Z', fill),
     circle(-6, -52, 14, fill),
-    poly([[-19, -56], [-16, -72], [-8, -63]], fill),
-    poly([[-4, -64], [4, -72], [6, -55]], fill),
-    poly([[-16.5, -60], [-15.5, -67], [-11, -62]], p.surf(rgb('#e8a0a8'))),
-    ellipse(-11, -53, 2.2, 3, eye), ellipse(0, -53, 2.2, 3, eye),
-    ellipse(-11, -53, 0.7, 2.4, p.surf(DARK)), ellipse(0, -53, 0.7, 2.4, p.surf(DARK)),
-    poly([[-7.5, -47.5], [-3.5, -47.5], [-5.5, -45.5]], p.surf(rgb('#d07a84'))),
+    poly(
+      [
+        [-19, -56],
+        [-16, -72],
+        [-8, -63],
+      ],
+      fill,
+    ),
+    poly(
+      [
+        [-4, -64],
+        [4, -72],
+        [6, -55],
+      ],
+      fill,
+    ),
+    poly(
+      [
+        [-16.5, -60],
+        [-15.5, -67],
+        [-11, -62],
+      ],
+      p.surf(rgb('#e8a0a8')),
+    ),
+    ellipse(-11, -53, 2.2, 3, eye),
+    ellipse(0, -53, 2.2, 3, eye),
+    ellipse(-11, -53, 0.7, 2.4, p.surf(DARK)),
+    ellipse(0, -53, 0.7, 2.4, p.surf(DARK)),
+    poly(
+      [
+        [-7.5, -47.5],
+        [-3.5, -47.5],
+        [-5.5, -45.5],
+      ],
+      p.surf(rgb('#d07a84')),
+    ),
     `<path d="M-10,0 V-12 M-2,0 V-12" stroke="${p.surf(fur, 0.55)}" stroke-width="1.2"/>`,
   ];
   return { body: parts.join(''), height: 72 };
@@ -268,8 +423,42 @@ function dogLike(p: Painter, o: DrawOptions, fox: boolean): Drawing {
   if (fox) {
     parts.push(path('M-26,-58 L-43,-50 L-26,-46 Z', fill));
     parts.push(path('M-27,-50 L-43,-50 L-26,-46 Z', white));
-    parts.push(poly([[-28, -58], [-28, -73], [-19, -61]], fill), poly([[-19, -60], [-12, -72], [-11, -56]], fill));
-    parts.push(poly([[-26.5, -61], [-26.5, -69], [-22, -62]], p.surf(DARK)), poly([[-17, -60], [-13, -67], [-13, -58]], p.surf(DARK)));
+    parts.push(
+      poly(
+        [
+          [-28, -58],
+          [-28, -73],
+          [-19, -61],
+        ],
+        fill,
+      ),
+      poly(
+        [
+          [-19, -60],
+          [-12, -72],
+          [-11, -56],
+        ],
+        fill,
+      ),
+    );
+    parts.push(
+      poly(
+        [
+          [-26.5, -61],
+          [-26.5, -69],
+          [-22, -62],
+        ],
+        p.surf(DARK),
+      ),
+      poly(
+        [
+          [-17, -60],
+          [-13, -67],
+          [-13, -58],
+        ],
+        p.surf(DARK),
+      ),
+    );
     parts.push(path('M-16,-44 C-12,-40 -8,-36 -6,-30 L-14,-28 C-18,-34 -20,-40 -16,-44 Z', white));
     parts.push(circle(-42.5, -50, 1.7, p.surf(DARK)));
   } else {
@@ -294,11 +483,20 @@ function fish(p: Painter, o: DrawOptions): Drawing {
   const scale = o.colour ?? o.rng.pick([rgb('#f08a2a'), rgb('#e8c23a'), rgb('#4ab0d8'), rgb('#e05a4a'), rgb('#9a6ad8')]);
   const fill = p.lit(scale, o.fromLeft);
   const parts = [
-    poly([[20, -12], [36, -24], [32, -12], [36, 0]], p.surf(scale, 0.8)),
+    poly(
+      [
+        [20, -12],
+        [36, -24],
+        [32, -12],
+        [36, 0],
+      ],
+      p.surf(scale, 0.8),
+    ),
     path('M-26,-12 C-18,-26 10,-28 22,-12 C10,2 -18,2 -26,-12 Z', fill),
     path('M-4,-22 L6,-30 L10,-21 Z', p.surf(scale, 0.8)),
     `<path d="M-8,-23 C-4,-16 -4,-8 -8,-2 M2,-24 C6,-16 6,-8 2,-1" stroke="${p.surf(scale, 0.7)}" stroke-width="1.2" fill="none"/>`,
-    circle(-17, -14, 2.6, p.surf(WHITE)), circle(-17.5, -14, 1.4, p.surf(DARK)),
+    circle(-17, -14, 2.6, p.surf(WHITE)),
+    circle(-17.5, -14, 1.4, p.surf(DARK)),
   ];
   return { body: parts.join(''), height: 30 };
 }
@@ -334,11 +532,35 @@ function tower(p: Painter, o: DrawOptions): Drawing {
   const stone = o.colour ?? rgb('#b9ae9a');
   const roof = rgb('#7a2f3a');
   const parts = [
-    poly([[-15, 0], [15, 0], [12, -72], [-12, -72]], p.lit(stone, o.fromLeft)),
+    poly(
+      [
+        [-15, 0],
+        [15, 0],
+        [12, -72],
+        [-12, -72],
+      ],
+      p.lit(stone, o.fromLeft),
+    ),
     rect(-15, -78, 30, 7, p.lit(stone, o.fromLeft)),
-    poly([[-17, -78], [17, -78], [0, -108]], p.lit(roof, o.fromLeft)),
-    `<path d="M0,-108 V-118" stroke="${p.surf(DARK)}" stroke-width="0.8"/>`, poly([[0, -118], [9, -115], [0, -112]], p.emit(rgb('#d2a83a'))),
-    circle(0, -62, 5, p.surf(WHITE)), `<path d="M0,-62 V-65.5 M0,-62 L2.5,-60.5" stroke="${p.surf(DARK)}" stroke-width="0.8"/>`,
+    poly(
+      [
+        [-17, -78],
+        [17, -78],
+        [0, -108],
+      ],
+      p.lit(roof, o.fromLeft),
+    ),
+    `<path d="M0,-108 V-118" stroke="${p.surf(DARK)}" stroke-width="0.8"/>`,
+    poly(
+      [
+        [0, -118],
+        [9, -115],
+        [0, -112],
+      ],
+      p.emit(rgb('#d2a83a')),
+    ),
+    circle(0, -62, 5, p.surf(WHITE)),
+    `<path d="M0,-62 V-65.5 M0,-62 L2.5,-60.5" stroke="${p.surf(DARK)}" stroke-width="0.8"/>`,
     path('M-5,0 V-10 A5,5 0 0 1 5,-10 V0 Z', p.surf(rgb('#3a2a20'))),
   ];
   for (const y of [-26, -44]) parts.push(rect(-2, y, 4, 8, windowFill(p, o, y === -26), ' rx="2"'));
@@ -365,7 +587,15 @@ export function windmillBlades(p: Painter, angle: number): string {
 function windmill(p: Painter, o: DrawOptions): Drawing {
   const body = o.colour ?? o.rng.pick([rgb('#efe8dc'), rgb('#b86a44'), rgb('#8a7a6a')]);
   const parts = [
-    poly([[-16, 0], [16, 0], [9, -62], [-9, -62]], p.lit(body, o.fromLeft)),
+    poly(
+      [
+        [-16, 0],
+        [16, 0],
+        [9, -62],
+        [-9, -62],
+      ],
+      p.lit(body, o.fromLeft),
+    ),
     path('M-11,-62 Q0,-80 11,-62 Z', p.lit(rgb('#4a3a30'), o.fromLeft)),
     path('M-5,0 V-12 A5,5 0 0 1 5,-12 V0 Z', p.surf(rgb('#4a2e1e'))),
     rect(-2.5, -40, 5, 7, windowFill(p, o, true)),
@@ -379,18 +609,26 @@ function robot(p: Painter, o: DrawOptions): Drawing {
   const fill = p.lit(metal, o.fromLeft);
   const eye = p.emit(rgb('#46e8ff'));
   const parts = [
-    `<path d="M0,-92 V-100" stroke="${p.surf(DARK)}" stroke-width="1.5"/>`, circle(0, -101, 2.6, p.emit(rgb('#ff4a3a'))),
+    `<path d="M0,-92 V-100" stroke="${p.surf(DARK)}" stroke-width="1.5"/>`,
+    circle(0, -101, 2.6, p.emit(rgb('#ff4a3a'))),
     rect(-14, -92, 28, 20, fill, ' rx="4"'),
     rect(-10, -86, 20, 8, p.surf(rgb('#1a2028')), ' rx="3"'),
-    circle(-5, -82, 2.6, eye), circle(5, -82, 2.6, eye),
+    circle(-5, -82, 2.6, eye),
+    circle(5, -82, 2.6, eye),
     rect(-4, -73, 8, 4, p.surf(metal, 0.6)),
     rect(-19, -70, 38, 36, fill, ' rx="5"'),
     rect(-10, -62, 20, 14, p.surf(rgb('#2a3038')), ' rx="2"'),
-    circle(-5, -55, 2, p.emit(rgb('#6aff8a'))), circle(1, -55, 2, p.emit(rgb('#ffd23a'))), circle(7, -55, 2, p.emit(rgb('#ff5a5a'))),
-    rect(-27, -68, 7, 28, fill, ' rx="3"'), rect(20, -68, 7, 28, fill, ' rx="3"'),
-    path('M-28,-40 h9 v4 h-3 v3 h-3 v-3 h-3 Z', p.surf(metal, 0.7)), path('M19,-40 h9 v4 h-3 v3 h-3 v-3 h-3 Z', p.surf(metal, 0.7)),
-    rect(-14, -34, 10, 28, fill, ' rx="2"'), rect(4, -34, 10, 28, fill, ' rx="2"'),
-    rect(-17, -7, 15, 7, p.surf(metal, 0.55), ' rx="2"'), rect(2, -7, 15, 7, p.surf(metal, 0.55), ' rx="2"'),
+    circle(-5, -55, 2, p.emit(rgb('#6aff8a'))),
+    circle(1, -55, 2, p.emit(rgb('#ffd23a'))),
+    circle(7, -55, 2, p.emit(rgb('#ff5a5a'))),
+    rect(-27, -68, 7, 28, fill, ' rx="3"'),
+    rect(20, -68, 7, 28, fill, ' rx="3"'),
+    path('M-28,-40 h9 v4 h-3 v3 h-3 v-3 h-3 Z', p.surf(metal, 0.7)),
+    path('M19,-40 h9 v4 h-3 v3 h-3 v-3 h-3 Z', p.surf(metal, 0.7)),
+    rect(-14, -34, 10, 28, fill, ' rx="2"'),
+    rect(4, -34, 10, 28, fill, ' rx="2"'),
+    rect(-17, -7, 15, 7, p.surf(metal, 0.55), ' rx="2"'),
+    rect(2, -7, 15, 7, p.surf(metal, 0.55), ' rx="2"'),
   ];
   return { body: parts.join(''), height: 104 };
 }
@@ -406,16 +644,22 @@ function rocket(p: Painter, o: DrawOptions): Drawing {
     path('M14,-30 L27,-4 L27,8 L14,-6 Z', p.lit(red, o.fromLeft)),
     path('M0,-100 C12,-84 14,-60 14,-30 L14,8 L-14,8 L-14,-30 C-14,-60 -12,-84 0,-100 Z', p.lit(hullColour, o.fromLeft)),
     path('M0,-100 C8,-90 11,-80 12,-72 L-12,-72 C-11,-80 -8,-90 0,-100 Z', p.lit(red, o.fromLeft)),
-    circle(0, -52, 7.5, p.surf(rgb('#50565e'))), circle(0, -52, 5.5, p.surf(GLASS, 1.1)),
+    circle(0, -52, 7.5, p.surf(rgb('#50565e'))),
+    circle(0, -52, 5.5, p.surf(GLASS, 1.1)),
     rect(-3, -6, 6, 20, p.surf(red, 0.8)),
   ];
   return { body: parts.join(''), height: 100 };
 }
 
 function balloon(p: Painter, o: DrawOptions): Drawing {
-  const [a, b] = o.colour ? [o.colour, rgb('#f4e8cf')] : o.rng.pick([
-    [rgb('#d8322a'), rgb('#f2c230')], [rgb('#2f63c8'), rgb('#f4f0e4')], [rgb('#e8782a'), rgb('#7a3fb0')], [rgb('#3f9a45'), rgb('#f2c230')],
-  ] as Array<[Rgb, Rgb]>);
+  const [a, b] = o.colour
+    ? [o.colour, rgb('#f4e8cf')]
+    : o.rng.pick([
+        [rgb('#d8322a'), rgb('#f2c230')],
+        [rgb('#2f63c8'), rgb('#f4f0e4')],
+        [rgb('#e8782a'), rgb('#7a3fb0')],
+        [rgb('#3f9a45'), rgb('#f2c230')],
+      ] as Array<[Rgb, Rgb]>);
   const env = 'M0,-100 C30,-100 38,-70 30,-52 C24,-38 10,-30 8,-26 L-8,-26 C-10,-30 -24,-38 -30,-52 C-38,-70 -30,-100 0,-100 Z';
   const parts = [
     path(env, p.lit(a, o.fromLeft)),
@@ -435,12 +679,15 @@ function person(p: Painter, o: DrawOptions): Drawing {
   const hair = o.rng.pick([rgb('#2a1e16'), rgb('#6a4020'), rgb('#c89a50'), rgb('#1a1a1e')]);
   const trousers = rgb('#2a3040');
   const parts = [
-    rect(-8.5, -40, 7, 38, p.lit(trousers, o.fromLeft)), rect(1.5, -40, 7, 38, p.lit(trousers, o.fromLeft)),
-    ellipse(-5, -1.5, 5, 2.2, p.surf(DARK)), ellipse(5, -1.5, 5, 2.2, p.surf(DARK)),
+    rect(-8.5, -40, 7, 38, p.lit(trousers, o.fromLeft)),
+    rect(1.5, -40, 7, 38, p.lit(trousers, o.fromLeft)),
+    ellipse(-5, -1.5, 5, 2.2, p.surf(DARK)),
+    ellipse(5, -1.5, 5, 2.2, p.surf(DARK)),
     path('M-13,-76 C-15,-60 -15,-48 -13,-36 L13,-36 C15,-48 15,-60 13,-76 C6,-80 -6,-80 -13,-76 Z', p.lit(coat, o.fromLeft)),
     path('M-13,-74 C-18,-62 -19,-52 -18,-42 L-14,-42 C-14,-52 -13,-62 -10,-70 Z', p.lit(coat, o.fromLeft)),
     path('M13,-74 C18,-62 19,-52 18,-42 L14,-42 C14,-52 13,-62 10,-70 Z', p.lit(coat, o.fromLeft)),
-    circle(-16, -40, 2.6, p.surf(skin)), circle(16, -40, 2.6, p.surf(skin)),
+    circle(-16, -40, 2.6, p.surf(skin)),
+    circle(16, -40, 2.6, p.surf(skin)),
     rect(-3, -82, 6, 5, p.surf(skin, 0.85)),
     circle(0, -89, 8, p.lit(skin, o.fromLeft)),
     path('M-8.5,-89 C-9,-99 9,-99 8.5,-89 C8,-85 6,-84 6,-86 C4,-93 -4,-93 -6,-86 C-6,-84 -8,-85 -8.5,-89 Z', p.surf(hair)),
@@ -452,13 +699,26 @@ function snowman(p: Painter, o: DrawOptions): Drawing {
   const snow = rgb('#f6f8fc');
   const parts = [
     `<path d="M-12,-50 L-30,-66 M-25,-61 L-30,-58 M12,-50 L30,-64 M25,-60 L31,-61" stroke="${p.surf(rgb('#5a3a22'))}" stroke-width="1.8" stroke-linecap="round"/>`,
-    circle(0, -20, 21, p.lit(snow, o.fromLeft)), circle(0, -53, 15, p.lit(snow, o.fromLeft)), circle(0, -78, 11, p.lit(snow, o.fromLeft)),
+    circle(0, -20, 21, p.lit(snow, o.fromLeft)),
+    circle(0, -53, 15, p.lit(snow, o.fromLeft)),
+    circle(0, -78, 11, p.lit(snow, o.fromLeft)),
     path('M-11,-68 C-4,-64 4,-64 11,-68 L12,-63 C4,-60 -4,-60 -12,-63 Z', p.lit(o.colour ?? rgb('#c8322b'), o.fromLeft)),
     rect(6, -66, 5, 12, p.surf(o.colour ?? rgb('#c8322b'), 0.85)),
-    rect(-12, -89, 24, 3, p.surf(DARK)), rect(-8, -104, 16, 16, p.surf(DARK)),
-    circle(-4, -80, 1.4, p.surf(DARK)), circle(4, -80, 1.4, p.surf(DARK)),
-    poly([[-1, -77], [-1, -74], [-14, -75]], p.surf(rgb('#ee7a22'))),
-    circle(0, -54, 1.6, p.surf(DARK)), circle(0, -46, 1.6, p.surf(DARK)), circle(0, -28, 1.8, p.surf(DARK)),
+    rect(-12, -89, 24, 3, p.surf(DARK)),
+    rect(-8, -104, 16, 16, p.surf(DARK)),
+    circle(-4, -80, 1.4, p.surf(DARK)),
+    circle(4, -80, 1.4, p.surf(DARK)),
+    poly(
+      [
+        [-1, -77],
+        [-1, -74],
+        [-14, -75],
+      ],
+      p.surf(rgb('#ee7a22')),
+    ),
+    circle(0, -54, 1.6, p.surf(DARK)),
+    circle(0, -46, 1.6, p.surf(DARK)),
+    circle(0, -28, 1.8, p.surf(DARK)),
   ];
   return { body: parts.join(''), height: 104 };
 }
@@ -479,9 +739,31 @@ function tent(p: Painter, o: DrawOptions): Drawing {
   const cloth = o.colour ?? o.rng.pick([rgb('#e8782a'), rgb('#3f8a5a'), rgb('#c8322b'), rgb('#e8c23a')]);
   const parts = [
     `<path d="M-44,0 L-30,-30 M44,0 L30,-30" stroke="${p.surf(rgb('#d8d0c0'))}" stroke-width="0.6"/>`,
-    poly([[-40, 0], [0, -56], [40, 0]], p.lit(cloth, o.fromLeft)),
-    poly([[0, -56], [40, 0], [52, -2], [14, -54]], p.surf(cloth, 0.7)),
-    poly([[-11, 0], [0, -34], [11, 0]], o.lightsOn ? p.emit(rgb('#ffc25a')) : p.surf(rgb('#2a2018'))),
+    poly(
+      [
+        [-40, 0],
+        [0, -56],
+        [40, 0],
+      ],
+      p.lit(cloth, o.fromLeft),
+    ),
+    poly(
+      [
+        [0, -56],
+        [40, 0],
+        [52, -2],
+        [14, -54],
+      ],
+      p.surf(cloth, 0.7),
+    ),
+    poly(
+      [
+        [-11, 0],
+        [0, -34],
+        [11, 0],
+      ],
+      o.lightsOn ? p.emit(rgb('#ffc25a')) : p.surf(rgb('#2a2018')),
+    ),
     `<path d="M0,-56 V-62" stroke="${p.surf(DARK)}" stroke-width="1.2"/>`,
   ];
   if (o.lightsOn) parts.push(circle(0, -10, 30, p.glow(p.emit(rgb('#ffb040')), 0.4)));
@@ -497,7 +779,9 @@ function campfire(p: Painter, _o: DrawOptions): Drawing {
     path('M-16,-6 C-22,-28 -6,-36 -4,-60 C4,-44 22,-36 16,-6 Z', p.emit(rgb('#e8401a'))),
     path('M-11,-6 C-14,-22 -2,-28 0,-46 C6,-32 16,-24 11,-6 Z', p.emit(rgb('#ff8a1a'))),
     path('M-6,-6 C-8,-16 0,-20 1,-30 C5,-20 10,-14 6,-6 Z', p.emit(rgb('#ffe27a'))),
-    circle(6, -70, 1.2, p.emit(rgb('#ffb04a'))), circle(-8, -78, 1, p.emit(rgb('#ffb04a'))), circle(2, -86, 0.8, p.emit(rgb('#ffb04a'))),
+    circle(6, -70, 1.2, p.emit(rgb('#ffb04a'))),
+    circle(-8, -78, 1, p.emit(rgb('#ffb04a'))),
+    circle(2, -86, 0.8, p.emit(rgb('#ffb04a'))),
   ];
   for (const x of [-30, -18, 18, 30]) parts.push(ellipse(x, -3, 7, 5, p.surf(stone)));
   return { body: parts.join(''), height: 86 };
@@ -505,7 +789,17 @@ function campfire(p: Painter, _o: DrawOptions): Drawing {
 
 function planet(p: Painter, o: DrawOptions): Drawing {
   const body = o.colour ?? o.rng.pick([rgb('#d8a86a'), rgb('#c86a4a'), rgb('#6a9ad8'), rgb('#b89ad8')]);
-  const id = p.linear([[0, p.surf(body, 1.3)], [0.6, p.surf(body, 0.9)], [1, p.surf(body, 0.25)]], o.fromLeft ? 0 : 1, 0, o.fromLeft ? 1 : 0, 0.4);
+  const id = p.linear(
+    [
+      [0, p.surf(body, 1.3)],
+      [0.6, p.surf(body, 0.9)],
+      [1, p.surf(body, 0.25)],
+    ],
+    o.fromLeft ? 0 : 1,
+    0,
+    o.fromLeft ? 1 : 0,
+    0.4,
+  );
   const ring = p.surf(mix(body, WHITE, 0.4), 1.1);
   const parts = [
     `<ellipse cx="0" cy="-50" rx="62" ry="14" fill="none" stroke="${ring}" stroke-width="5" stroke-opacity="0.8" transform="rotate(-14 0 -50)"/>`,
@@ -519,8 +813,32 @@ function planet(p: Painter, o: DrawOptions): Drawing {
 type DrawFn = (p: Painter, o: DrawOptions) => Drawing;
 
 const DRAW: Partial<Record<SubjectKind, DrawFn>> = {
-  lighthouse, house, tree, pine, castle, boat, ship, car, cat, dog: (p, o) => dogLike(p, o, false), fox: (p, o) => dogLike(p, o, true),
-  bird, fish, whale, flower, tower, windmill, robot, rocket, balloon, person, snowman, cactus, tent, campfire, planet,
+  lighthouse,
+  house,
+  tree,
+  pine,
+  castle,
+  boat,
+  ship,
+  car,
+  cat,
+  dog: (p, o) => dogLike(p, o, false),
+  fox: (p, o) => dogLike(p, o, true),
+  bird,
+  fish,
+  whale,
+  flower,
+  tower,
+  windmill,
+  robot,
+  rocket,
+  balloon,
+  person,
+  snowman,
+  cactus,
+  tent,
+  campfire,
+  planet,
 };
 
 /** Draws one subject in local units, or undefined for kinds the scene draws itself (sun, moon, city, bridge, mountain). */

@@ -1,4 +1,5 @@
-import childProcess = require('node:child_process');
+// The module object itself (not a namespace copy), so that jest.spyOn reaches the encoder's spawn.
+import childProcess, { type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -42,7 +43,16 @@ let dir: string;
 const encoder = new VideoEncoder({ ffmpegPath: defaultFfmpegPath(), timeoutMs: 60_000 });
 
 function request(overrides: Partial<VideoRequest> = {}): VideoRequest {
-  return { prompt: 'a fox running through snow', seed: 9, seconds: 1, width: 320, height: 240, withAudio: false, outputPath: join(dir, 'out.mp4'), ...overrides };
+  return {
+    prompt: 'a fox running through snow',
+    seed: 9,
+    seconds: 1,
+    width: 320,
+    height: 240,
+    withAudio: false,
+    outputPath: join(dir, 'out.mp4'),
+    ...overrides,
+  };
 }
 
 beforeAll(async () => {
@@ -149,7 +159,7 @@ describe('VideoEncoder.encode', () => {
     const impatient = new VideoEncoder({ ffmpegPath: defaultFfmpegPath(), timeoutMs: 3000 });
     const outputPath = join(dir, 'timeout', 'slow.mp4');
     await expect(impatient.encode(request({ outputPath, seconds: 60, width: 1280, height: 720 }))).rejects.toThrow(/timed out after 3000 ms/);
-    const child = spawn.mock.results[0]?.value as childProcess.ChildProcess;
+    const child = spawn.mock.results[0]?.value as ChildProcess;
     expect(child.signalCode).toBe('SIGKILL');
     expect(existsSync(outputPath)).toBe(false);
     expect(await readdir(join(dir, 'timeout'))).toEqual([]);
@@ -160,15 +170,19 @@ describe('VideoEncoder.encode', () => {
     const controller = new AbortController();
     const outputPath = join(dir, 'abort', 'aborted.mp4');
     const progress: number[] = [];
-    const encoding = encoder.encode(request({ outputPath, seconds: 60, width: 1280, height: 720 }), (p) => {
-      progress.push(p);
-      controller.abort();
-    }, controller.signal);
+    const encoding = encoder.encode(
+      request({ outputPath, seconds: 60, width: 1280, height: 720 }),
+      (p) => {
+        progress.push(p);
+        controller.abort();
+      },
+      controller.signal,
+    );
     // Also abort on a timer in case ffmpeg has not reported progress yet (it reports every half second).
     const timer = setTimeout(() => controller.abort(), 3000);
     await expect(encoding).rejects.toThrow(/aborted/);
     clearTimeout(timer);
-    const child = spawn.mock.results[0]?.value as childProcess.ChildProcess;
+    const child = spawn.mock.results[0]?.value as ChildProcess;
     expect(child.signalCode).toBe('SIGKILL');
     expect(progress).not.toContain(100);
     expect(existsSync(outputPath)).toBe(false);

@@ -3,22 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { composeVideo, FPS, type Composition } from './motion';
+import { composeVideo, FPS, type Composition, type MotionRequest } from './motion';
 
-/** Parameters of a text-to-video encode. */
-export interface VideoRequest {
-  /** Scene description; it is only matched against the vocabulary, so the text itself never reaches ffmpeg. */
-  prompt: string;
-  /** Caller-chosen variation seed. */
-  seed: number;
-  /** Exact clip duration in seconds (positive). */
-  seconds: number;
-  /** Frame width in pixels; must be even for yuv420p. */
-  width: number;
-  /** Frame height in pixels; must be even for yuv420p. */
-  height: number;
-  /** Whether to add an AAC audio track. */
-  withAudio: boolean;
+/** Parameters of a text-to-video encode: the clip's (see {@link MotionRequest}) and where it goes. */
+export interface VideoRequest extends MotionRequest {
   /** Final location of the MP4; the file only appears there once it is complete. */
   outputPath: string;
 }
@@ -44,7 +32,10 @@ function validate(req: VideoRequest): void {
   if (!Number.isFinite(req.seconds) || req.seconds <= 0) {
     throw new Error(`seconds must be a positive number, got ${String(req.seconds)}`);
   }
-  for (const [name, value] of [['width', req.width], ['height', req.height]] as const) {
+  for (const [name, value] of [
+    ['width', req.width],
+    ['height', req.height],
+  ] as const) {
     if (!Number.isInteger(value) || value < 2 || value > MAX_DIMENSION || value % 2 !== 0) {
       throw new Error(`${name} must be an even integer between 2 and ${MAX_DIMENSION}, got ${String(value)}`);
     }
@@ -56,22 +47,37 @@ function validate(req: VideoRequest): void {
 
 function buildArgs(req: VideoRequest, composition: Composition, target: string, timeLimitSeconds: number): string[] {
   const args = [
-    '-hide_banner', '-nostdin', '-nostats', '-loglevel', 'error', '-y',
+    '-hide_banner',
+    '-nostdin',
+    '-nostats',
+    '-loglevel',
+    'error',
+    '-y',
     // A generator killed with SIGKILL cannot take ffmpeg down with it; this caps the orphan's life.
-    '-timelimit', String(timeLimitSeconds),
+    '-timelimit',
+    String(timeLimitSeconds),
     ...composition.inputArgs,
-    '-filter_complex', composition.filterGraph,
-    '-map', '[v]',
+    '-filter_complex',
+    composition.filterGraph,
+    '-map',
+    '[v]',
   ];
   if (composition.hasAudio) args.push('-map', '[a]', '-c:a', 'aac', '-b:a', '96k', '-ac', '2');
   args.push(
-    ...X264, '-r', String(FPS),
-    '-t', String(req.seconds),
-    '-map_metadata', '-1',
-    '-movflags', '+faststart',
-    '-progress', 'pipe:1',
+    ...X264,
+    '-r',
+    String(FPS),
+    '-t',
+    String(req.seconds),
+    '-map_metadata',
+    '-1',
+    '-movflags',
+    '+faststart',
+    '-progress',
+    'pipe:1',
     // The temp name has no .mp4 extension, so the muxer must be named explicitly.
-    '-f', 'mp4',
+    '-f',
+    'mp4',
     target,
   );
   return args;

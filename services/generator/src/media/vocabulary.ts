@@ -9,9 +9,37 @@ import { rgb, type Rgb } from './colour';
  */
 
 export const SUBJECTS = [
-  'lighthouse', 'house', 'tree', 'pine', 'mountain', 'castle', 'boat', 'ship', 'car', 'cat', 'dog', 'fox',
-  'bird', 'fish', 'whale', 'flower', 'sun', 'moon', 'city', 'bridge', 'tower', 'windmill', 'robot', 'rocket',
-  'balloon', 'person', 'snowman', 'cactus', 'tent', 'campfire', 'planet',
+  'lighthouse',
+  'house',
+  'tree',
+  'pine',
+  'mountain',
+  'castle',
+  'boat',
+  'ship',
+  'car',
+  'cat',
+  'dog',
+  'fox',
+  'bird',
+  'fish',
+  'whale',
+  'flower',
+  'sun',
+  'moon',
+  'city',
+  'bridge',
+  'tower',
+  'windmill',
+  'robot',
+  'rocket',
+  'balloon',
+  'person',
+  'snowman',
+  'cactus',
+  'tent',
+  'campfire',
+  'planet',
 ] as const;
 export type SubjectKind = (typeof SUBJECTS)[number];
 
@@ -29,8 +57,7 @@ export type Pedestal = 'peak' | 'hill' | 'rocks';
 
 /** Adjustments an edit can ask for; see {@link interpretEdit}. */
 export type Grade =
-  | 'sunset' | 'night' | 'dawn' | 'day' | 'bw' | 'sepia' | 'warmer' | 'cooler' | 'brighter' | 'darker'
-  | 'neon' | 'pastel' | 'vivid' | 'fog' | 'storm';
+  'sunset' | 'night' | 'dawn' | 'day' | 'bw' | 'sepia' | 'warmer' | 'cooler' | 'brighter' | 'darker' | 'neon' | 'pastel' | 'vivid' | 'fog' | 'storm';
 
 type Entry =
   | { t: 'subject'; v: SubjectKind }
@@ -79,7 +106,10 @@ add({ t: 'subject', v: 'windmill' }, 'windmill,wind mill,mill,wind turbine');
 add({ t: 'subject', v: 'robot' }, 'robot,android,droid,mech,cyborg,automaton');
 add({ t: 'subject', v: 'rocket' }, 'rocket,spaceship,spacecraft,space shuttle,shuttle,missile');
 add({ t: 'subject', v: 'balloon' }, 'balloon,hot air balloon,air balloon,blimp,zeppelin');
-add({ t: 'subject', v: 'person' }, 'person,man,woman,girl,boy,child,kid,people,figure,hiker,traveler,traveller,wanderer,astronaut,knight,king,queen,princess,prince,wizard,lady,guy,fisherman,sailor,explorer');
+add(
+  { t: 'subject', v: 'person' },
+  'person,man,woman,girl,boy,child,kid,people,figure,hiker,traveler,traveller,wanderer,astronaut,knight,king,queen,princess,prince,wizard,lady,guy,fisherman,sailor,explorer',
+);
 add({ t: 'subject', v: 'snowman' }, 'snowman,snow man');
 add({ t: 'subject', v: 'cactus' }, 'cactus,saguaro,cacti');
 add({ t: 'subject', v: 'tent' }, 'tent,camp,campsite,camping');
@@ -94,7 +124,10 @@ add({ t: 'setting', v: 'snowfield' }, 'arctic,tundra,glacier,iceberg,polar,antar
 add({ t: 'setting', v: 'forest' }, 'forest,woods,wood,woodland,jungle,grove,trees,rainforest,taiga');
 add({ t: 'setting', v: 'city' }, 'street,town,urban,village,road,alley,avenue,cyberpunk,plaza,square,neighborhood,neighbourhood');
 add({ t: 'setting', v: 'space' }, 'space,galaxy,cosmos,universe,nebula,outer space,orbit,stars,starfield,asteroid');
-add({ t: 'setting', v: 'meadow' }, 'meadow,field,fields,grass,grassland,farm,countryside,garden,park,prairie,valley,hill,hills,pasture,lawn,plain,plains,countryside,orchard,yard');
+add(
+  { t: 'setting', v: 'meadow' },
+  'meadow,field,fields,grass,grassland,farm,countryside,garden,park,prairie,valley,hill,hills,pasture,lawn,plain,plains,countryside,orchard,yard',
+);
 add({ t: 'setting', v: 'mountains' }, 'mountains,alps,range,mountain range,highlands,peaks,ridge,rocky,himalaya');
 add({ t: 'setting', v: 'underwater' }, 'underwater,reef,coral,coral reef,seabed,sea floor,ocean floor,aquarium,undersea,deep sea');
 
@@ -142,10 +175,32 @@ add({ t: 'blur' }, 'blur,blurry,blurred,bokeh,defocus,defocused,depth of field,s
 add({ t: 'background' }, 'background,backdrop,behind,surroundings,bg');
 
 const COLOURS: Record<string, string> = {
-  red: '#c8322b', crimson: '#a51c30', scarlet: '#d4261c', orange: '#e8782a', yellow: '#efc833', gold: '#d9a934',
-  golden: '#d9a934', green: '#3f9a45', emerald: '#1f8a5b', blue: '#2f63c8', navy: '#1d2f6b', teal: '#1f8c8c',
-  cyan: '#35c3d9', turquoise: '#2fbfb0', purple: '#7a3fb0', violet: '#8b55d6', pink: '#e77aa8', magenta: '#d43a9b',
-  white: '#f2f2ee', black: '#1d1d22', brown: '#7b4f2c', silver: '#b8bcc4', grey: '#8a8d93', gray: '#8a8d93', ginger: '#d8742c', tan: '#c9a06a',
+  red: '#c8322b',
+  crimson: '#a51c30',
+  scarlet: '#d4261c',
+  orange: '#e8782a',
+  yellow: '#efc833',
+  gold: '#d9a934',
+  golden: '#d9a934',
+  green: '#3f9a45',
+  emerald: '#1f8a5b',
+  blue: '#2f63c8',
+  navy: '#1d2f6b',
+  teal: '#1f8c8c',
+  cyan: '#35c3d9',
+  turquoise: '#2fbfb0',
+  purple: '#7a3fb0',
+  violet: '#8b55d6',
+  pink: '#e77aa8',
+  magenta: '#d43a9b',
+  white: '#f2f2ee',
+  black: '#1d1d22',
+  brown: '#7b4f2c',
+  silver: '#b8bcc4',
+  grey: '#8a8d93',
+  gray: '#8a8d93',
+  ginger: '#d8742c',
+  tan: '#c9a06a',
 };
 for (const [word, value] of Object.entries(COLOURS)) lexicon.set(word, { t: 'colour', v: rgb(value) });
 
@@ -157,11 +212,13 @@ function furColour(kind: SubjectKind, colour: Rgb): Rgb {
 
 /** Words that carry no scene meaning; excluded from the "unknown words" that seed free choices. */
 const STOPWORDS = new Set(
-  ('a,an,the,of,in,at,and,with,by,to,from,for,into,onto,under,near,through,across,along,its,it,is,are,this,that,' +
+  (
+    'a,an,the,of,in,at,and,with,by,to,from,for,into,onto,under,near,through,across,along,its,it,is,are,this,that,' +
     'some,very,beautiful,picture,image,photo,photograph,painting,drawing,illustration,render,scene,view,art,style,' +
     'make,turn,add,put,place,insert,paint,draw,give,show,change,set,please,them,their,my,our,as,like,just,more,less,' +
     'lot,bit,slightly,little,big,large,huge,giant,tall,high,low,standing,sitting,flying,floating,sailing,running,' +
-    'walking,against,between,beside,next,while,during,tiny,small').split(','),
+    'walking,against,between,beside,next,while,during,tiny,small'
+  ).split(','),
 );
 
 /** What the interpreter understood about one subject mention. */
@@ -238,7 +295,15 @@ function lookup(words: string[], i: number): { entry: Entry; length: number; plu
 }
 
 /** Subjects that read as a setting when the prompt puts something else on them. */
-const PEDESTAL_WORDS: Record<string, Pedestal> = { mountain: 'peak', hill: 'hill', cliff: 'rocks', rock: 'rocks', rocks: 'rocks', island: 'rocks', hilltop: 'hill' };
+const PEDESTAL_WORDS: Record<string, Pedestal> = {
+  mountain: 'peak',
+  hill: 'hill',
+  cliff: 'rocks',
+  rock: 'rocks',
+  rocks: 'rocks',
+  island: 'rocks',
+  hilltop: 'hill',
+};
 
 /**
  * Interprets a prompt against the vocabulary. Pure and deterministic; never throws.
@@ -251,7 +316,7 @@ export function interpretPrompt(prompt: string): PromptMeaning {
   let pendingSince = 0;
   let lastOn = -10;
 
-  for (let i = 0; i < words.length; ) {
+  for (let i = 0; i < words.length;) {
     const word = words[i] as string;
     // Pedestal phrases ("on a mountain", "atop a hill") attach to the subject already mentioned.
     const pedestal = PEDESTAL_WORDS[word] ?? PEDESTAL_WORDS[singulars(word)[0] ?? ''];
@@ -336,7 +401,10 @@ export function interpretPrompt(prompt: string): PromptMeaning {
     i += found.length;
   }
   // A mountain or a city named beside another subject is where that subject is, not a second subject.
-  for (const [kind, setting] of [['mountain', 'mountains'], ['city', 'city']] as const) {
+  for (const [kind, setting] of [
+    ['mountain', 'mountains'],
+    ['city', 'city'],
+  ] as const) {
     const at = meaning.subjects.findIndex((s) => s.kind === kind);
     if (meaning.subjects.length > 1 && at >= 0) {
       meaning.subjects.splice(at, 1);
@@ -370,20 +438,40 @@ export function interpretEdit(prompt: string): EditMeaning {
     if (!grades.includes(g)) grades.push(g);
   };
   switch (scene.time) {
-    case 'dusk': push('sunset'); break;
-    case 'night': push('night'); break;
-    case 'dawn': push('dawn'); break;
+    case 'dusk':
+      push('sunset');
+      break;
+    case 'night':
+      push('night');
+      break;
+    case 'dawn':
+      push('dawn');
+      break;
     case 'noon':
-    case 'morning': push('day'); break;
-    default: break;
+    case 'morning':
+      push('day');
+      break;
+    default:
+      break;
   }
   switch (scene.style) {
-    case 'monochrome': push('bw'); break;
-    case 'sepia': push('sepia'); break;
-    case 'neon': push('neon'); break;
-    case 'pastel': push('pastel'); break;
-    case 'vivid': push('vivid'); break;
-    default: break;
+    case 'monochrome':
+      push('bw');
+      break;
+    case 'sepia':
+      push('sepia');
+      break;
+    case 'neon':
+      push('neon');
+      break;
+    case 'pastel':
+      push('pastel');
+      break;
+    case 'vivid':
+      push('vivid');
+      break;
+    default:
+      break;
   }
   for (const mood of scene.moods) {
     if (mood === 'warm') push('warmer');

@@ -47,7 +47,9 @@ export function DestinationsPanel() {
             <tr>
               <th scope="col">Receiver</th>
               <th scope="col">State</th>
-              <th scope="col" class="num">Attempts at once</th>
+              <th scope="col" class="num">
+                Attempts at once
+              </th>
               <th scope="col">Until</th>
             </tr>
           </thead>

@@ -76,7 +76,11 @@ export function KeysPage() {
                 <th scope="col">Key</th>
                 <th scope="col">Created</th>
                 <th scope="col">Last used</th>
-                {canManageKeys ? <th scope="col"><span class="sr-only">Actions</span></th> : null}
+                {canManageKeys ? (
+                  <th scope="col">
+                    <span class="sr-only">Actions</span>
+                  </th>
+                ) : null}
               </tr>
             </thead>
             <tbody>
@@ -104,9 +108,7 @@ export function KeysPage() {
                   ) : null}
                 </tr>
               ))}
-              {data && data.api_keys.length === 0 ? (
-                <EmptyRow columns={4}>No API keys. Create one to call the API.</EmptyRow>
-              ) : null}
+              {data && data.api_keys.length === 0 ? <EmptyRow columns={4}>No API keys. Create one to call the API.</EmptyRow> : null}
             </tbody>
           </table>
         </div>
@@ -208,9 +210,7 @@ export function KeysPage() {
             </>
           ) : null}
         </dl>
-        {signing && !signing.can_rotate ? (
-          <p class="small muted">Only owners and admins can rotate the secret.</p>
-        ) : null}
+        {signing && !signing.can_rotate ? <p class="small muted">Only owners and admins can rotate the secret.</p> : null}
       </section>
 
       <TestCallbackSection />

@@ -47,7 +47,11 @@ export function MembersPage() {
             <tr>
               <th scope="col">E-mail</th>
               <th scope="col">Role</th>
-              {isOwner ? <th scope="col"><span class="sr-only">Actions</span></th> : null}
+              {isOwner ? (
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              ) : null}
             </tr>
           </thead>
           <tbody>

@@ -91,9 +91,7 @@ export function RequestDetailPage({ id }: { id: string }) {
             {data.callback ? (
               <CallbackSection callback={data.callback} destination={data.destination} now={now} />
             ) : (
-              <p class="muted">
-                {data.row.callback_url ? 'The callback is sent when the job ends.' : 'This request asked for no callback.'}
-              </p>
+              <p class="muted">{data.row.callback_url ? 'The callback is sent when the job ends.' : 'This request asked for no callback.'}</p>
             )}
           </section>
           <JobSection detail={data} now={now} />
@@ -205,11 +203,15 @@ function CallbackSection({ callback, destination, now }: { callback: CallbackDet
           <table class="table attempts">
             <thead>
               <tr>
-                <th scope="col" class="num">#</th>
+                <th scope="col" class="num">
+                  #
+                </th>
                 <th scope="col">Trigger</th>
                 <th scope="col">Sent</th>
                 <th scope="col">Result</th>
-                <th scope="col" class="num">Duration</th>
+                <th scope="col" class="num">
+                  Duration
+                </th>
                 <th scope="col">Timing</th>
                 <th scope="col">Address</th>
                 <th scope="col">Response excerpt</th>

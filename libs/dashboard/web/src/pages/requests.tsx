@@ -78,13 +78,7 @@ export function RequestsPage() {
         </div>
         <div class="field field-grow">
           <label for="f-q">Find by id</label>
-          <input
-            id="f-q"
-            type="search"
-            placeholder="req_…, video_… or msg_…"
-            value={qInput}
-            onInput={(e) => setQInput(e.currentTarget.value)}
-          />
+          <input id="f-q" type="search" placeholder="req_…, video_… or msg_…" value={qInput} onInput={(e) => setQInput(e.currentTarget.value)} />
         </div>
         <button type="submit" class="btn btn-primary">
           Search
@@ -103,10 +97,14 @@ export function RequestsPage() {
             <tr>
               <th scope="col">Request</th>
               <th scope="col">Status</th>
-              <th scope="col" class="num">Cost</th>
+              <th scope="col" class="num">
+                Cost
+              </th>
               <th scope="col">Created</th>
               <th scope="col">Callback</th>
-              <th scope="col" class="num">Attempts</th>
+              <th scope="col" class="num">
+                Attempts
+              </th>
               <th scope="col">Next attempt</th>
             </tr>
           </thead>

@@ -27,7 +27,9 @@ export function SignInPage({ api, onSignedIn }: { api: DashboardApi; onSignedIn:
     <main class="signin" id="main">
       <form class="card signin-card" onSubmit={submit} aria-labelledby="signin-title">
         <h1 id="signin-title">Sign in</h1>
-        <p class="muted">Use the e-mail and password that <code>create-workspace</code> or your workspace owner gave you.</p>
+        <p class="muted">
+          Use the e-mail and password that <code>create-workspace</code> or your workspace owner gave you.
+        </p>
         <ErrorBanner error={error} />
         <label for="email">E-mail</label>
         <input id="email" name="email" type="email" autoComplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />

@@ -34,9 +34,15 @@ export function UsagePage() {
               <thead>
                 <tr>
                   <th scope="col">Day</th>
-                  <th scope="col" class="num">Jobs charged</th>
-                  <th scope="col" class="num">Amount</th>
-                  <th scope="col"><span class="sr-only">Share of the busiest day</span></th>
+                  <th scope="col" class="num">
+                    Jobs charged
+                  </th>
+                  <th scope="col" class="num">
+                    Amount
+                  </th>
+                  <th scope="col">
+                    <span class="sr-only">Share of the busiest day</span>
+                  </th>
                 </tr>
               </thead>
               <tbody>
@@ -51,9 +57,7 @@ export function UsagePage() {
                     </td>
                   </tr>
                 ))}
-                {data.days.length === 0 ? (
-                  <EmptyRow columns={4}>No charges in this period.</EmptyRow>
-                ) : null}
+                {data.days.length === 0 ? <EmptyRow columns={4}>No charges in this period.</EmptyRow> : null}
               </tbody>
             </table>
           </section>
@@ -65,7 +69,9 @@ export function UsagePage() {
                   <th scope="col">Charged</th>
                   <th scope="col">Request</th>
                   <th scope="col">Model</th>
-                  <th scope="col" class="num">Amount</th>
+                  <th scope="col" class="num">
+                    Amount
+                  </th>
                 </tr>
               </thead>
               <tbody>
@@ -83,9 +89,7 @@ export function UsagePage() {
                     <td class="num">{formatMoney(e.amount)}</td>
                   </tr>
                 ))}
-                {data.entries.length === 0 ? (
-                  <EmptyRow columns={4}>No ledger entries in this period.</EmptyRow>
-                ) : null}
+                {data.entries.length === 0 ? <EmptyRow columns={4}>No ledger entries in this period.</EmptyRow> : null}
               </tbody>
             </table>
           </section>

@@ -152,19 +152,46 @@ export class OpenAiTestServer {
       // OpenAI's answer to a wrong key quotes it, masked; the backend must never pass even that on.
       const given = /^Bearer (.*)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
       const masked = given.length > 8 ? `${given.slice(0, 6)}${'*'.repeat(given.length - 10)}${given.slice(-4)}` : given;
-      return send(res, apiError(401, `Incorrect API key provided: ${masked}. You can find your API key at https://platform.openai.com/account/api-keys.`, { code: 'invalid_api_key' }));
+      return send(
+        res,
+        apiError(401, `Incorrect API key provided: ${masked}. You can find your API key at https://platform.openai.com/account/api-keys.`, {
+          code: 'invalid_api_key',
+        }),
+      );
     });
-    v1.post('/images/generations', express.json({ limit: '1mb' }), this.handle('images.generations', (r) => this.generate(r)));
-    v1.post('/images/edits', upload.any(), this.handle('images.edits', (r) => this.edit(r)));
-    v1.post('/videos', upload.any(), express.json(), this.handle('videos.create', (r) => this.createVideo(r)));
-    v1.get('/videos/:id', this.handle('videos.retrieve', (_r, req) => this.retrieveVideo(String(req.params.id))));
-    v1.get('/videos/:id/content', this.handle('videos.content', (_r, req) => this.videoContent(String(req.params.id))));
+    v1.post(
+      '/images/generations',
+      express.json({ limit: '1mb' }),
+      this.handle('images.generations', (r) => this.generate(r)),
+    );
+    v1.post(
+      '/images/edits',
+      upload.any(),
+      this.handle('images.edits', (r) => this.edit(r)),
+    );
+    v1.post(
+      '/videos',
+      upload.any(),
+      express.json(),
+      this.handle('videos.create', (r) => this.createVideo(r)),
+    );
+    v1.get(
+      '/videos/:id',
+      this.handle('videos.retrieve', (_r, req) => this.retrieveVideo(String(req.params.id))),
+    );
+    v1.get(
+      '/videos/:id/content',
+      this.handle('videos.content', (_r, req) => this.videoContent(String(req.params.id))),
+    );
     app.use('/v1', v1);
     // Links of `url` answers: outside the API and without authentication, like a CDN's.
-    app.get('/files/:name', this.handle('files', (_r, req) => {
-      const file = this.files.get(String(req.params.name));
-      return file ? { status: 200, bytes: file.bytes, contentType: file.contentType } : { status: 404, json: { error: 'not found' } };
-    }));
+    app.get(
+      '/files/:name',
+      this.handle('files', (_r, req) => {
+        const file = this.files.get(String(req.params.name));
+        return file ? { status: 200, bytes: file.bytes, contentType: file.contentType } : { status: 404, json: { error: 'not found' } };
+      }),
+    );
     app.use((err: Error, _req: Request, res: Response, _next: NextFunction) => send(res, apiError(400, `Could not parse the request: ${err.message}`)));
   }
 
@@ -205,7 +232,8 @@ export class OpenAiTestServer {
 
   private async generate(request: UpstreamRequest): Promise<Reply> {
     const { prompt, model = 'dall-e-2', n = 1, size = 'auto', output_format = 'png', response_format } = request.fields as Record<string, any>;
-    if (typeof prompt !== 'string' || prompt === '') return apiError(400, "Missing required parameter: 'prompt'.", { param: 'prompt', code: 'missing_required_parameter' });
+    if (typeof prompt !== 'string' || prompt === '')
+      return apiError(400, "Missing required parameter: 'prompt'.", { param: 'prompt', code: 'missing_required_parameter' });
     const problem = this.checkImageParams(model, n, size, output_format, response_format);
     if (problem) return problem;
     const images = await Promise.all(Array.from({ length: Number(n) }, (_, i) => picture(`${model}/${prompt}/${i}`, size, output_format)));
@@ -214,7 +242,8 @@ export class OpenAiTestServer {
 
   private async edit(request: UpstreamRequest): Promise<Reply> {
     const { prompt, model = 'dall-e-2', n = '1', size = 'auto', output_format = 'png', response_format } = request.fields as Record<string, any>;
-    if (typeof prompt !== 'string' || prompt === '') return apiError(400, "Missing required parameter: 'prompt'.", { param: 'prompt', code: 'missing_required_parameter' });
+    if (typeof prompt !== 'string' || prompt === '')
+      return apiError(400, "Missing required parameter: 'prompt'.", { param: 'prompt', code: 'missing_required_parameter' });
     const inputs = request.files.filter((f) => f.field === 'image' || f.field === 'image[]');
     if (inputs.length === 0) return apiError(400, "Missing required parameter: 'image'.", { param: 'image', code: 'missing_required_parameter' });
     const problem = this.checkImageParams(model, Number(n), size, output_format, response_format);
@@ -223,7 +252,10 @@ export class OpenAiTestServer {
       try {
         await sharp(file.bytes, { failOn: 'error' }).stats();
       } catch {
-        return apiError(400, 'The image data you provided does not represent a valid image.', { param: file.field === 'mask' ? 'mask' : 'image', code: 'invalid_value' });
+        return apiError(400, 'The image data you provided does not represent a valid image.', {
+          param: file.field === 'mask' ? 'mask' : 'image',
+          code: 'invalid_value',
+        });
       }
     }
     const { width, height } = dimensions(size);
@@ -243,7 +275,8 @@ export class OpenAiTestServer {
     if (responseFormat !== undefined && /^gpt-image/.test(model)) {
       return apiError(400, "Unknown parameter: 'response_format'.", { param: 'response_format', code: 'unknown_parameter' });
     }
-    if (!Number.isInteger(Number(n)) || Number(n) < 1 || Number(n) > 10) return apiError(400, `Invalid 'n': integer between 1 and 10 expected.`, { param: 'n', code: 'invalid_value' });
+    if (!Number.isInteger(Number(n)) || Number(n) < 1 || Number(n) > 10)
+      return apiError(400, `Invalid 'n': integer between 1 and 10 expected.`, { param: 'n', code: 'invalid_value' });
     if (size !== 'auto' && !/^\d{2,4}x\d{2,4}$/.test(size)) return apiError(400, `Invalid value: '${size}'.`, { param: 'size', code: 'invalid_value' });
     if (!(format in IMAGE_TYPES)) return apiError(400, `Invalid value: '${format}'.`, { param: 'output_format', code: 'invalid_value' });
     if (responseFormat !== undefined && responseFormat !== 'url' && responseFormat !== 'b64_json') {
@@ -265,8 +298,10 @@ export class OpenAiTestServer {
 
   private createVideo(request: UpstreamRequest): Reply {
     const { prompt, model = 'sora-2', seconds = '4', size = '720x1280' } = request.fields as Record<string, string>;
-    if (typeof prompt !== 'string' || prompt === '') return apiError(400, "Missing required parameter: 'prompt'.", { param: 'prompt', code: 'missing_required_parameter' });
-    if (!/^\d{1,2}$/.test(String(seconds)) || Number(seconds) < 1) return apiError(400, `Invalid value: '${seconds}'.`, { param: 'seconds', code: 'invalid_value' });
+    if (typeof prompt !== 'string' || prompt === '')
+      return apiError(400, "Missing required parameter: 'prompt'.", { param: 'prompt', code: 'missing_required_parameter' });
+    if (!/^\d{1,2}$/.test(String(seconds)) || Number(seconds) < 1)
+      return apiError(400, `Invalid value: '${seconds}'.`, { param: 'seconds', code: 'invalid_value' });
     if (!/^\d{2,4}x\d{2,4}$/.test(size)) return apiError(400, `Invalid value: '${size}'.`, { param: 'size', code: 'invalid_value' });
     const id = `video_${randomBytes(12).toString('hex')}`;
     const object = {
@@ -308,10 +343,33 @@ export class OpenAiTestServer {
       const file = join(this.dir, `${video.object.id}.mp4`);
       const [w, h] = size.split('x');
       await run(this.ffmpegPath, [
-        '-hide_banner', '-loglevel', 'error', '-nostdin', '-y',
-        '-f', 'lavfi', '-i', `testsrc2=size=${w}x${h}:rate=24:duration=${seconds}`,
-        '-f', 'lavfi', '-i', `sine=frequency=440:duration=${seconds}`,
-        '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest', '-movflags', '+faststart', '-f', 'mp4', file,
+        '-hide_banner',
+        '-loglevel',
+        'error',
+        '-nostdin',
+        '-y',
+        '-f',
+        'lavfi',
+        '-i',
+        `testsrc2=size=${w}x${h}:rate=24:duration=${seconds}`,
+        '-f',
+        'lavfi',
+        '-i',
+        `sine=frequency=440:duration=${seconds}`,
+        '-c:v',
+        'libx264',
+        '-preset',
+        'ultrafast',
+        '-pix_fmt',
+        'yuv420p',
+        '-c:a',
+        'aac',
+        '-shortest',
+        '-movflags',
+        '+faststart',
+        '-f',
+        'mp4',
+        file,
       ]);
       video.file = file;
     }
@@ -355,7 +413,9 @@ function picture(seed: string, size: string, format: string): Promise<Buffer> {
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}">
     <rect width="100%" height="100%" fill="rgb(${r},${g},${b})"/>
     <circle cx="${width / 2}" cy="${height / 2}" r="${Math.min(width, height) / 3}" fill="rgb(${b},${r},${g})"/></svg>`;
-  return sharp(Buffer.from(svg)).toFormat(format as keyof sharp.FormatEnum).toBuffer();
+  return sharp(Buffer.from(svg))
+    .toFormat(format as keyof sharp.FormatEnum)
+    .toBuffer();
 }
 
 function run(command: string, args: string[]): Promise<void> {

@@ -21,7 +21,11 @@ const DEFAULT_PROMPTS = [
 ];
 
 function slug(prompt: string): string {
-  return prompt.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 60);
+  return prompt
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '')
+    .slice(0, 60);
 }
 
 async function timed<T>(label: string, work: () => Promise<T>): Promise<T> {
@@ -37,7 +41,9 @@ async function quarterMask(size: number): Promise<Buffer> {
   for (let y = size / 2; y < size; y += 1) {
     for (let x = size / 2; x < size; x += 1) raw[(y * size + x) * 4 + 3] = 0;
   }
-  return sharp(raw, { raw: { width: size, height: size, channels: 4 } }).png().toBuffer();
+  return sharp(raw, { raw: { width: size, height: size, channels: 4 } })
+    .png()
+    .toBuffer();
 }
 
 async function main(): Promise<void> {
@@ -61,7 +67,9 @@ async function main(): Promise<void> {
     ['edit-4-black-and-white-blur.png', 'black and white, blur the background', undefined],
   ];
   for (const [name, prompt, mask] of edits) {
-    const out = await timed(name, () => renderer.edit({ prompt, seed: 2, index: 0, images: [base], width: size, height: size, format: 'png', ...(mask ? { mask } : {}) }));
+    const out = await timed(name, () =>
+      renderer.edit({ prompt, seed: 2, index: 0, images: [base], width: size, height: size, format: 'png', ...(mask ? { mask } : {}) }),
+    );
     await writeFile(join(outDir, name), out);
   }
 
@@ -70,7 +78,18 @@ async function main(): Promise<void> {
     const video = join(outDir, `${slug(prompt)}.mp4`);
     await timed(video, () => encoder.encode({ prompt, seed: 1, seconds: 4, width: 1280, height: 720, withAudio: true, outputPath: video }));
     for (const t of [0.5, 2, 3.5]) {
-      await execFile(defaultFfmpegPath(), ['-v', 'error', '-y', '-ss', String(t), '-i', video, '-frames:v', '1', join(outDir, `${slug(prompt)}-frame-${t}s.png`)]);
+      await execFile(defaultFfmpegPath(), [
+        '-v',
+        'error',
+        '-y',
+        '-ss',
+        String(t),
+        '-i',
+        video,
+        '-frames:v',
+        '1',
+        join(outDir, `${slug(prompt)}-frame-${t}s.png`),
+      ]);
     }
   }
 }

@@ -129,6 +129,9 @@ export async function steadyIntakeThroughFailover(h: DispatcherHarness, failover
   for (const [name, service] of h.stack.services) {
     await eventually(async () => ((await fetch(`${service.opsUrl}/readyz`)).status === 200 ? true : undefined), 30_000, `${name} ready again`);
   }
+  // A synchronous image is answered through pub/sub: the gateway's subscriber must have followed
+  // the promotion too, or the call would wait out its timeout.
+  await eventually(async () => ((await h.jobs.syncImage().catch(() => undefined)) ? true : undefined), 30_000, 'a synchronous image after the failover');
 
   const intakeGapMs = Math.min(...accepted.filter((a) => a.atMs > killedAt).map((a) => a.atMs)) - killedAt;
   const ids = accepted.map((a) => a.id);

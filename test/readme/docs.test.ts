@@ -83,8 +83,17 @@ function namesInCode(): Set<string> {
 /** Programs whose command lines look like the admin CLI's (`redis-cli --scan`). */
 const OTHER_PROGRAMS = ['redis-cli', 'redis-server', 'kubectl', 'npm', 'npx', 'node', 'curl', 'docker'];
 
-/** Variables of other software that the docs tell operators about (the AWS SDK's chain, the openai SDK's). */
-const OTHER_SOFTWARE = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_REGION', 'OPENAI_CUSTOM_HEADERS'];
+/** Variables of other software that the docs tell operators about (the AWS SDK's chain, the openai SDK's, OpenTelemetry's exporter). */
+const OTHER_SOFTWARE = [
+  'AWS_ACCESS_KEY_ID',
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_SESSION_TOKEN',
+  'AWS_REGION',
+  'OPENAI_CUSTOM_HEADERS',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TIMEOUT',
+];
 
 describe.each(PAGES)('%s', (page) => {
   const text = read(page);

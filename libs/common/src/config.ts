@@ -95,6 +95,8 @@ export interface AppConfig {
   /** HTTP Basic credentials for Bull Board; without a password the board is not mounted at all. */
   operatorUsername: string;
   operatorPassword: string | undefined;
+  /** Traces: the OTLP/HTTP endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`; off without one) and how often spans are sent. */
+  tracing: { endpoint: string | undefined; scheduleDelayMs: number };
   /**
    * Express's `trust proxy`: false (default), a hop count, or the proxies' addresses/CIDRs. Behind an
    * Ingress it must be set, or every client shares the Ingress's address (the dashboard's sign-in
@@ -376,6 +378,10 @@ const schema = Joi.object({
     .default('operator'),
   // Long enough that Basic auth over the ops port is not guessable in practice.
   OPERATOR_PASSWORD: Joi.string().min(16),
+  // The OpenTelemetry SDK reads the other standard OTEL_* variables itself; this one turns tracing on.
+  OTEL_EXPORTER_OTLP_ENDPOINT: Joi.string().uri({ scheme: ['http', 'https'] }),
+  // The standard variable, read here because the trace SDK's batch processor no longer reads it.
+  OTEL_BSP_SCHEDULE_DELAY: Joi.number().integer().min(1).max(600_000).default(5_000),
 })
   // One shape of Redis at a time: a second one set by mistake would be silently ignored.
   .oxor('REDIS_SENTINELS', 'REDIS_CLUSTER_NODES')
@@ -503,5 +509,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     localStack: { dir: value.LOCAL_STACK_DIR, receiver: value.LOCAL_RECEIVER === 'on', receiverPort: value.LOCAL_RECEIVER_PORT },
     operatorUsername: value.OPERATOR_USERNAME,
     operatorPassword: value.OPERATOR_PASSWORD,
+    tracing: { endpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT, scheduleDelayMs: value.OTEL_BSP_SCHEDULE_DELAY },
   };
 }

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { context, isSpanContextValid, trace } from '@opentelemetry/api';
 import winston from 'winston';
 
 export type Logger = winston.Logger;
@@ -10,6 +11,16 @@ const redact = winston.format((info) => {
   for (const key of Object.keys(info)) {
     if (SECRET_FIELDS.test(key)) info[key] = '[redacted]';
   }
+  return info;
+});
+
+/**
+ * The trace a line belongs to (the job's, while a job is being worked on), so that logs and traces
+ * join up. Without tracing there is no active context and nothing is added.
+ */
+const traceId = winston.format((info) => {
+  const span = trace.getSpanContext(context.active());
+  if (span && isSpanContextValid(span)) info.trace_id = span.traceId;
   return info;
 });
 
@@ -98,7 +109,7 @@ export function createLogger(service: string, level = 'info'): Logger {
   return winston.createLogger({
     level,
     defaultMeta: { service },
-    format: winston.format.combine(redact(), winston.format.timestamp(), winston.format.json()),
+    format: winston.format.combine(redact(), traceId(), winston.format.timestamp(), winston.format.json()),
     transports: [new StdoutTransport()],
   });
 }

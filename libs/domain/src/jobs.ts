@@ -46,6 +46,11 @@ interface JobBase {
    * re-creating the removed one under its old id.
    */
   idempotency_key_hash?: string;
+  /**
+   * The W3C `traceparent` of the request that created the job, when tracing is on: the generation,
+   * the finish and every callback attempt continue that trace, in whichever process and retry.
+   */
+  traceparent?: string;
 }
 
 export interface ImageJob extends JobBase {

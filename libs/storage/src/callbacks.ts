@@ -39,6 +39,8 @@ export interface CallbackRecord {
   next_attempt_ms: number | null;
   delivered_ms: number | null;
   last_attempt_ms: number | null;
+  /** The job's `traceparent` (when tracing is on): each attempt is a span of the job's trace. */
+  traceparent?: string;
 }
 
 /** One POST to the receiver, as the dashboard shows it. */

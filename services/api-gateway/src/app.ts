@@ -1,6 +1,7 @@
 import express, { type Express, type RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import { pingRedis, type Logger } from '@media/common';
+import { traceRequests } from './http/tracing';
 import type { WorkspaceAccounts } from '@media/accounts';
 import type { CallbackAdmin, TestCallbacks } from '@media/callbacks';
 import { dashboardRouter } from '@media/dashboard';
@@ -101,6 +102,7 @@ export function createApp(deps: GatewayDeps): Express {
     trustProxy: deps.trustProxy,
   });
 
+  app.use('/v1', traceRequests());
   app.use('/v1/files', fileRoutes(deps.links, deps.blobs));
 
   const v1 = express.Router();

@@ -4,6 +4,7 @@ import { CallbackUrlGuard, CallbackUrlRejectedError } from '@media/callback-guar
 import { blobFolderOf, findModel, generationQueueEntry, isFinished, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
 import type { BlobStore, ImageExtension } from '@media/blob-store';
 import { idempotencyKeyHash, type IdempotencyEntry, type IdempotencyRepository, type JobRepository, type LimitRepository } from '@media/storage';
+import { activeTraceparent } from '@media/tracing';
 import { ApiError } from './http/api-error';
 import { IntakeMarks } from './intake-marks';
 import type { ImageParams, RemixParams, VideoParams } from './validation';
@@ -184,7 +185,7 @@ export class JobIntakeService {
     idempotencyKey: string | undefined,
     build: (id: string) => Promise<JobRecord>,
   ): Promise<Intake> {
-    build = withKeyHash(build, idempotencyKey);
+    build = withTrace(withKeyHash(build, idempotencyKey));
     const entry = (id: string): IdempotencyEntry | undefined =>
       idempotencyKey === undefined ? undefined : this.idempotency.entry(workspaceId, idempotencyKey, fingerprint(), id);
     let job = await build(proposedId);
@@ -248,7 +249,7 @@ export class JobIntakeService {
     idempotencyKey: string | undefined,
     build: (id: string) => Promise<JobRecord>,
   ): Promise<Intake> {
-    build = withKeyHash(build, idempotencyKey);
+    build = withTrace(withKeyHash(build, idempotencyKey));
     if (idempotencyKey !== undefined) {
       const claim = await this.idempotency.claim(workspaceId, idempotencyKey, fingerprint(), proposedId);
       if (claim.outcome === 'mismatch') throw this.keyReused();
@@ -352,6 +353,15 @@ export class JobIntakeService {
     if (edit?.mask) hash.update('mask').update(edit.mask.sha256);
     return hash.digest('hex');
   }
+}
+
+/** The job keeps the trace of the request that made it: every later step of it continues that trace. */
+function withTrace(build: (id: string) => Promise<JobRecord>): (id: string) => Promise<JobRecord> {
+  return async (id) => {
+    const job = await build(id);
+    const traceparent = activeTraceparent();
+    return traceparent ? { ...job, traceparent } : job;
+  };
 }
 
 /** The job remembers the key it was made with, so removing the job (retention, DELETE) removes the key's claim too. */

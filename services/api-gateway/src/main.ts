@@ -17,6 +17,7 @@ import {
   warnIfCallbackChecksRelaxed,
 } from '@media/common';
 import { ReplicaWait } from '@media/storage';
+import { startTracing } from '@media/tracing';
 import { createStartingApp } from './app';
 import { clientErrorHandler } from './http/client-error';
 import { isDependencyOutage } from './http/outage';
@@ -35,6 +36,7 @@ const CLOSE_TIMEOUT_MS = 5_000;
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('api-gateway', config.logLevel);
+  const tracing = startTracing('api-gateway', config.tracing);
   warnIfCallbackChecksRelaxed(config, logger);
   const redis = createRedis(config.redis, 'request', logger);
   const faults = FaultInjector.killing(config.faultCrashPoints, logger);
@@ -115,6 +117,7 @@ async function main(): Promise<void> {
         await closeBoard?.();
         await ops.close();
         await redis.quit();
+        await tracing.shutdown();
       })();
       if ((await drainWithin(released, CLOSE_TIMEOUT_MS)) === 'deadline') redis.disconnect();
       logger.info('stopped');

@@ -18,6 +18,7 @@ import { extensionOf, type BlobStore } from '@media/blob-store';
 import { CorruptRecordError, type JobRepository } from '@media/storage';
 import type { GeneratorBackend } from './backends';
 import { GenerationTimeoutError, jobErrorFor, PermanentGenerationError } from './errors';
+import { activeContext, inSpan, jobContext, recordSpan, SpanKind } from '@media/tracing';
 import type { ModerationPolicy } from './moderation';
 
 export interface GenerationDeps {
@@ -26,6 +27,8 @@ export interface GenerationDeps {
   events: JobQueue<'job-events'>;
   /** What makes the media (GENERATOR_BACKEND); everything around it is the same for every backend. */
   backend: GeneratorBackend;
+  /** GENERATOR_BACKEND, as the generation span names it. */
+  backendName?: string;
   moderation: ModerationPolicy;
   logger: Logger;
   timeoutMs: number;
@@ -38,6 +41,8 @@ export interface GenerationDeps {
 /** Hooks into the running BullMQ job. */
 export interface AttemptInfo {
   reportProgress?: (percent: number) => Promise<void>;
+  /** When the job was put on the generation queue (BullMQ's timestamp): its wait is a span of the job's trace. */
+  enqueuedMs?: number;
 }
 
 /** Minimum progress step written to the store, so a video does not cause a write per frame. */
@@ -79,6 +84,17 @@ export class GenerationService {
       await this.announce(job.id);
       return;
     }
+    const trace = jobContext(job.traceparent);
+    const messaging = { 'messaging.system': 'bullmq', 'messaging.destination.name': 'generation', 'media.job.id': job.id };
+    if (attempt.enqueuedMs !== undefined)
+      recordSpan('generation wait', { kind: SpanKind.INTERNAL, attributes: messaging, startMs: attempt.enqueuedMs, endMs: Date.now() }, trace);
+    const attributes = { ...messaging, 'media.job.kind': job.kind, 'media.model': job.model, 'media.backend': this.deps.backendName ?? 'unknown' };
+    await inSpan(`generate ${job.kind}`, { kind: SpanKind.CONSUMER, attributes }, trace, () => this.generate(job, attempt));
+  }
+
+  /** {@link run} for a job that has a record and is not finished: makes it, then finishes it. */
+  private async generate(job: JobRecord, attempt: AttemptInfo): Promise<void> {
+    const jobId = job.id;
     job.status = 'in_progress';
     await this.deps.jobs.updateActive(job);
 
@@ -175,7 +191,11 @@ export class GenerationService {
     const cost = this.costOf(job);
     const done: JobRecord = { ...job, status: 'completed', finished_ms: now, expires_ms: now + this.deps.retentionMs, cost, error: null };
     const charge: LedgerEntry = { job_id: job.id, workspace_id: job.workspace_id, model: job.model, amount: cost, created_ms: now };
-    if (await this.deps.jobs.finish(done, charge)) {
+    if (
+      await inSpan('finish', { attributes: { 'media.job.id': job.id, 'media.job.status': 'completed' } }, activeContext(), () =>
+        this.deps.jobs.finish(done, charge),
+      )
+    ) {
       // Counted only where the finish was written, so a re-run after a crash does not count twice.
       this.metrics.jobFinished(job.kind, 'completed', (now - job.created_ms) / 1000);
       this.metrics.charged(cost);
@@ -188,7 +208,11 @@ export class GenerationService {
   private async fail(job: JobRecord, error: JobError): Promise<void> {
     const now = Date.now();
     const failed: JobRecord = { ...job, status: 'failed', finished_ms: now, expires_ms: now + this.deps.retentionMs, cost: null, error };
-    if (await this.deps.jobs.finish(failed, null)) {
+    if (
+      await inSpan('finish', { attributes: { 'media.job.id': job.id, 'media.job.status': 'failed' } }, activeContext(), () =>
+        this.deps.jobs.finish(failed, null),
+      )
+    ) {
       this.metrics.jobFinished(job.kind, error.code, (now - job.created_ms) / 1000);
       this.deps.logger.warn('job failed', { job_id: job.id, code: error.code });
     }

@@ -23,6 +23,7 @@ import { MediaRetention } from '@media/retention';
 import { createGeneratorBackend } from './backends';
 import { GenerationService } from './generation-service';
 import { IntakeRepair } from './intake-repair';
+import { startTracing } from '@media/tracing';
 import { ModerationPolicy } from './moderation';
 
 const INTAKE_REPAIR_INTERVAL_MS = 5_000;
@@ -30,6 +31,7 @@ const INTAKE_REPAIR_INTERVAL_MS = 5_000;
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('generator', config.logLevel);
+  const tracing = startTracing('generator', config.tracing);
   const redis = createRedis(config.redis, 'worker', logger);
   const keys = new StoreKeys(config.keyPrefix);
   const registry = createMetricsRegistry('generator');
@@ -45,6 +47,7 @@ async function main(): Promise<void> {
     blobs,
     events,
     backend: createGeneratorBackend(config, logger),
+    backendName: config.generatorBackend.kind,
     moderation: new ModerationPolicy(config.moderationBlocklist),
     logger,
     timeoutMs: config.generationTimeoutMs,
@@ -53,8 +56,8 @@ async function main(): Promise<void> {
     metrics: new PromGenerationMetrics(registry),
   });
 
-  const run = async ({ jobId }: { jobId: string }, job: { updateProgress(p: number): Promise<void> }) =>
-    service.run(jobId, { reportProgress: (percent) => job.updateProgress(percent) });
+  const run = async ({ jobId }: { jobId: string }, job: { updateProgress(p: number): Promise<void>; timestamp: number }) =>
+    service.run(jobId, { reportProgress: (percent) => job.updateProgress(percent), enqueuedMs: job.timestamp });
   const consumer = new QueueConsumer(
     'generation',
     { 'generate-image': run, 'edit-image': run, 'generate-video': run },
@@ -139,6 +142,7 @@ async function main(): Promise<void> {
       }
       await Promise.all([events.close(), generation.close(), maintenance.close(), ops.close(), blobs.close()]);
       await redis.quit();
+      await tracing.shutdown();
       logger.info('stopped');
       process.exit(0);
     })();

@@ -37,6 +37,28 @@ import { buildBody, buildHeaders } from './envelope';
 import { UndeliverableCallbackError } from './errors';
 import { maxAttempts, nextAttemptAt } from './ladder';
 import type { Exchange } from './webhook-sender';
+import { jobContext, linkTo, recordSpan, ROOT_CONTEXT, SpanKind, withContext, type Attributes, type Context } from '@media/tracing';
+
+/**
+ * A callback attempt as OpenTelemetry's HTTP client conventions describe one: the method, the
+ * receiver's host and port, the address dialled, the status or the error class. Never the path or
+ * query (they often carry a token), a signature or a header.
+ */
+function attemptAttributes(callback: CallbackRecord, request: DeliveryRequest, exchange: Exchange, error: string | null): Attributes {
+  const url = new URL(callback.url);
+  return {
+    'http.request.method': 'POST',
+    'url.scheme': url.protocol.replace(':', ''),
+    'server.address': url.hostname,
+    'server.port': Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
+    ...(exchange.address ? { 'network.peer.address': exchange.address } : {}),
+    ...(exchange.status !== null ? { 'http.response.status_code': exchange.status } : {}),
+    ...(error ? { 'error.type': error } : {}),
+    'media.callback.id': callback.id,
+    'media.callback.attempt': request.attempt,
+    'media.callback.trigger': request.trigger,
+  };
+}
 
 /** The `deliver` payload of the `callback-deliveries` queue: ids only. */
 export interface DeliveryRequest {
@@ -113,7 +135,7 @@ export class CallbackService {
    * has given up on before, so an attempt that keeps failing the dispatcher ends up recorded as
    * failed by that queue's give-up path rather than holding the callback at attempt 0.
    */
-  async onJobFinished(jobId: string, firstAttempt: 'now' | 'queued' = 'queued'): Promise<CallbackRecord | undefined> {
+  async onJobFinished(jobId: string, firstAttempt: 'now' | 'queued' = 'queued', enqueuedMs?: number): Promise<CallbackRecord | undefined> {
     const job = await this.readJob(jobId, () => new PermanentJobError('corrupt_record', `job ${jobId} cannot be read; no callback can be made`));
     if (!job) {
       // Events carry ids only; a job that is gone (deleted, or another deployment's) has nothing to send.
@@ -121,6 +143,17 @@ export class CallbackService {
       return undefined;
     }
     if (!job.callback_url) return undefined;
+    const trace = jobContext(job.traceparent);
+    if (enqueuedMs !== undefined) {
+      const attributes = { 'messaging.system': 'bullmq', 'messaging.destination.name': 'job-events', 'media.job.id': job.id };
+      recordSpan('job-events wait', { kind: SpanKind.INTERNAL, attributes, startMs: enqueuedMs, endMs: Date.now() }, trace);
+    }
+    return withContext(trace, () => this.createCallback(job, job.callback_url!, firstAttempt));
+  }
+
+  /** {@link onJobFinished} for a finished job with a callback URL, in the job's trace. */
+  private async createCallback(job: JobRecord, callbackUrl: string, firstAttempt: 'now' | 'queued'): Promise<CallbackRecord | undefined> {
+    const jobId = job.id;
     if (!isFinished(job.status) || job.finished_ms === null) {
       // The generator announces only after the finish is stored, so this is a bug, not a race: let
       // BullMQ retry and then keep the event in its failed set for someone to look at.
@@ -136,7 +169,7 @@ export class CallbackService {
       workspace_id: job.workspace_id,
       job_id: job.id,
       type,
-      url: job.callback_url,
+      url: callbackUrl,
       event_ms: job.finished_ms,
       created_ms: now,
       state: 'pending',
@@ -145,6 +178,7 @@ export class CallbackService {
       next_attempt_ms: now,
       delivered_ms: null,
       last_attempt_ms: null,
+      ...(job.traceparent ? { traceparent: job.traceparent } : {}),
     });
     this.faults.at('callback.created');
     // Debug only: the attempt's own line follows at once and names the job and the event too.
@@ -196,6 +230,21 @@ export class CallbackService {
     queueJobId: string,
     known?: KnownInputs,
   ): Promise<CallbackAttempt | undefined> {
+    // A scheduled attempt is a step of the job's trace; a manual one is asked for later, by someone
+    // else, so it starts a trace of its own that links to the job's.
+    const manual = request.trigger === 'manual';
+    const trace = manual ? ROOT_CONTEXT : jobContext(callback.traceparent);
+    return withContext(trace, () => this.deliverInTrace(callback, request, queueJobId, trace, manual ? linkTo(callback.traceparent) : [], known));
+  }
+
+  private async deliverInTrace(
+    callback: CallbackRecord,
+    request: DeliveryRequest,
+    queueJobId: string,
+    trace: Context,
+    links: ReturnType<typeof linkTo>,
+    known?: KnownInputs,
+  ): Promise<CallbackAttempt | undefined> {
     // Delivered by a manual retry meanwhile, or already ended: the ladder stops here. Or recorded
     // before a crash (or a repeated promotion): its follow-up was scheduled with it. Either way a
     // slot handed to this attempt while it was deferred goes to the next in line.
@@ -209,6 +258,18 @@ export class CallbackService {
     if (exchange === 'deferred') return undefined;
     this.faults.at('delivery.sent');
     const error = errorOf(exchange);
+    recordSpan(
+      'POST',
+      {
+        kind: SpanKind.CLIENT,
+        links,
+        startMs: exchange.sentMs,
+        endMs: exchange.sentMs + exchange.durationMs,
+        attributes: attemptAttributes(callback, request, exchange, error),
+        failed: error ?? undefined,
+      },
+      trace,
+    );
     const ladder = request.trigger === 'scheduled' ? request.attempt : null;
     const endedMs = exchange.sentMs + exchange.durationMs;
     const attempt: NewCallbackAttempt = {

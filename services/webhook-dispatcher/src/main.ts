@@ -16,11 +16,13 @@ import {
   warnIfCallbackChecksRelaxed,
 } from '@media/common';
 import { registerDestinationGauges } from './destination-gauges';
+import { startTracing } from '@media/tracing';
 import { createCallbackService } from './wiring';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('webhook-dispatcher', config.logLevel);
+  const tracing = startTracing('webhook-dispatcher', config.tracing);
   warnIfCallbackChecksRelaxed(config, logger);
   const redis = createRedis(config.redis, 'worker', logger);
   // Each callback makes five commands on this connection (job read, callback record, secrets,
@@ -60,8 +62,8 @@ async function main(): Promise<void> {
     {
       // Attempt 1 is made by the event's own handler (one queue from the job's end to the first
       // POST); an event given up on before sends it through the deliveries queue instead.
-      'job-finished': async ({ jobId, requeue }) => {
-        await service.onJobFinished(jobId, requeue ? 'queued' : 'now');
+      'job-finished': async ({ jobId, requeue }, job) => {
+        await service.onJobFinished(jobId, requeue ? 'queued' : 'now', job.timestamp);
       },
     },
     { ...consumerOptions, onGaveUp: (job) => service.onEventGaveUp(job) },
@@ -109,6 +111,7 @@ async function main(): Promise<void> {
       await close();
       await ops.close();
       await redis.quit();
+      await tracing.shutdown();
       logger.info('stopped');
       process.exit(0);
     })();

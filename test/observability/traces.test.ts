@@ -5,6 +5,7 @@
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { eventually } from '../support/stack';
 import { OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver';
+import { DashboardClient } from '../dashboard/support/api-client';
 
 const SERVER = 2;
 const CLIENT = 3;
@@ -100,4 +101,9 @@ it('follows an image from its request to its second callback attempt in one trac
   }
   const gatewayLines = h.stack.service('api-gateway').lines.filter((l) => l.trace_id === root.traceId);
   expect(gatewayLines.length).toBeGreaterThan(0);
+
+  // And the page an engineer opens about the request names the trace.
+  const dashboard = await DashboardClient.signedIn(h.stack.baseUrl, h.workspace.owner.email, h.workspace.owner.password);
+  const detail = await dashboard.call('GET', `/requests/${jobId}`);
+  expect([detail.status, detail.json.trace_id]).toEqual([200, root.traceId]);
 }, 60_000);

@@ -59,6 +59,8 @@ export interface RequestDetail {
   callback: CallbackDetailObject | null;
   /** How the pending callback's destination is doing (why its next attempt may wait); null otherwise. */
   destination: DestinationRow | null;
+  /** The job's OpenTelemetry trace id, to find its trace (and its log lines); null when tracing was off. */
+  trace_id: string | null;
 }
 
 /** `conditionOf` in @media/domain, spelled out here for the browser app. */

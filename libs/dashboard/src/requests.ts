@@ -85,6 +85,8 @@ export class RequestsView {
       job: this.deps.presenter.render(job) as unknown as Record<string, unknown>,
       callback: described ? presentCallbackDetail(described.callback, described.attempts) : null,
       destination,
+      // A W3C traceparent is `version-traceid-spanid-flags`.
+      trace_id: job.traceparent?.split('-')[1] ?? null,
     };
   }
 

@@ -129,6 +129,14 @@ function JobSection({ detail, now }: { detail: RequestDetail; now: number }) {
         </dd>
         <dt>Prompt</dt>
         <dd class="prompt-full">{row.prompt}</dd>
+        {detail.trace_id ? (
+          <>
+            <dt>Trace</dt>
+            <dd>
+              <code>{detail.trace_id}</code>
+            </dd>
+          </>
+        ) : null}
         {jobError ? (
           <>
             <dt>Error</dt>

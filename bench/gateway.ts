@@ -7,8 +7,11 @@
  * run can reach, and any answer other than 202 makes the figure invalid (reported, and the bench
  * exits non-zero): the figure must never count 429s.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
 import { StoreKeys } from '@media/storage';
+import { freePort } from '../test/support/basics';
 import { BenchStack, createWorkspace, dropPrefix, envNumber, HelperProcess, newPrefix, serviceEnv, type BenchContext } from './support';
 
 export interface LoadRun {
@@ -33,10 +36,50 @@ export interface GatewayResult {
   bodyBytes: number;
   gateway: LoadRun;
   bareExpress: LoadRun;
+  /** The same gateway exporting a trace per request (OTLP/HTTP to a sink in the bench process); absent with BENCH_TRACING=0. */
+  traced?: { run: LoadRun; spansExported: number };
   /** Jobs the gateway stored in its workspace's image index (every 202 must have stored one). */
   jobsStored: number;
   /** Problems that make the figure invalid. */
   invalid: string[];
+}
+
+/**
+ * The same load on a second gateway that exports a span per request over OTLP/HTTP to a sink here
+ * (which answers as a collector does and counts what it got): what tracing costs when it is on.
+ */
+async function tracedLoad(
+  prefix: string,
+  env: NodeJS.ProcessEnv,
+  load: (baseUrl: string) => Promise<LoadRun>,
+): Promise<{ run: LoadRun; spansExported: number }> {
+  let spansExported = 0;
+  const sink = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      spansExported += (body.match(/"spanId"/g) ?? []).length;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  const port = (sink.address() as AddressInfo).port;
+  const gatewayPort = String(await freePort());
+  const traced = await BenchStack.start(prefix, ['api-gateway'], {
+    ...env,
+    PORT: gatewayPort,
+    PUBLIC_BASE_URL: `http://127.0.0.1:${gatewayPort}`,
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+    OTEL_BSP_SCHEDULE_DELAY: '1000',
+  });
+  try {
+    const run = await load(traced.baseUrl);
+    traced.assertAlive();
+    return { run, spansExported };
+  } finally {
+    await traced.stop();
+    await new Promise<void>((resolve) => sink.close(() => resolve()));
+  }
 }
 
 export async function benchGateway(ctx: BenchContext): Promise<GatewayResult> {
@@ -91,6 +134,7 @@ export async function benchGateway(ctx: BenchContext): Promise<GatewayResult> {
     stack.assertAlive();
     // Warm-up and measured requests alike stored a job each; count them all.
     const jobsStored = await redis.zcard(new StoreKeys(prefix).workspaceImages(workspaceId));
+    const traced = envNumber('BENCH_TRACING', 1) > 0 ? await tracedLoad(prefix, stack.env, load) : undefined;
 
     const invalid: string[] = [];
     for (const [name, run] of [
@@ -111,6 +155,7 @@ export async function benchGateway(ctx: BenchContext): Promise<GatewayResult> {
       bodyBytes: Buffer.byteLength(body),
       gateway,
       bareExpress,
+      traced,
       jobsStored,
       invalid,
     };

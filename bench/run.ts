@@ -154,6 +154,16 @@ function tableRows(r: Results): Row[] {
       goal: `≥ ${GOALS.gatewayVsExpress}`,
       met: invalid ? 'INVALID' : yesNo(ratio >= GOALS.gatewayVsExpress),
     });
+    if (g.traced) {
+      rows.push({
+        figure: '  same, exporting a trace per request (OTLP)',
+        ours: `${fmt(g.traced.run.requestsPerSecond)} req/s`,
+        peer: `gateway, tracing off: ${fmt(g.gateway.requestsPerSecond)} req/s`,
+        ratio: fmt(g.traced.run.requestsPerSecond / g.gateway.requestsPerSecond, 2),
+        goal: '(info)',
+        met: '',
+      });
+    }
   }
   if (r.latency) {
     for (const run of r.latency.runs) {
@@ -309,10 +319,7 @@ function printDetails(r: Results): void {
     console.log(
       `\nimage acceptance: autocannon, ${g.connections} connections, pipelining ${g.pipelining}, ${g.durationSeconds} s measured after a ${g.warmupSeconds} s warm-up; body ${g.bodyBytes} B`,
     );
-    for (const [name, run] of [
-      ['gateway', g.gateway],
-      ['bare Express', g.bareExpress],
-    ] as const) {
+    for (const [name, run] of [['gateway', g.gateway], ['bare Express', g.bareExpress], ...(g.traced ? ([['traced', g.traced.run]] as const) : [])] as const) {
       const codes = Object.entries(run.statusCodes)
         .map(([c, n]) => `${c}×${n}`)
         .join(' ');
@@ -321,6 +328,7 @@ function printDetails(r: Results): void {
       );
     }
     console.log(`  jobs the gateway stored: ${g.jobsStored} (warm-up included)`);
+    if (g.traced) console.log(`  traced: a second gateway exporting over OTLP/HTTP to a sink in this process, ${g.traced.spansExported} spans received`);
     for (const problem of g.invalid) console.error(`  INVALID: ${problem}`);
   }
   if (r.latency) {

@@ -95,6 +95,8 @@ export interface AppConfig {
   /** HTTP Basic credentials for Bull Board; without a password the board is not mounted at all. */
   operatorUsername: string;
   operatorPassword: string | undefined;
+  /** The HTTP CONNECT proxy every callback is tunnelled through (`CALLBACK_EGRESS_PROXY`); none when unset. */
+  callbackEgressProxy: string | undefined;
   /** Traces: the OTLP/HTTP endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`; off without one) and how often spans are sent. */
   tracing: { endpoint: string | undefined; scheduleDelayMs: number };
   /**
@@ -378,6 +380,11 @@ const schema = Joi.object({
     .default('operator'),
   // Long enough that Basic auth over the ops port is not guessable in practice.
   OPERATOR_PASSWORD: Joi.string().min(16),
+  // http://host:port of a forward proxy that takes CONNECT; credentials in it would be logged, so none.
+  CALLBACK_EGRESS_PROXY: Joi.string()
+    .uri({ scheme: ['http'] })
+    .pattern(/^http:\/\/[^/@]+:\d+\/?$/)
+    .messages({ 'string.pattern.base': '{{#label}} must be http://host:port (a forward proxy taking CONNECT; no credentials, no path)' }),
   // The OpenTelemetry SDK reads the other standard OTEL_* variables itself; this one turns tracing on.
   OTEL_EXPORTER_OTLP_ENDPOINT: Joi.string().uri({ scheme: ['http', 'https'] }),
   // The standard variable, read here because the trace SDK's batch processor no longer reads it.
@@ -509,6 +516,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     localStack: { dir: value.LOCAL_STACK_DIR, receiver: value.LOCAL_RECEIVER === 'on', receiverPort: value.LOCAL_RECEIVER_PORT },
     operatorUsername: value.OPERATOR_USERNAME,
     operatorPassword: value.OPERATOR_PASSWORD,
+    callbackEgressProxy: value.CALLBACK_EGRESS_PROXY,
     tracing: { endpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT, scheduleDelayMs: value.OTEL_BSP_SCHEDULE_DELAY },
   };
 }

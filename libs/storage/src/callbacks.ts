@@ -16,7 +16,7 @@ export type CallbackState = 'pending' | 'delivered' | 'failed';
  * delivery-time check (no connection was made); `dispatcher_error` is an attempt the dispatcher could
  * not make at all, after its own retries of it ran out (nothing was sent, or no answer was recorded).
  */
-export type AttemptErrorClass = 'timeout' | 'dns' | 'refused' | 'reset' | 'tls' | 'redirect' | 'blocked_address' | 'http_error' | 'dispatcher_error';
+export type AttemptErrorClass = 'timeout' | 'dns' | 'refused' | 'reset' | 'tls' | 'redirect' | 'blocked_address' | 'http_error' | 'dispatcher_error' | 'proxy';
 
 /** One callback: one finished job, one event, one `msg_` id for its whole life. */
 export interface CallbackRecord {

@@ -3,6 +3,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { performance } from 'node:perf_hooks';
 import type { SecureContext } from 'node:tls';
 import type { CheckedTarget } from '@media/callback-guard';
+import { TunnelHttpAgent, TunnelHttpsAgent, type EgressProxy } from './egress-proxy';
 
 /** How many keep-alive connections are kept, and for how long. */
 export interface AgentPoolLimits {
@@ -66,6 +67,7 @@ export class AgentPool {
   readonly #limits: AgentPoolLimits;
   readonly #secureContext: SecureContext | undefined;
   readonly #clock: () => number;
+  readonly #proxy: EgressProxy | undefined;
   /** Non-pooled agents for the unused scheme slot of a lease. */
   readonly #fallback: { http: HttpAgent; https: HttpsAgent };
 
@@ -79,7 +81,9 @@ export class AgentPool {
     secureContext: SecureContext | undefined,
     limits: Partial<AgentPoolLimits> = {},
     clock: () => number = () => performance.now(),
+    proxy?: EgressProxy,
   ) {
+    this.#proxy = proxy;
     this.#fallback = fallback;
     this.#secureContext = secureContext;
     this.#limits = { ...DEFAULT_AGENT_POOL_LIMITS, ...limits };
@@ -154,14 +158,15 @@ export class AgentPool {
       // use the request merely emits 'timeout', which got ignores: its own deadline applies).
       timeout: this.#limits.socketIdleMs,
     };
-    if (protocol !== 'https:') return new HttpAgent(options);
-    return new HttpsAgent({
+    if (protocol !== 'https:') return this.#proxy ? new TunnelHttpAgent(this.#proxy, options) : new HttpAgent(options);
+    const https = {
       ...options,
       // A new connection to the same key (after an idle close, or beside a busy one) resumes the
       // TLS session instead of a full handshake; Node keeps the sessions per agent.
       maxCachedSessions: 8,
       ...(this.#secureContext ? { secureContext: this.#secureContext } : {}),
-    });
+    };
+    return this.#proxy ? new TunnelHttpsAgent(this.#proxy, https) : new HttpsAgent(https);
   }
 
   /**

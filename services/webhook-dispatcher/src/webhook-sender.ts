@@ -8,6 +8,7 @@ import type { AttemptErrorClass, AttemptTiming } from '@media/storage';
 import type { Got, Request as GotRequest } from 'got' with { 'resolution-mode': 'import' };
 import { AgentPool, type AgentLease, type AgentPoolLimits } from './agent-pool';
 import { classifyTransportError } from './classify';
+import { PROXY_ERROR, remoteAddressOf, TunnelHttpAgent, TunnelHttpsAgent, type EgressProxy } from './egress-proxy';
 import { parseRetryAfter } from './retry-after';
 
 /** Bytes of a response body read at most; the rest is never downloaded. */
@@ -28,6 +29,8 @@ export interface WebhookSenderOptions {
   extraCaPem?: string;
   /** Connection reuse limits, each defaulting to DEFAULT_AGENT_POOL_LIMITS. */
   pool?: Partial<AgentPoolLimits>;
+  /** A forward proxy every connection is tunnelled through (CALLBACK_EGRESS_PROXY); none by default. */
+  proxy?: EgressProxy;
 }
 
 /** What came of one POST. */
@@ -98,11 +101,11 @@ export class WebhookSender {
     // Agents that never pool, for what must go on a new connection: the retry after a stale pooled
     // socket, and sends after close(). Agents of our own (these and the pool's) also keep any
     // process-wide agent configuration (proxies, keep-alive) out of callback traffic.
-    this.#fresh = {
-      http: new HttpAgent({ keepAlive: false }),
-      https: new HttpsAgent({ keepAlive: false, ...(secureContext ? { secureContext } : {}) }),
-    };
-    this.#pool = new AgentPool(this.#fresh, secureContext, options.pool);
+    const fresh = { keepAlive: false, ...(secureContext ? { secureContext } : {}) };
+    this.#fresh = options.proxy
+      ? { http: new TunnelHttpAgent(options.proxy, { keepAlive: false }), https: new TunnelHttpsAgent(options.proxy, fresh) }
+      : { http: new HttpAgent({ keepAlive: false }), https: new HttpsAgent(fresh) };
+    this.#pool = new AgentPool(this.#fresh, secureContext, options.pool, undefined, options.proxy);
     // got reads no proxy settings from the environment (it has no proxy support at all), and
     // Node's http module applies HTTP_PROXY (with NODE_USE_ENV_PROXY) only to its global agents,
     // never to agents made here, so nothing here can be routed through a proxy.
@@ -196,7 +199,14 @@ export class WebhookSender {
         const code = codeOf(error);
         // The answer is its status line: a body that then stalls or breaks does not undo a 2xx
         // received in time (spec 3: "any 2xx response within 15 s").
-        const transportError = error === undefined || status !== null ? null : code === UNCHECKED_ADDRESS ? 'blocked_address' : classifyTransportError(error);
+        const transportError =
+          error === undefined || status !== null
+            ? null
+            : code === UNCHECKED_ADDRESS
+              ? 'blocked_address'
+              : code === PROXY_ERROR
+                ? 'proxy'
+                : classifyTransportError(error);
         resolve({
           staleSocket: reused && status === null && code !== undefined && STALE_SOCKET_CODES.has(code),
           exchange: {
@@ -213,9 +223,10 @@ export class WebhookSender {
       stream.on('request', (request: ClientRequest) => {
         request.once('socket', (socket: Socket) => {
           if (request.reusedSocket) {
-            // No lookup or connect happens on a pooled socket: it names its own address.
+            // No lookup or connect happens on a pooled socket: it names its own address (through a
+            // proxy, the far end of its tunnel).
             reused = true;
-            address = socket.remoteAddress ?? null;
+            address = remoteAddressOf(socket) ?? null;
             // The pool key makes this impossible; checked anyway because a mistake there would
             // silently send callbacks to an address nobody checked (SSRF), and it costs little.
             if (!isCheckedAddress(target, address)) {
@@ -224,7 +235,7 @@ export class WebhookSender {
             return;
           }
           // With several checked addresses the socket may settle on another one than first offered.
-          socket.once('connect', () => (address = socket.remoteAddress ?? address));
+          socket.once('connect', () => (address = remoteAddressOf(socket) ?? address));
         });
       });
       stream.on('response', (response: { statusCode: number; headers: Record<string, string | string[] | undefined> }) => {

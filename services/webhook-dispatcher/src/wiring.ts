@@ -15,6 +15,7 @@ import {
 } from '@media/storage';
 import { CallbackService } from './callback-service';
 import { TestCallbackService } from './test-callback-service';
+import { egressProxyOf } from './egress-proxy';
 import { WebhookSender } from './webhook-sender';
 
 /** A wired {@link CallbackService} and the resources it holds. */
@@ -54,6 +55,7 @@ export async function createCallbackService(config: AppConfig, redis: Redis, log
       // TLS connections per 2000 callbacks, 602/s; a cap of 50 none, 1157/s). Beyond a burst, LIFO
       // reuse and the idle timeout shrink the pool again within seconds.
       pool: { maxIdleSocketsPerKey: Math.min(config.dispatcherConcurrency, config.destinationMaxInFlight) },
+      proxy: egressProxyOf(config.callbackEgressProxy, config.webhookTimeoutMs),
     },
     overrides.now,
   );

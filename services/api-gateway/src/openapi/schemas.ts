@@ -50,6 +50,7 @@ const ATTEMPT_ERRORS: Record<AttemptErrorClass, string> = {
   dns: 'the host name no longer resolves',
   blocked_address: 'the URL failed the callback URL rules when checked again for this attempt; nothing was dialled',
   dispatcher_error: 'the dispatcher itself could not make the attempt, five times over',
+  proxy: 'the egress proxy (CALLBACK_EGRESS_PROXY) could not be reached or refused the tunnel; nothing reached the receiver',
 };
 
 const ATTEMPT_TRIGGERS: Record<AttemptTrigger, string> = {

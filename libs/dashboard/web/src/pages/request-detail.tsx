@@ -280,6 +280,7 @@ const ERROR_WORDS: Record<string, string> = {
   blocked_address: 'address not allowed',
   http_error: 'HTTP error',
   dispatcher_error: 'not sent (dispatcher error)',
+  proxy: 'not sent (egress proxy failed)',
 };
 
 function outcomeWords(a: CallbackAttemptObject): string {

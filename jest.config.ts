@@ -28,6 +28,7 @@ const esmPackages = [
   '@sec-ant',
   'escape-string-regexp',
   'tagged-tag',
+  '@noble',
   'chunk-data',
 ];
 

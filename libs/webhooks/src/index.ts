@@ -17,6 +17,7 @@ export {
   WebhookVerificationError,
 } from './webhook';
 export type { HeadersLike, VerifyOptions, WebhookVerificationErrorCode } from './webhook';
+export { ASYMMETRIC_VERSION, PUBLIC_KEY_PREFIX, SECRET_KEY_PREFIX, generateKeyPair, publicKeyOf, signAsymmetric } from './asymmetric';
 export { verifyWebhook } from './middleware';
 export type { VerifyWebhookOptions, WebhookErrorResponse, WebhookSecretLookup } from './middleware';
 export { createExampleReceiver } from './example-receiver';

@@ -7,6 +7,7 @@
  * the two sides cannot drift apart.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { ASYMMETRIC_VERSION, AsymmetricKeyError, PUBLIC_KEY_PREFIX, publicKeyObject, signAsymmetric, verifyAsymmetric } from './asymmetric';
 
 /** Prefix of every signing secret; the key bytes are the base64 after it. */
 export const SECRET_PREFIX = 'whsec_';
@@ -87,15 +88,24 @@ export function sign(secret: string, msgId: string, timestamp: number, body: str
 
 /**
  * Builds the `webhook-signature` header value: space-separated `v1,<sig>`
- * entries, one per secret. During a rotation overlap (spec 5.5) pass the new
- * and the old secret so receivers holding either one accept the delivery.
+ * entries, one per secret, then a `v1a,<sig>` entry per ed25519 secret key
+ * (`whsk_…`) when the workspace signs asymmetrically too. During a rotation
+ * overlap (spec 5.5) pass the new and the old secret (and key) so receivers
+ * holding either one accept the delivery.
  *
- * @throws {@link WebhookVerificationError} `bad_secret` if the list is empty or any secret is malformed.
+ * @throws {@link WebhookVerificationError} `bad_secret` if the list is empty or any secret or key is malformed.
  */
-export function signatureHeader(secrets: string[], msgId: string, timestamp: number, body: string | Buffer): string {
-  return decodeSecrets(secrets)
-    .map((key) => `${SIGNATURE_VERSION},${hmac(key, msgId, timestamp, body)}`)
-    .join(' ');
+export function signatureHeader(secrets: string[], msgId: string, timestamp: number, body: string | Buffer, secretKeys: readonly string[] = []): string {
+  const symmetric = decodeSecrets(secrets).map((key) => `${SIGNATURE_VERSION},${hmac(key, msgId, timestamp, body)}`);
+  const asymmetric = secretKeys.map((key) => {
+    try {
+      return `${ASYMMETRIC_VERSION},${signAsymmetric(key, msgId, timestamp, body)}`;
+    } catch (err) {
+      if (err instanceof AsymmetricKeyError) throw new WebhookVerificationError('bad_secret', err.message);
+      throw err;
+    }
+  });
+  return [...symmetric, ...asymmetric].join(' ');
 }
 
 /**
@@ -104,8 +114,9 @@ export function signatureHeader(secrets: string[], msgId: string, timestamp: num
  * - `rawBody` must be the bytes as received: re-serialised JSON changes the signature.
  * - Rejects when |now - webhook-timestamp| exceeds the tolerance (300 s by default).
  * - Accepts if any `v1` entry of `webhook-signature` equals the expected
- *   signature for any of the given secrets (constant-time comparison); other
- *   versions are ignored.
+ *   signature for any of the given secrets (constant-time comparison), or any
+ *   `v1a` entry verifies under any given `whpk_…` public key; other versions
+ *   are ignored.
  *
  * @param headers - plain object with any key case (string, string[] or undefined values) or a `Headers` instance.
  * @param secret - one secret or several, e.g. old and new while rotating on the receiver side.
@@ -142,8 +153,19 @@ export function verifyDelivery(rawBody: string | Buffer, headers: HeadersLike, s
   }
   const body = typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : rawBody;
 
-  // Secrets first: a misconfigured receiver should fail the same way whatever it is sent.
-  const keys = decodeSecrets(Array.isArray(secret) ? secret : [secret]);
+  // Secrets first: a misconfigured receiver should fail the same way whatever it is sent. `whpk_…`
+  // public keys check `v1a` entries; `whsec_…` secrets check `v1` entries.
+  const supplied = Array.isArray(secret) ? secret : [secret];
+  const publicKeys = supplied.filter((s) => typeof s === 'string' && s.startsWith(PUBLIC_KEY_PREFIX));
+  for (const key of publicKeys) {
+    try {
+      publicKeyObject(key);
+    } catch (err) {
+      throw new WebhookVerificationError('bad_secret', (err as Error).message);
+    }
+  }
+  const symmetric = supplied.filter((s) => !publicKeys.includes(s));
+  const keys = symmetric.length === 0 && publicKeys.length > 0 ? [] : decodeSecrets(symmetric);
 
   const msgId = readHeader(headers, 'webhook-id');
   const timestampText = readHeader(headers, 'webhook-timestamp');
@@ -170,7 +192,11 @@ export function verifyDelivery(rawBody: string | Buffer, headers: HeadersLike, s
   const expected = keys.map((key) => Buffer.from(hmac(key, msgId, timestamp, body), 'utf8'));
   for (const entry of signatures.split(/\s+/)) {
     const comma = entry.indexOf(',');
-    if (comma < 0 || entry.slice(0, comma) !== SIGNATURE_VERSION) continue;
+    const version = comma < 0 ? '' : entry.slice(0, comma);
+    if (version === ASYMMETRIC_VERSION && publicKeys.some((key) => verifyAsymmetric(key, entry.slice(comma + 1), msgId, timestamp, body))) {
+      return { msgId, timestamp, body };
+    }
+    if (version !== SIGNATURE_VERSION) continue;
     const given = Buffer.from(entry.slice(comma + 1), 'utf8');
     // timingSafeEqual throws on unequal lengths; the length of a valid signature
     // is public anyway, so checking it first leaks nothing.

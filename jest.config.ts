@@ -29,6 +29,7 @@ const esmPackages = [
   'escape-string-regexp',
   'tagged-tag',
   '@noble',
+  'svix',
   'chunk-data',
 ];
 

@@ -58,10 +58,14 @@ describe('v1a key pairs', () => {
     expect(verify(body, withTheirs, publicKey, { now: () => timestamp })).toEqual(JSON.parse(body));
   });
 
-  it('leaves the v1 entry to the verifiers receivers already run (standardwebhooks, openai)', async () => {
+  it('leaves the v1 entry to the verifiers receivers already run (standardwebhooks, svix, openai)', async () => {
     const secret = generateSecret();
     const { headers } = delivery([secret], [generateKeyPair().secretKey]);
     expect(new Webhook(secret).verify(body, headers)).toEqual(JSON.parse(body));
+    const { Webhook: Svix } = await import('svix');
+    // svix 2 answers nothing when the signature holds and throws when it does not.
+    expect(() => new Svix(secret).verify(body, headers)).not.toThrow();
+    expect(() => new Svix(secret).verify(body.replace('req_1', 'req_2'), headers)).toThrow();
     await expect(new OpenAI({ apiKey: 'x', webhookSecret: secret }).webhooks.unwrap(body, headers)).resolves.toEqual(JSON.parse(body));
   });
 });

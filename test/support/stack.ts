@@ -177,7 +177,7 @@ export class TestStack {
     readonly sentinel?: TestRedisSentinel,
     readonly tls?: TestRedisTls,
   ) {
-    this.redis = cluster ? cluster.client() : sentinel ? sentinel.client() : tls ? tls.client() : new Redis(redisUrl, { maxRetriesPerRequest: null });
+    this.redis = this.newClient();
     // Tests that stop Redis on purpose expect this client to lose its connection; it reconnects.
     this.redis.on('error', () => undefined);
     this.workspaces = new WorkspaceRepository(this.redis, this.keys);
@@ -241,9 +241,21 @@ export class TestStack {
     return { workspaceId: created.workspace.id, apiKey: created.apiKey, signingSecret: created.signingSecret, owner: created.owner };
   }
 
+  /**
+   * A new connection to the stack's Redis, as the tests' own handle is made. Failover tests read
+   * through one made after the promotion: a long-lived client can be left closed by a switch that
+   * raced its own reconnection (ioredis ends it), which says nothing about the services.
+   */
+  newClient(): Redis {
+    const { cluster, sentinel, tls } = this;
+    return cluster ? cluster.client() : sentinel ? sentinel.client() : tls ? tls.client() : new Redis(this.redisUrl, { maxRetriesPerRequest: null });
+  }
+
   async stop(): Promise<void> {
     await Promise.all(this.processes.map((s) => s.kill('SIGKILL')));
-    await deleteKeysUnder(this.redis, this.prefix);
+    const redis = this.redis.status === 'end' ? this.newClient() : this.redis;
+    await deleteKeysUnder(redis, this.prefix);
+    redis.disconnect();
     this.redis.disconnect();
     await this.blobs?.close();
     await this.s3?.destroy();

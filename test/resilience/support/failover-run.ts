@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { callbackIdFor, isFinished, type JobRecord } from '@media/domain';
+import { JobRepository } from '@media/storage';
 import type { DispatcherHarness } from '../../dispatcher/support/harness';
 import { eventually, REDIS_URL } from '../../support/stack';
 
@@ -135,16 +136,34 @@ export async function steadyIntakeThroughFailover(h: DispatcherHarness, failover
 
   const intakeGapMs = Math.min(...accepted.filter((a) => a.atMs > killedAt).map((a) => a.atMs)) - killedAt;
   const ids = accepted.map((a) => a.id);
+  // Read through a connection made after the promotion (see TestStack.newClient).
+  const reader = h.stack.newClient();
+  reader.on('error', () => undefined);
+  const store = new JobRepository(reader, h.stack.keys);
+  try {
+    return await holdToContract(h, store, { ids, posts, accepted, retries, intakeGapMs, killedAt, notReady });
+  } finally {
+    reader.disconnect();
+  }
+}
+
+/** Every job the store kept ends, is called back under one webhook-id and charged once if completed; nothing on REDIS_URL. */
+async function holdToContract(
+  h: DispatcherHarness,
+  store: JobRepository,
+  run: Pick<FailoverRun, 'accepted' | 'retries' | 'intakeGapMs' | 'notReady'> & { ids: string[]; posts: Map<string, Set<string>>; killedAt: number },
+): Promise<FailoverRun> {
+  const { ids, posts, accepted, killedAt } = run;
   await eventually(
     async () => {
-      const jobs = await h.stack.jobs.getMany(ids);
+      const jobs = await store.getMany(ids);
       return jobs.every((j) => isFinished(j.status) && posts.has(j.id)) ? true : undefined;
     },
     90_000,
     'every stored job to finish and be called back',
   );
-  const jobs: JobRecord[] = await h.stack.jobs.getMany(ids);
-  const ledger = await h.stack.jobs.ledger(h.workspace.workspaceId);
+  const jobs: JobRecord[] = await store.getMany(ids);
+  const ledger = await store.ledger(h.workspace.workspaceId);
   for (const job of jobs) {
     if (job.kind !== 'image') throw new Error(`unexpected ${job.kind} job`);
     const event = job.status === 'completed' ? 'image.completed' : 'image.failed';
@@ -164,10 +183,10 @@ export async function steadyIntakeThroughFailover(h: DispatcherHarness, failover
   const before = accepted.filter((a) => a.atMs < killedAt).map((a) => a.tookMs);
   return {
     accepted,
-    retries,
-    intakeGapMs,
+    retries: run.retries,
+    intakeGapMs: run.intakeGapMs,
     lost: ids.filter((id) => !jobs.some((j) => j.id === id)),
     steady: { p50: percentile(before, 50), p99: percentile(before, 99) },
-    notReady,
+    notReady: run.notReady,
   };
 }

@@ -1,4 +1,5 @@
 import { PRIORITY_LIMIT, type JobsOptions } from 'bullmq';
+import { generationJobName, isSynchronous, type JobRecord } from '@media/domain';
 import type { AppConfig } from './config';
 
 /**
@@ -174,4 +175,17 @@ export const ASYNC_PRIORITY_BAND = 1_000_000;
 export function generationPriority({ synchronous, rank }: { synchronous: boolean; rank: number }): number {
   const place = Math.max(1, Math.floor(rank) || 1);
   return synchronous ? Math.min(place, ASYNC_PRIORITY_BAND) : Math.min(ASYNC_PRIORITY_BAND + place, PRIORITY_LIMIT);
+}
+
+/**
+ * How a job record goes on the `generation` queue: one mapping for the gateway and the intake
+ * repair. `rank` is the job's place among its workspace's unfinished jobs (see `generationPriority`);
+ * the id is the job's own, so queueing a job that is queued already is a no-op.
+ */
+export function generationQueueEntry(job: JobRecord, rank: number) {
+  return {
+    name: generationJobName(job),
+    payload: { jobId: job.id },
+    opts: { jobId: jobIds.generation(job.id), priority: generationPriority({ synchronous: isSynchronous(job), rank }) },
+  };
 }

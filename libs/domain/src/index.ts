@@ -1,3 +1,4 @@
+export * from './ids';
 export * from './jobs';
 export * from './links';
 export * from './models';

@@ -1,5 +1,5 @@
 import { PRIORITY_LIMIT, type JobsOptions } from 'bullmq';
-import { generationJobName, isSynchronous, type JobRecord } from '@media/domain';
+import { generationJobName, isSynchronous, type AttemptTrigger, type JobRecord } from '@media/domain';
 import type { AppConfig } from './config';
 
 /**
@@ -34,7 +34,6 @@ export interface JobCatalogue {
   };
 }
 
-export type AttemptTrigger = 'scheduled' | 'manual';
 export type QueueName = keyof JobCatalogue;
 export type JobNameOf<Q extends QueueName> = Extract<keyof JobCatalogue[Q], string>;
 export type PayloadOf<Q extends QueueName, N extends JobNameOf<Q>> = JobCatalogue[Q][N];

@@ -1,5 +1,6 @@
 export * from './ids';
 export * from './jobs';
+export * from './callbacks';
 export * from './links';
 export * from './models';
 export * from './presenter';

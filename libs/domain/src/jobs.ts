@@ -1,5 +1,4 @@
 /** Job records as stored. The API objects are rendered from them by the presenter. */
-import { derivedId } from './ids';
 
 export type JobStatus = 'queued' | 'in_progress' | 'completed' | 'failed';
 export type ImageOutputFormat = 'png' | 'jpeg' | 'webp';
@@ -16,9 +15,6 @@ export interface JobError {
 
 export type EventType = 'video.completed' | 'video.failed' | 'image.completed' | 'image.failed';
 export const EVENT_TYPES: readonly EventType[] = ['video.completed', 'video.failed', 'image.completed', 'image.failed'];
-
-/** The `msg_` id of a job's callback: derived, so a replayed job-finished event finds the same callback. */
-export const callbackIdFor = (jobId: string, type: EventType): string => derivedId('msg', jobId, type);
 
 interface JobBase {
   id: string;

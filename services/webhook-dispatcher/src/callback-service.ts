@@ -1,21 +1,14 @@
 import { CallbackUrlRejectedError, type CheckedTarget } from '@media/callback-guard';
-import {
-  FaultInjector,
-  jobIds,
-  NO_CALLBACK_METRICS,
-  PermanentJobError,
-  type AttemptTrigger,
-  type CallbackMetrics,
-  type GaveUpJob,
-  type JobQueue,
-  type Logger,
-} from '@media/common';
+import { FaultInjector, jobIds, NO_CALLBACK_METRICS, PermanentJobError, type CallbackMetrics, type GaveUpJob, type JobQueue, type Logger } from '@media/common';
 import {
   callbackIdFor,
   destinationOf,
   eventTypeFor,
   isFinished,
   signalOf,
+  type AttemptTrigger,
+  type CallbackAttempt,
+  type CallbackRecord,
   type Destination,
   type DestinationSignal,
   type JobPresenter,
@@ -25,8 +18,6 @@ import {
   attemptKey,
   CorruptRecordError,
   type DestinationGate,
-  type CallbackAttempt,
-  type CallbackRecord,
   type CallbackRepository,
   type JobRepository,
   type NewCallbackAttempt,

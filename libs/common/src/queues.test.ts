@@ -1,6 +1,6 @@
 import { PRIORITY_LIMIT } from 'bullmq';
-import type { ImageJob, VideoJob } from '@media/domain';
-import { ASYNC_PRIORITY_BAND, generationPriority, generationQueueEntry, jobIds } from './queues';
+import { scheduledAttemptId, type ImageJob, type VideoJob } from '@media/domain';
+import { ASYNC_PRIORITY_BAND, generationPriority, generationQueueEntry, jobIds, QUEUE_SCHEDULES } from './queues';
 
 describe('generationPriority', () => {
   const sync = (rank: number) => generationPriority({ synchronous: true, rank });
@@ -78,5 +78,24 @@ describe('generation queue entries', () => {
     });
     expect(generationQueueEntry(asyncImage, 3).opts.priority).toBe(generationPriority({ synchronous: false, rank: 3 }));
     expect(generationQueueEntry(video, 1)).toMatchObject({ name: 'generate-video', opts: { priority: generationPriority({ synchronous: false, rank: 1 }) } });
+  });
+});
+
+describe('delivery ids', () => {
+  it('are deterministic per message and automatic attempt, and free of ":" (BullMQ 6 rejects most ids with it)', () => {
+    expect(jobIds.delivery('msg_abc', 3, 'scheduled')).toBe('msg_abc.3');
+    expect(jobIds.delivery('msg_abc', 3, 'scheduled')).not.toBe(jobIds.delivery('msg_abc', 4, 'scheduled'));
+    expect(jobIds.delivery('msg_abc', 3, 'scheduled', 2)).toBe('msg_abc.3.r2');
+    expect(jobIds.delivery('msg_abc', 1, 'manual')).toMatch(/^msg_abc\.manual\.\d+$/);
+  });
+
+  it("give an automatic attempt's job the name it waits under in the schedule, which turns back into that job", () => {
+    expect(jobIds.delivery('msg_abc', 3, 'scheduled')).toBe(scheduledAttemptId('msg_abc', 3));
+    expect(QUEUE_SCHEDULES['callback-deliveries'](scheduledAttemptId('msg_abc', 3))).toEqual({
+      name: 'deliver',
+      payload: { messageId: 'msg_abc', attempt: 3, trigger: 'scheduled' },
+    });
+    // A requeued attempt is a job of its own, never a schedule entry.
+    expect(QUEUE_SCHEDULES['callback-deliveries'](jobIds.delivery('msg_abc', 3, 'scheduled', 1))).toBeUndefined();
   });
 });

@@ -1,5 +1,5 @@
 import { PRIORITY_LIMIT, type JobsOptions } from 'bullmq';
-import { generationJobName, isSynchronous, type AttemptTrigger, type JobRecord } from '@media/domain';
+import { generationJobName, isSynchronous, parseScheduledAttempt, scheduledAttemptId, type AttemptTrigger, type JobRecord } from '@media/domain';
 import type { AppConfig } from './config';
 
 /**
@@ -105,11 +105,11 @@ export interface ScheduledJob<Q extends QueueName> {
  * entry back to its job: the entry alone says what to add.
  */
 export const QUEUE_SCHEDULES = {
-  /** Automatic attempts 2-6 of the ladder; the entry is `jobIds.delivery(messageId, attempt, 'scheduled')`. */
+  /** Automatic attempts 2-6 of the retry ladder; the entry is the attempt's `scheduledAttemptId` (`@media/domain`). */
   'callback-deliveries': (jobId: string): ScheduledJob<'callback-deliveries'> | undefined => {
-    const match = /^(msg_[A-Za-z0-9]+)\.([1-9][0-9]?)$/.exec(jobId);
-    if (!match) return undefined;
-    return { name: 'deliver', payload: { messageId: match[1]!, attempt: Number(match[2]), trigger: 'scheduled' } };
+    const scheduled = parseScheduledAttempt(jobId);
+    if (!scheduled) return undefined;
+    return { name: 'deliver', payload: { messageId: scheduled.messageId, attempt: scheduled.attempt, trigger: 'scheduled' } };
   },
 } satisfies { [Q in QueueName]?: (jobId: string) => ScheduledJob<Q> | undefined };
 
@@ -129,8 +129,17 @@ export const QUEUE_NAMES = Object.keys(QUEUE_DEFAULTS) as QueueName[];
 export const jobIds = {
   generation: (jobId: string) => jobId,
   jobFinished: (jobId: string, requeue = 0) => (requeue === 0 ? `finished.${jobId}` : `finished.${jobId}.r${requeue}`),
+  /**
+   * An automatic attempt's job is named as it waits in the ladder's schedule (`scheduledAttemptId`),
+   * so that promoting its entry adds it under that id; a requeue after BullMQ gave up on it is a job
+   * of its own.
+   */
   delivery: (messageId: string, attempt: number, trigger: AttemptTrigger, requeue = 0) =>
-    trigger === 'manual' ? `${messageId}.manual.${Date.now()}` : requeue === 0 ? `${messageId}.${attempt}` : `${messageId}.${attempt}.r${requeue}`,
+    trigger === 'manual'
+      ? `${messageId}.manual.${Date.now()}`
+      : requeue === 0
+        ? scheduledAttemptId(messageId, attempt)
+        : `${scheduledAttemptId(messageId, attempt)}.r${requeue}`,
   /**
    * An attempt set aside for the `n`th time because its destination had no free slot: a job of its
    * own, so that a slot handed to it can never be confused with the job that set it aside (BullMQ

@@ -34,7 +34,7 @@ export interface CallbackRecord {
   state: CallbackState;
   /** Attempts recorded so far, automatic and manual. */
   attempt_count: number;
-  /** Highest automatic attempt recorded (1-6); 0 before the first one. */
+  /** Highest automatic attempt recorded (1 to `LADDER_ATTEMPTS`, see retry-ladder.ts); 0 before the first one. */
   ladder_attempt: number;
   /** When the next automatic attempt is due (Unix ms); null when none is scheduled. */
   next_attempt_ms: number | null;
@@ -46,7 +46,7 @@ export interface CallbackRecord {
 export interface CallbackAttempt {
   /** 1-based position among all attempts of the callback, automatic and manual. */
   number: number;
-  /** The automatic attempt (1-6) this was, or null for a manual one. */
+  /** The automatic attempt (1 to `LADDER_ATTEMPTS`) this was, or null for a manual one. */
   ladder_attempt: number | null;
   trigger: AttemptTrigger;
   /** Unix ms when the request started (after the address check). */

@@ -13,6 +13,7 @@
     KEYS[7] ended callbacks (sorted set: id -> last activity ms)
 
     ARGV[1] now ms
+    ARGV[2] the ladder's separator in a scheduled attempt's name (SCHEDULED_ATTEMPT_SEPARATOR)
 
   Output:
     the callback as it now stands (JSON), or '' when there is no such callback
@@ -29,5 +30,5 @@ cb.next_attempt_ms = cjson.null
 local out = cjson.encode(cb)
 redis.call('SET', KEYS[1], out)
 move_state_index('pending', cb)
-schedule_next(cb, '', ARGV[1])
+schedule_next(cb, '', ARGV[1], ARGV[2])
 return out

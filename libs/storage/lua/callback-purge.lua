@@ -17,6 +17,7 @@
 
     ARGV[1] callback id
     ARGV[2] cutoff ms, or '' to remove it whatever its state
+    ARGV[3] the ladder's separator in a scheduled attempt's name (SCHEDULED_ATTEMPT_SEPARATOR)
 
   Output:
     1 removed, 0 kept (or gone already), -1 its record cannot be decoded
@@ -33,7 +34,7 @@ if raw then
     local last = redis.call('ZSCORE', KEYS[8], ARGV[1])
     if last and tonumber(last) > tonumber(ARGV[2]) then return 0 end
   elseif cb.state == 'pending' then
-    redis.call('ZREM', KEYS[9], ARGV[1] .. '.' .. (cb.ladder_attempt + 1))
+    redis.call('ZREM', KEYS[9], ARGV[1] .. ARGV[3] .. (cb.ladder_attempt + 1))
   end
 else
   -- Gone already (a repeat after this step): only the ended entry can be left.

@@ -16,9 +16,11 @@
     ARGV[2] the attempt in its stored form, without its number (a JSON array starting '[')
     ARGV[3] the automatic attempt it was (1-6), or 0 for a manual one
     ARGV[4] '1' if it delivered
-    ARGV[5] when the next automatic attempt is due, ms, or '' when none is left (the ladder is used up)
+    ARGV[5] when the next automatic attempt is due, ms, or '' when none is left (the ladder's last
+            attempt failed: the callback ends failed)
     ARGV[6] now ms
     ARGV[7] when the attempt was sent, ms
+    ARGV[8] the ladder's separator in a scheduled attempt's name (SCHEDULED_ATTEMPT_SEPARATOR)
 
   Output:
     {1, record}   recorded; the callback as it now stands (JSON)
@@ -55,5 +57,5 @@ local out = cjson.encode(cb)
 redis.call('SET', KEYS[1], out)
 move_state_index(before, cb)
 -- A manual attempt that failed leaves the ladder, and its schedule, as they were.
-if ladder > 0 or cb.state ~= 'pending' then schedule_next(cb, ARGV[5], ARGV[6]) end
+if ladder > 0 or cb.state ~= 'pending' then schedule_next(cb, ARGV[5], ARGV[6], ARGV[8]) end
 return {1, out}

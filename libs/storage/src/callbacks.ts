@@ -8,6 +8,7 @@ import {
   type CallbackRecord,
   type CallbackState,
   type EventType,
+  SCHEDULED_ATTEMPT_SEPARATOR,
 } from '@media/domain';
 import type { StoreKeys } from './keys';
 import { readIndexPage } from './index-page';
@@ -175,7 +176,7 @@ export class CallbackRepository {
    * request) and applies its outcome to the callback in the same Redis step:
    * - delivered: state `delivered`, nothing further scheduled;
    * - an automatic attempt that failed: `next_attempt_ms` moves on, or the state becomes `failed`
-   *   when `nextAttemptMs` is null (the ladder is used up);
+   *   when `nextAttemptMs` is null (it was the ladder's last: `nextAttemptAt` in `@media/domain`);
    * - a manual attempt that failed changes no state and leaves the ladder as it was.
    *
    * Recording the same `attemptKey` again changes nothing and returns `recorded: false`.
@@ -197,6 +198,7 @@ export class CallbackRepository {
       nextAttemptMs === null ? '' : nextAttemptMs,
       now,
       attempt.sent_ms,
+      SCHEDULED_ATTEMPT_SEPARATOR,
     ])) as [number, string];
     if (code === -1) throw new Error(`callback ${callback.id} does not exist`);
     return { recorded: code === 1, callback: JSON.parse(raw) as CallbackRecord };
@@ -212,7 +214,7 @@ export class CallbackRepository {
 
   /** Ends a still-pending callback as `failed`; returns the record as it now stands. */
   async giveUp(callback: Pick<CallbackRecord, 'id' | 'workspace_id'>, now = Date.now()): Promise<CallbackRecord | undefined> {
-    const raw = (await GIVE_UP.run(this.redis, this.scriptKeys(callback), [now])) as string;
+    const raw = (await GIVE_UP.run(this.redis, this.scriptKeys(callback), [now, SCHEDULED_ATTEMPT_SEPARATOR])) as string;
     return raw ? (JSON.parse(raw) as CallbackRecord) : undefined;
   }
 
@@ -273,7 +275,7 @@ export class CallbackRepository {
       this.keys.endedCallbacks(),
       this.keys.callbackSchedule(),
     ];
-    const result = await PURGE.run(this.redis, keys, [messageId, cutoffMs === 'with-its-job' ? '' : cutoffMs]);
+    const result = await PURGE.run(this.redis, keys, [messageId, cutoffMs === 'with-its-job' ? '' : cutoffMs, SCHEDULED_ATTEMPT_SEPARATOR]);
     if (result === -1) throw new CorruptRecordError(messageId);
     return result === 1;
   }

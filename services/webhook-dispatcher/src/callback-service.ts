@@ -5,6 +5,8 @@ import {
   destinationOf,
   eventTypeFor,
   isFinished,
+  LADDER_ATTEMPTS,
+  nextAttemptAt,
   signalOf,
   type AttemptTrigger,
   type CallbackAttempt,
@@ -13,6 +15,7 @@ import {
   type DestinationSignal,
   type JobPresenter,
   type JobRecord,
+  type RetrySchedule,
 } from '@media/domain';
 import {
   attemptKey,
@@ -26,7 +29,6 @@ import {
 import { classifyRejection, errorOf } from './classify';
 import { buildBody, buildHeaders } from './envelope';
 import { UndeliverableCallbackError } from './errors';
-import { maxAttempts, nextAttemptAt } from './ladder';
 import type { Exchange } from './webhook-sender';
 
 /** The `deliver` payload of the `callback-deliveries` queue: ids only. */
@@ -52,8 +54,8 @@ export interface CallbackServiceDeps {
   /** Where a given-up job-finished event is queued again. */
   events?: Pick<JobQueue<'job-events'>, 'add'>;
   logger: Logger;
-  /** Gaps before automatic attempts 2..n (WEBHOOK_RETRY_SCHEDULE). */
-  retryScheduleMs: readonly number[];
+  /** The retry ladder's gaps (WEBHOOK_RETRY_SCHEDULE). */
+  retryScheduleMs: RetrySchedule;
   /** WEBHOOK_TIMEOUT_MS: what an attempt's duration is measured against to call its destination slow. */
   attemptTimeoutMs: number;
   docsUrl: string;
@@ -214,7 +216,7 @@ export class CallbackService {
       excerpt: exchange.excerpt,
       timing: exchange.timing,
     };
-    const next = ladder !== null && error !== null ? nextAttemptAt(this.deps.retryScheduleMs, ladder, endedMs) : null;
+    const next = ladder !== null && error !== null ? nextAttemptAt(ladder, endedMs, this.deps.retryScheduleMs) : null;
     const { recorded, callback: after } = await this.deps.callbacks.recordAttempt(
       callback,
       // A manual attempt is recorded under the id it was requested with, however often it was deferred.
@@ -234,7 +236,7 @@ export class CallbackService {
       });
     }
     // A failed automatic attempt's successor was scheduled by recordAttempt, in the same step.
-    if (request.trigger === 'manual' && error === null && after.ladder_attempt < maxAttempts(this.deps.retryScheduleMs)) {
+    if (request.trigger === 'manual' && error === null && after.ladder_attempt < LADDER_ATTEMPTS) {
       // Delivered by hand: the record took the next automatic attempt off the schedule; one that
       // was already promoted into the queue is removed here. If it is running right now it cannot
       // be removed, and finds the callback delivered when it records.
@@ -310,7 +312,7 @@ export class CallbackService {
         address: null,
         excerpt: '',
       },
-      nextAttemptAt(this.deps.retryScheduleMs, payload.attempt, now),
+      nextAttemptAt(payload.attempt, now, this.deps.retryScheduleMs),
       now,
     );
     this.deps.logger.error('delivery attempt recorded as failed after repeated give-ups', { ...log, state: after.state });

@@ -1,4 +1,4 @@
-import { parseDurationList } from '@media/common';
+import { parseRetrySchedule } from '@media/domain';
 import { verify } from '@media/webhooks';
 import { DispatcherHarness } from './support/harness';
 import type { ReceivedRequest } from './support/receiver';
@@ -8,7 +8,7 @@ import type { ReceivedRequest } from './support/receiver';
  * each attempt's `webhook-timestamp` (Unix seconds) and its links' expiry distinct.
  */
 const SCHEDULE = '1000ms,1050ms,1100ms,1200ms,1300ms';
-const GAPS = parseDurationList(SCHEDULE);
+const GAPS = parseRetrySchedule(SCHEDULE);
 
 let h: DispatcherHarness;
 /** Jobs are created up front so the slow ladders run side by side while the tests wait in turn. */

@@ -3,8 +3,9 @@
 // name only settings the services read, probe only paths and ports the code serves, and agree with
 // the Dockerfile (commands, ports, user).
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { CONFIG_KEYS, loadConfig } from '@media/common';
 import { kustomizeLite, type K8sObject } from './kustomize-lite';
@@ -196,5 +197,32 @@ describe('Dockerfile', () => {
     // The runtime stage copies every package's dist/, which is where the Vite build writes.
     expect(dockerfile).toMatch(/cp -R "\$dir\/dist"/);
     expect(readFileSync(resolve(ROOT, 'libs/dashboard/web/vite.config.mts'), 'utf8')).toMatch(/outDir:[^\n]*dist\/web/);
+  });
+
+  it("copies every package's lua/ folder into the runtime image, where LuaScript.load reads it beside dist/", () => {
+    // The build stage's copy step, run as written with its /out in a temporary folder (the packages
+    // are built: the tests run after tsc -b), then compared with every lua/ folder of the repository.
+    const step = /^RUN mkdir -p \/out(?:[^\n]*\\\n)*[^\n]*/m.exec(dockerfile)?.[0];
+    expect(step).toBeDefined();
+    expect(dockerfile).toContain('COPY --from=build /out/ ./');
+    const out = mkdtempSync(join(tmpdir(), 'image-out-'));
+    try {
+      const script = step!.replace(/^RUN /, '').replaceAll('/out', out);
+      execFileSync('bash', ['-c', script], { cwd: ROOT, stdio: 'pipe' });
+      const luaFiles = (dir: string): string[] =>
+        readdirSync(dir, { recursive: true, encoding: 'utf8' })
+          .filter((f) => f.endsWith('.lua'))
+          .sort();
+      const packages = ['libs', 'services', 'tools'].flatMap((top) => readdirSync(resolve(ROOT, top)).map((name) => `${top}/${name}`));
+      const withLua = packages.filter((pkg) => existsSync(resolve(ROOT, pkg, 'lua')));
+      expect(withLua).toEqual(expect.arrayContaining(['libs/common', 'libs/storage']));
+      for (const pkg of withLua) {
+        expect(existsSync(join(out, pkg, 'dist'))).toBe(true);
+        expect({ pkg, files: luaFiles(join(out, pkg, 'lua')) }).toEqual({ pkg, files: luaFiles(resolve(ROOT, pkg, 'lua')) });
+      }
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+    expect(readFileSync(resolve(ROOT, '.dockerignore'), 'utf8')).not.toMatch(/lua/);
   });
 });

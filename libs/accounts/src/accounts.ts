@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { newId } from '@media/common';
+import { newId } from '@media/domain';
 import {
   hashApiKey,
   type ApiKeyInfo,

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { newId } from '@media/common';
+import { newId } from '@media/domain';
 import { generateSecret } from '@media/webhooks';
 
 /**

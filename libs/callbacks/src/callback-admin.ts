@@ -1,4 +1,5 @@
-import { jobIds, newId, type JobQueue } from '@media/common';
+import { jobIds, type JobQueue } from '@media/common';
+import { newId } from '@media/domain';
 import { attemptKey, type CallbackAttempt, type CallbackListQuery, type CallbackPage, type CallbackRecord, type CallbackRepository } from '@media/storage';
 import { CallbackNotFoundError, RecoveryTooLargeError } from './errors';
 

@@ -1,6 +1,4 @@
-import type { EventType } from '@media/domain';
-import type { AttemptErrorClass, AttemptTiming, CallbackAttempt, CallbackRecord, CallbackState } from '@media/storage';
-import type { AttemptTrigger } from '@media/common';
+import type { AttemptErrorClass, AttemptTiming, AttemptTrigger, CallbackAttempt, CallbackRecord, CallbackState, EventType } from '@media/domain';
 
 /** A callback as the API shows it (design section 2, "Callback objects"). */
 export interface CallbackObject {

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { newId, type JobQueue } from '@media/common';
+import type { JobQueue } from '@media/common';
+import { newId } from '@media/domain';
 import type { TestCallbackOutcome, TestCallbackRepository } from '@media/storage';
 
 /** How often the outcome is looked for while waiting; a receiver's answer takes at least a TLS handshake. */

@@ -1,4 +1,4 @@
-import { CONFIG_KEYS, ConfigError, loadConfig, parseDurationList, parseModelMap } from './config';
+import { CONFIG_KEYS, ConfigError, loadConfig, parseModelMap } from './config';
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
@@ -28,6 +28,8 @@ describe('loadConfig', () => {
     expect(error).toBeInstanceOf(ConfigError);
     const problems = (error as ConfigError).problems.join('\n');
     for (const key of ['PORT', 'WEBHOOK_RETRY_SCHEDULE', 'CALLBACK_ALLOW_HTTP', 'REDIS_URL']) expect(problems).toContain(key);
+    // The retry ladder's own reason, not a generic one.
+    expect(problems).toMatch(/WEBHOOK_RETRY_SCHEDULE.* must list 5 gaps \(attempts 2-6\) like 1m,5m,30m,2h,8h; it has 2/);
   });
 
   it('takes Redis Cluster seeds instead of REDIS_URL, and a hash-tagged prefix', () => {
@@ -249,12 +251,5 @@ describe('parseModelMap', () => {
       expect([bad, typeof parseModelMap(bad)]).toEqual([bad, 'string']);
     }
     expect(parseModelMap('a=b,a=c')).toBe('maps a twice');
-  });
-});
-
-describe('parseDurationList', () => {
-  it('understands ms, s, m and h and refuses other units', () => {
-    expect(parseDurationList('5ms, 2s,3m,1h')).toEqual([5, 2_000, 180_000, 3_600_000]);
-    expect(() => parseDurationList('5d')).toThrow(/bad duration/);
   });
 });

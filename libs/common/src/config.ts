@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import Joi from 'joi';
+import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule, RetryScheduleError, type RetrySchedule } from '@media/domain';
 import { CRASH_POINTS, type CrashPoint } from './faults';
 
 /**
@@ -35,8 +36,8 @@ export interface AppConfig {
   /** How often the retention sweep (a BullMQ job scheduler on the `maintenance` queue) runs. */
   retentionSweepIntervalMs: number;
   webhookTimeoutMs: number;
-  /** Gaps before attempts 2..6, in milliseconds. */
-  webhookRetryScheduleMs: number[];
+  /** The retry ladder's gaps, before attempts 2..6 (see `@media/domain`'s retry-ladder). */
+  webhookRetryScheduleMs: RetrySchedule;
   secretRotationOverlapSeconds: number;
   callbackAllowHttp: boolean;
   callbackAllowedCidrs: string[];
@@ -172,22 +173,6 @@ export interface RedisAuth {
   sentinelPassword?: string;
 }
 
-const DURATION = /^\d+(ms|s|m|h)$/;
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
-
-/** Parses `1m,5m,30m,2h,8h` style lists into milliseconds. */
-export function parseDurationList(text: string): number[] {
-  return text
-    .split(',')
-    .map((part) => part.trim())
-    .filter((part) => part.length > 0)
-    .map((part) => {
-      const match = /^(\d+)(ms|s|m|h)$/.exec(part);
-      if (!match) throw new Error(`bad duration "${part}"`);
-      return Number(match[1]) * UNIT_MS[match[2]];
-    });
-}
-
 const list = (text: string): string[] =>
   text
     .split(',')
@@ -317,13 +302,15 @@ const schema = Joi.object({
   WEBHOOK_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(15_000),
   WEBHOOK_RETRY_SCHEDULE: Joi.string()
     .custom((value: string, helpers) => {
-      const parts = value.split(',').map((p) => p.trim());
-      if (parts.length !== 5 || !parts.every((p) => DURATION.test(p))) {
-        return helpers.message({ custom: '{{#label}} must list five gaps (attempts 2-6) like 1m,5m,30m,2h,8h' });
+      try {
+        parseRetrySchedule(value);
+      } catch (err) {
+        if (!(err instanceof RetryScheduleError)) throw err;
+        return helpers.message({ custom: `{{#label}} ${err.message}` });
       }
       return value;
     })
-    .default('1m,5m,30m,2h,8h'),
+    .default(DEFAULT_RETRY_SCHEDULE),
   SECRET_ROTATION_OVERLAP_SECONDS: Joi.number().integer().min(0).default(86_400),
   CALLBACK_ALLOW_HTTP: Joi.boolean().truthy('1').falsy('0').default(false),
   CALLBACK_ALLOWED_CIDRS: csv,
@@ -481,7 +468,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     callbackRetentionSeconds: value.CALLBACK_RETENTION_SECONDS,
     retentionSweepIntervalMs: value.RETENTION_SWEEP_INTERVAL_SECONDS * 1_000,
     webhookTimeoutMs: value.WEBHOOK_TIMEOUT_MS,
-    webhookRetryScheduleMs: parseDurationList(value.WEBHOOK_RETRY_SCHEDULE),
+    webhookRetryScheduleMs: parseRetrySchedule(value.WEBHOOK_RETRY_SCHEDULE),
     secretRotationOverlapSeconds: value.SECRET_ROTATION_OVERLAP_SECONDS,
     callbackAllowHttp: value.CALLBACK_ALLOW_HTTP,
     callbackAllowedCidrs: list(value.CALLBACK_ALLOWED_CIDRS),

@@ -1,6 +1,5 @@
 export * from './api-error';
 export * from './config';
-export * from './ids';
 export * from './logger';
 export * from './queue';
 export * from './queues';

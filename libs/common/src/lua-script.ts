@@ -10,13 +10,19 @@ const INCLUDE = /^--- @include "([a-z0-9/-]+)"$/gm;
  * rather than the script's text on every call; a Redis that has not seen it yet (restarted, or a
  * failover to a replica without it) answers NOSCRIPT, and the script is sent once with EVAL.
  *
+ * Every script of the project is one of these, run this one way; its text lives in a `.lua` file
+ * of its package's `lua/` folder, headed by what it does, its KEYS, ARGV and answers (BullMQ's
+ * `src/commands/` convention).
+ *
  * Deliberately not ioredis's `defineCommand`: every script defined on a connection is copied into
  * each pipeline and MULTI made on it, and BullMQ already defines dozens on the same connection.
  */
 export class LuaScript {
   readonly sha: string;
 
-  constructor(readonly source: string) {
+  // Private: a script comes from its .lua file (load), where its header documents it, never from a
+  // string in TypeScript.
+  private constructor(readonly source: string) {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { bullKey, scheduleKey } from './keyspace';
 import { LuaScript } from './lua-script';
@@ -26,32 +27,8 @@ const DELAYED_SCORE_FACTOR = 0x1000;
 /** How many priority levels {@link OLDEST_PRIORITIZED} looks at, at most. */
 const MAX_PRIORITY_LEVELS = 5_000;
 
-// The prioritized job that has waited longest. BullMQ 6 scores a prioritized job
-// `priority * 2^32 + counter` (getPriorityScore.lua), the counter rising with every entry, so the
-// set's head is the job that runs next, not the oldest one: with fair scheduling (generationPriority)
-// a deep backlog's jobs wait behind younger ones of lower rank. The oldest is the first of its
-// priority level (FIFO within one), so one look per level present finds it: O(levels x log n),
-// where the levels are bounded by the workspaces' waiting-jobs caps, not by the jobs queued.
-// Flagged no-writes so that it runs, like the pipeline's reads, on a Redis paused for writes.
-// KEYS: 1 the queue's prioritized set. ARGV: 1 most levels to look at.
-// Answers the job id, or false when the set is empty.
-const OLDEST_PRIORITIZED = new LuaScript(`#!lua flags=no-writes
-local step = 0x100000000
-local from = '-inf'
-local oldest, oldestCounter
-for _ = 1, tonumber(ARGV[1]) do
-  local first = redis.call('ZRANGEBYSCORE', KEYS[1], from, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-  if #first == 0 then break end
-  local score = tonumber(first[2])
-  local priority = math.floor(score / step)
-  local counter = score - priority * step
-  if oldestCounter == nil or counter < oldestCounter then
-    oldest, oldestCounter = first[1], counter
-  end
-  from = string.format('%.0f', (priority + 1) * step)
-end
-return oldest
-`);
+// The prioritized job that has waited longest; the header of lua/queue-oldest-prioritized.lua says why it takes a script.
+const OLDEST_PRIORITIZED = LuaScript.load(join(__dirname, '..', 'lua'), 'queue-oldest-prioritized');
 
 /**
  * Reads one queue's depth straight from BullMQ's keys in one round trip. BullMQ's own getCounts

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { scheduledAttemptId } from '@media/domain';
 import { createLogger } from './logger';
 import { bullPrefix, scheduleKey } from './keyspace';
 import { JobQueue } from './queue';
 import { QueueDepth } from './queue-depth';
 import { SchedulePromoter } from './queue-schedule';
-import { jobIds } from './queues';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
 const prefix = `test-${randomBytes(6).toString('hex')}`;
@@ -28,8 +28,8 @@ afterAll(async () => {
 describe('SchedulePromoter', () => {
   it('adds due entries as jobs under their own ids, leaves future ones, and counts both as delayed', async () => {
     const now = Date.now();
-    const due = jobIds.delivery('msg_due1', 2, 'scheduled');
-    const later = jobIds.delivery('msg_later', 3, 'scheduled');
+    const due = scheduledAttemptId('msg_due1', 2);
+    const later = scheduledAttemptId('msg_later', 3);
     await redis.zadd(key, now - 5_000, due, now + 60_000, later);
 
     const depth = new QueueDepth(redis, prefix);
@@ -48,7 +48,7 @@ describe('SchedulePromoter', () => {
   });
 
   it('adds nothing twice when an entry is promoted again (a crash between the add and the removal)', async () => {
-    const entry = jobIds.delivery('msg_twice', 4, 'scheduled');
+    const entry = scheduledAttemptId('msg_twice', 4);
     await redis.zadd(key, Date.now() - 1, entry);
     expect(await promoter.promoteDue()).toBe(1);
     await redis.zadd(key, Date.now() - 1, entry);
@@ -58,14 +58,14 @@ describe('SchedulePromoter', () => {
   });
 
   it('drops an entry that names no job rather than stopping the schedule', async () => {
-    await redis.zadd(key, Date.now() - 1, 'not-a-delivery', Date.now() - 1, jobIds.delivery('msg_after', 2, 'scheduled'));
+    await redis.zadd(key, Date.now() - 1, 'not-a-delivery', Date.now() - 1, scheduledAttemptId('msg_after', 2));
     await promoter.promoteDue();
     expect(await redis.zscore(key, 'not-a-delivery')).toBeNull();
-    expect(await inspect.getJob(jobIds.delivery('msg_after', 2, 'scheduled'))).toBeDefined();
+    expect(await inspect.getJob(scheduledAttemptId('msg_after', 2))).toBeDefined();
   });
 
   it('promotes on its own once started, when the entry falls due', async () => {
-    const entry = jobIds.delivery('msg_loop', 5, 'scheduled');
+    const entry = scheduledAttemptId('msg_loop', 5);
     promoter.start();
     await redis.zadd(key, Date.now() + 300, entry);
     const deadline = Date.now() + 10_000;

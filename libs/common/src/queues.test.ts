@@ -1,5 +1,6 @@
 import { PRIORITY_LIMIT } from 'bullmq';
-import { ASYNC_PRIORITY_BAND, generationPriority } from './queues';
+import { scheduledAttemptId, type ImageJob, type VideoJob } from '@media/domain';
+import { ASYNC_PRIORITY_BAND, generationPriority, generationQueueEntry, jobIds, QUEUE_SCHEDULES } from './queues';
 
 describe('generationPriority', () => {
   const sync = (rank: number) => generationPriority({ synchronous: true, rank });
@@ -29,5 +30,72 @@ describe('generationPriority', () => {
     }
     expect(async(10 ** 9)).toBe(PRIORITY_LIMIT);
     expect(sync(10 ** 9)).toBe(ASYNC_PRIORITY_BAND);
+  });
+});
+
+describe('generation queue entries', () => {
+  const base = {
+    id: 'img_1',
+    workspace_id: 'ws_1',
+    model: 'pixel-1',
+    prompt: 'p',
+    seed: 1,
+    status: 'in_progress' as const,
+    created_ms: 1,
+    finished_ms: null,
+    cost: null,
+    error: null,
+    callback_url: null,
+    request_id: 'req_1',
+    n: 1,
+    size: '256x256',
+    output_format: 'png' as const,
+    response_format: 'url' as const,
+    inputs: [],
+    mask: null,
+    outputs: [],
+  };
+  const syncImage: ImageJob = { ...base, kind: 'image', operation: 'generation' };
+  const asyncImage: ImageJob = { ...syncImage, callback_url: 'https://example.com/hook' };
+  const video: VideoJob = {
+    ...base,
+    id: 'video_1',
+    model: 'motion-1',
+    kind: 'video',
+    status: 'queued',
+    seconds: 1,
+    size: '640x360',
+    generate_audio: false,
+    progress: 0,
+    output: null,
+  };
+
+  it("queues a job under its own id, named for its kind, at its band's priority for its rank", () => {
+    expect(generationQueueEntry(syncImage, 3)).toEqual({
+      name: 'generate-image',
+      payload: { jobId: 'img_1' },
+      opts: { jobId: jobIds.generation('img_1'), priority: generationPriority({ synchronous: true, rank: 3 }) },
+    });
+    expect(generationQueueEntry(asyncImage, 3).opts.priority).toBe(generationPriority({ synchronous: false, rank: 3 }));
+    expect(generationQueueEntry(video, 1)).toMatchObject({ name: 'generate-video', opts: { priority: generationPriority({ synchronous: false, rank: 1 }) } });
+  });
+});
+
+describe('delivery ids', () => {
+  it('are deterministic per message and automatic attempt, and free of ":" (BullMQ 6 rejects most ids with it)', () => {
+    expect(jobIds.delivery('msg_abc', 3, 'scheduled')).toBe('msg_abc.3');
+    expect(jobIds.delivery('msg_abc', 3, 'scheduled')).not.toBe(jobIds.delivery('msg_abc', 4, 'scheduled'));
+    expect(jobIds.delivery('msg_abc', 3, 'scheduled', 2)).toBe('msg_abc.3.r2');
+    expect(jobIds.delivery('msg_abc', 1, 'manual')).toMatch(/^msg_abc\.manual\.\d+$/);
+  });
+
+  it("give an automatic attempt's job the name it waits under in the schedule, which turns back into that job", () => {
+    expect(jobIds.delivery('msg_abc', 3, 'scheduled')).toBe(scheduledAttemptId('msg_abc', 3));
+    expect(QUEUE_SCHEDULES['callback-deliveries'](scheduledAttemptId('msg_abc', 3))).toEqual({
+      name: 'deliver',
+      payload: { messageId: 'msg_abc', attempt: 3, trigger: 'scheduled' },
+    });
+    // A requeued attempt is a job of its own, never a schedule entry.
+    expect(QUEUE_SCHEDULES['callback-deliveries'](jobIds.delivery('msg_abc', 3, 'scheduled', 1))).toBeUndefined();
   });
 });

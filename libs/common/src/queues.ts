@@ -1,4 +1,5 @@
 import { PRIORITY_LIMIT, type JobsOptions } from 'bullmq';
+import { generationJobName, isSynchronous, parseScheduledAttempt, scheduledAttemptId, type AttemptTrigger, type JobRecord } from '@media/domain';
 import type { AppConfig } from './config';
 
 /**
@@ -33,7 +34,6 @@ export interface JobCatalogue {
   };
 }
 
-export type AttemptTrigger = 'scheduled' | 'manual';
 export type QueueName = keyof JobCatalogue;
 export type JobNameOf<Q extends QueueName> = Extract<keyof JobCatalogue[Q], string>;
 export type PayloadOf<Q extends QueueName, N extends JobNameOf<Q>> = JobCatalogue[Q][N];
@@ -105,11 +105,11 @@ export interface ScheduledJob<Q extends QueueName> {
  * entry back to its job: the entry alone says what to add.
  */
 export const QUEUE_SCHEDULES = {
-  /** Automatic attempts 2-6 of the ladder; the entry is `jobIds.delivery(messageId, attempt, 'scheduled')`. */
+  /** Automatic attempts 2-6 of the retry ladder; the entry is the attempt's `scheduledAttemptId` (`@media/domain`). */
   'callback-deliveries': (jobId: string): ScheduledJob<'callback-deliveries'> | undefined => {
-    const match = /^(msg_[A-Za-z0-9]+)\.([1-9][0-9]?)$/.exec(jobId);
-    if (!match) return undefined;
-    return { name: 'deliver', payload: { messageId: match[1]!, attempt: Number(match[2]), trigger: 'scheduled' } };
+    const scheduled = parseScheduledAttempt(jobId);
+    if (!scheduled) return undefined;
+    return { name: 'deliver', payload: { messageId: scheduled.messageId, attempt: scheduled.attempt, trigger: 'scheduled' } };
   },
 } satisfies { [Q in QueueName]?: (jobId: string) => ScheduledJob<Q> | undefined };
 
@@ -129,8 +129,17 @@ export const QUEUE_NAMES = Object.keys(QUEUE_DEFAULTS) as QueueName[];
 export const jobIds = {
   generation: (jobId: string) => jobId,
   jobFinished: (jobId: string, requeue = 0) => (requeue === 0 ? `finished.${jobId}` : `finished.${jobId}.r${requeue}`),
+  /**
+   * An automatic attempt's job is named as it waits in the ladder's schedule (`scheduledAttemptId`),
+   * so that promoting its entry adds it under that id; a requeue after BullMQ gave up on it is a job
+   * of its own.
+   */
   delivery: (messageId: string, attempt: number, trigger: AttemptTrigger, requeue = 0) =>
-    trigger === 'manual' ? `${messageId}.manual.${Date.now()}` : requeue === 0 ? `${messageId}.${attempt}` : `${messageId}.${attempt}.r${requeue}`,
+    trigger === 'manual'
+      ? `${messageId}.manual.${Date.now()}`
+      : requeue === 0
+        ? scheduledAttemptId(messageId, attempt)
+        : `${scheduledAttemptId(messageId, attempt)}.r${requeue}`,
   /**
    * An attempt set aside for the `n`th time because its destination had no free slot: a job of its
    * own, so that a slot handed to it can never be confused with the job that set it aside (BullMQ
@@ -174,4 +183,17 @@ export const ASYNC_PRIORITY_BAND = 1_000_000;
 export function generationPriority({ synchronous, rank }: { synchronous: boolean; rank: number }): number {
   const place = Math.max(1, Math.floor(rank) || 1);
   return synchronous ? Math.min(place, ASYNC_PRIORITY_BAND) : Math.min(ASYNC_PRIORITY_BAND + place, PRIORITY_LIMIT);
+}
+
+/**
+ * How a job record goes on the `generation` queue: one mapping for the gateway and the intake
+ * repair. `rank` is the job's place among its workspace's unfinished jobs (see `generationPriority`);
+ * the id is the job's own, so queueing a job that is queued already is a no-op.
+ */
+export function generationQueueEntry(job: JobRecord, rank: number) {
+  return {
+    name: generationJobName(job),
+    payload: { jobId: job.id },
+    opts: { jobId: jobIds.generation(job.id), priority: generationPriority({ synchronous: isSynchronous(job), rank }) },
+  };
 }

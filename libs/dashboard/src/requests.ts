@@ -1,6 +1,17 @@
 import { CallbackNotFoundError, presentCallback, presentCallbackDetail, type CallbackAdmin } from '@media/callbacks';
-import { callbackIdFor, conditionOf, destinationOf, eventTypeFor, isFinished, type DestinationStatus, type JobPresenter, type JobRecord } from '@media/domain';
-import type { CallbackRecord, CallbackState, DestinationGate, JobRepository } from '@media/storage';
+import {
+  callbackIdFor,
+  conditionOf,
+  destinationOf,
+  eventTypeFor,
+  isFinished,
+  type CallbackRecord,
+  type CallbackState,
+  type DestinationStatus,
+  type JobPresenter,
+  type JobRecord,
+} from '@media/domain';
+import type { DestinationGate, JobRepository } from '@media/storage';
 import type { CallbackStatus, DestinationList, DestinationRow, JobKind, RequestDetail, RequestList, RequestRow, Usage } from './contract';
 
 export interface RequestQuery {

@@ -1,8 +1,7 @@
 import { CLOCK_SKEW_SECONDS, LinkSigner } from './links';
 import { describeSize, findModel, imageCost, imagePrice, videoCost, type ImageModel, type VideoModel } from './models';
 import { JobPresenter } from './presenter';
-import { generationPriority, jobIds } from '@media/common';
-import { generationQueueEntry, isSynchronous, type ImageJob, type VideoJob } from './jobs';
+import { isSynchronous, type ImageJob, type VideoJob } from './jobs';
 
 const signer = new LinkSigner('k'.repeat(32), 'https://api.example.com', 86_400);
 
@@ -160,7 +159,7 @@ describe('JobPresenter', () => {
   });
 });
 
-describe('generation queue entries', () => {
+describe('synchronous calls', () => {
   const base = {
     id: 'img_1',
     workspace_id: 'ws_1',
@@ -202,15 +201,5 @@ describe('generation queue entries', () => {
     expect(isSynchronous({ ...syncImage, operation: 'edit' })).toBe(true);
     expect(isSynchronous(asyncImage)).toBe(false);
     expect(isSynchronous(video)).toBe(false);
-  });
-
-  it("queues a job under its own id, named for its kind, at its band's priority for its rank", () => {
-    expect(generationQueueEntry(syncImage, 3)).toEqual({
-      name: 'generate-image',
-      payload: { jobId: 'img_1' },
-      opts: { jobId: jobIds.generation('img_1'), priority: generationPriority({ synchronous: true, rank: 3 }) },
-    });
-    expect(generationQueueEntry(asyncImage, 3).opts.priority).toBe(generationPriority({ synchronous: false, rank: 3 }));
-    expect(generationQueueEntry(video, 1)).toMatchObject({ name: 'generate-video', opts: { priority: generationPriority({ synchronous: false, rank: 1 }) } });
   });
 });

@@ -1,5 +1,4 @@
 /** Job records as stored. The API objects are rendered from them by the presenter. */
-import { derivedId, generationPriority, jobIds } from '@media/common';
 
 export type JobStatus = 'queued' | 'in_progress' | 'completed' | 'failed';
 export type ImageOutputFormat = 'png' | 'jpeg' | 'webp';
@@ -16,9 +15,6 @@ export interface JobError {
 
 export type EventType = 'video.completed' | 'video.failed' | 'image.completed' | 'image.failed';
 export const EVENT_TYPES: readonly EventType[] = ['video.completed', 'video.failed', 'image.completed', 'image.failed'];
-
-/** The `msg_` id of a job's callback: derived, so a replayed job-finished event finds the same callback. */
-export const callbackIdFor = (jobId: string, type: EventType): string => derivedId('msg', jobId, type);
 
 interface JobBase {
   id: string;
@@ -121,17 +117,4 @@ export const isSynchronous = (job: JobRecord): boolean => job.kind === 'image' &
 export function generationJobName(job: JobRecord): 'generate-image' | 'edit-image' | 'generate-video' {
   if (job.kind === 'video') return 'generate-video';
   return job.operation === 'edit' ? 'edit-image' : 'generate-image';
-}
-
-/**
- * How a job record goes on the `generation` queue: one mapping for the gateway and the intake
- * repair. `rank` is the job's place among its workspace's unfinished jobs (see `generationPriority`);
- * the id is the job's own, so queueing a job that is queued already is a no-op.
- */
-export function generationQueueEntry(job: JobRecord, rank: number) {
-  return {
-    name: generationJobName(job),
-    payload: { jobId: job.id },
-    opts: { jobId: jobIds.generation(job.id), priority: generationPriority({ synchronous: isSynchronous(job), rank }) },
-  };
 }

@@ -1,90 +1,23 @@
 import type { Redis } from 'ioredis';
-import { LuaScript, type AttemptTrigger } from '@media/common';
-import { callbackIdFor, EVENT_TYPES, type EventType } from '@media/domain';
+import {
+  callbackIdFor,
+  EVENT_TYPES,
+  type AttemptErrorClass,
+  type AttemptTrigger,
+  type CallbackAttempt,
+  type CallbackRecord,
+  type CallbackState,
+  type EventType,
+  SCHEDULED_ATTEMPT_SEPARATOR,
+} from '@media/domain';
 import type { StoreKeys } from './keys';
 import { readIndexPage } from './index-page';
 import { CorruptRecordError } from './jobs';
 import { encodeRecord } from './record-json';
 import { storeScript } from './lua';
 
-/** Where a callback stands: still on its ladder, answered with a 2xx, or out of automatic attempts. */
-export type CallbackState = 'pending' | 'delivered' | 'failed';
-
-/**
- * Why an attempt did not end in a 2xx. Stable strings: the dashboard shows and filters on them.
- * `http_error` is a non-2xx, non-3xx answer; `blocked_address` is a URL that failed the
- * delivery-time check (no connection was made); `dispatcher_error` is an attempt the dispatcher could
- * not make at all, after its own retries of it ran out (nothing was sent, or no answer was recorded).
- */
-export type AttemptErrorClass = 'timeout' | 'dns' | 'refused' | 'reset' | 'tls' | 'redirect' | 'blocked_address' | 'http_error' | 'dispatcher_error' | 'proxy';
-
-/** One callback: one finished job, one event, one `msg_` id for its whole life. */
-export interface CallbackRecord {
-  /** `msg_…`, the `webhook-id` of every attempt. */
-  id: string;
-  workspace_id: string;
-  job_id: string;
-  type: EventType;
-  /** The destination, as the client gave it. */
-  url: string;
-  /** When the job ended (Unix ms): the envelope's `timestamp`. */
-  event_ms: number;
-  created_ms: number;
-  state: CallbackState;
-  /** Attempts recorded so far, automatic and manual. */
-  attempt_count: number;
-  /** Highest automatic attempt recorded (1-6); 0 before the first one. */
-  ladder_attempt: number;
-  /** When the next automatic attempt is due (Unix ms); null when none is scheduled. */
-  next_attempt_ms: number | null;
-  delivered_ms: number | null;
-  last_attempt_ms: number | null;
-  /** The job's `traceparent` (when tracing is on): each attempt is a span of the job's trace. */
-  traceparent?: string;
-}
-
-/** One POST to the receiver, as the dashboard shows it. */
-export interface CallbackAttempt {
-  /** 1-based position among all attempts of the callback, automatic and manual. */
-  number: number;
-  /** The automatic attempt (1-6) this was, or null for a manual one. */
-  ladder_attempt: number | null;
-  trigger: AttemptTrigger;
-  /** Unix ms when the request started (after the address check). */
-  sent_ms: number;
-  duration_ms: number;
-  /** The receiver's HTTP status, or null when no answer came. */
-  status: number | null;
-  /** Null exactly when the attempt delivered (2xx). */
-  error: AttemptErrorClass | null;
-  /** Short technical reason for an error (never a secret), or null. */
-  error_detail: string | null;
-  /** The IP address the connection went to (or was about to), or null when none was dialled. */
-  address: string | null;
-  /** The start of the response body, capped. */
-  excerpt: string;
-  /**
-   * How the time split up, where it was measured; absent on attempts recorded before timings
-   * were, and on attempts that never reached the network (a refused address).
-   */
-  timing?: AttemptTiming;
-}
-
-/** Phases of one exchange in ms (got's `timings.phases`); null where the phase did not happen or was not measured. */
-export interface AttemptTiming {
-  dns_ms: number | null;
-  connect_ms: number | null;
-  tls_ms: number | null;
-  first_byte_ms: number | null;
-}
-
-// ARGV: 1 now ms, 2 how long the reserved slots last (ms). The key expires when the pace is idle again.
-const RESERVE_PACE = `
-local start = math.max(tonumber(ARGV[1]), tonumber(redis.call('GET', KEYS[1]) or '0'))
-local finish = start + tonumber(ARGV[2])
-redis.call('SET', KEYS[1], finish, 'PX', math.max(1, finish - tonumber(ARGV[1])))
-return start
-`;
+// The records are domain types; re-exported so that a caller of the repository imports from one place.
+export type { AttemptErrorClass, AttemptTiming, CallbackAttempt, CallbackRecord, CallbackState } from '@media/domain';
 
 /** Key of an attempt in the callback's attempt log: one per automatic attempt, one per manual request. */
 export const attemptKey = (trigger: AttemptTrigger, attempt: number, queueJobId: string): string =>
@@ -115,148 +48,16 @@ export interface CallbackListQuery {
   createdBeforeMs?: number;
 }
 
-const DEFER = storeScript('callback-defer');
-
 /** Ids read per step while a combined state + type filter scans the state index. */
 const FILTER_SCAN_CHUNK = 100;
 
-// The state indexes move in the same scripts that move the state, so a list filtered by status
-// never disagrees with the records. KEYS[3..5]: the workspace's pending, delivered and failed indexes.
-const MOVE_STATE_INDEX = `
-local function move_state_index(before, cb)
-  if before == cb.state then return end
-  local index = {pending = KEYS[3], delivered = KEYS[4], failed = KEYS[5]}
-  if index[before] then redis.call('ZREM', index[before], cb.id) end
-  if index[cb.state] then redis.call('ZADD', index[cb.state], cb.created_ms, cb.id) end
-end
-`;
-
-// Keeps the callback's one future automatic attempt in the deliveries queue's schedule (see
-// QUEUE_SCHEDULES): entered with the failed attempt that makes it due, removed when the callback
-// ends, in the same step as the state, so no crash can leave a pending callback without its next
-// attempt or an ended one with an attempt still to come. The entry is the attempt's delivery job
-// id, `jobIds.delivery(id, n, 'scheduled')` (`<msg id>.<n>`), which the schedule turns back into the job.
-// KEYS[6]: the schedule; `next_ms` is a string, passed through as the score.
-// An ended callback enters the ended index (KEYS[7]) in the same step, at its latest activity (GT:
-// a manual attempt on an ended callback keeps it longer, never shorter), so the retention sweep
-// finds every ended callback and never a pending one.
-const SCHEDULE_NEXT = `
-local function schedule_next(cb, next_ms, now_ms)
-  local entry = cb.id .. '.' .. (cb.ladder_attempt + 1)
-  if cb.state == 'pending' then
-    if next_ms ~= '' then redis.call('ZADD', KEYS[6], next_ms, entry) end
-  else
-    redis.call('ZREM', KEYS[6], entry)
-    redis.call('ZADD', KEYS[7], 'GT', now_ms, cb.id)
-  end
-end
-`;
-
-// Records one attempt and moves the callback's state, in one step, so that a re-run of the same
-// attempt (a worker killed after recording) neither counts twice nor moves the ladder again.
-// KEYS: 1 record, 2 attempt log, 3-5 state indexes, 6 schedule, 7 ended index.
-// ARGV: 1 attempt field, 2 attempt (stored form, without its number), 3 ladder attempt
-// (0 = manual), 4 '1' if delivered, 5 next automatic attempt ms ('' = none left), 6 now ms,
-// 7 when the attempt was sent (ms).
-const RECORD_ATTEMPT = new LuaScript(`${MOVE_STATE_INDEX}${SCHEDULE_NEXT}
-local raw = redis.call('GET', KEYS[1])
-if not raw then return {-1, ''} end
-if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return {0, raw} end
-local cb = cjson.decode(raw)
-local before = cb.state
-cb.attempt_count = cb.attempt_count + 1
--- The stored form is a JSON array whose first element is the attempt's number (see encodeAttempt).
-redis.call('HSET', KEYS[2], ARGV[1], '[' .. cb.attempt_count .. ',' .. string.sub(ARGV[2], 2))
-cb.last_attempt_ms = tonumber(ARGV[7])
-local ladder = tonumber(ARGV[3])
-if ladder > cb.ladder_attempt then cb.ladder_attempt = ladder end
-if ARGV[4] == '1' then
-  if cb.state ~= 'delivered' then cb.delivered_ms = tonumber(ARGV[6]) end
-  cb.state = 'delivered'
-  cb.next_attempt_ms = cjson.null
-elseif ladder > 0 and cb.state == 'pending' then
-  if ARGV[5] == '' then
-    cb.state = 'failed'
-    cb.next_attempt_ms = cjson.null
-  else
-    cb.next_attempt_ms = tonumber(ARGV[5])
-  end
-end
-local out = cjson.encode(cb)
-redis.call('SET', KEYS[1], out)
-move_state_index(before, cb)
--- A manual attempt that failed leaves the ladder, and its schedule, as they were.
-if ladder > 0 or cb.state ~= 'pending' then schedule_next(cb, ARGV[5], ARGV[6]) end
-return {1, out}
-`);
-
-// A new callback and its index entries in one step. The workspace and type indexes are also
-// (re)written for an existing record, harmlessly; the state index only for a new one, since the
-// record may have moved on to another state (the scripts below keep that index in step). Its job
-// no longer awaits it (KEYS[5], ARGV[4] the job id): retention now reads the callback's own state.
-const CREATE = new LuaScript(`
-local created = redis.call('SET', KEYS[1], ARGV[1], 'NX')
-redis.call('ZADD', KEYS[2], 'NX', ARGV[2], ARGV[3])
-redis.call('ZADD', KEYS[3], 'NX', ARGV[2], ARGV[3])
-redis.call('SREM', KEYS[5], ARGV[4])
-if created then
-  redis.call('ZADD', KEYS[4], 'NX', ARGV[2], ARGV[3])
-  return 1
-end
-return 0
-`);
-
-// A callback whose delivery job BullMQ gave up on must still end; a delivered one stays delivered.
-// KEYS as RECORD_ATTEMPT's (the attempt log is not touched). ARGV: 1 now ms.
-const GIVE_UP = new LuaScript(`${MOVE_STATE_INDEX}${SCHEDULE_NEXT}
-local raw = redis.call('GET', KEYS[1])
-if not raw then return '' end
-local cb = cjson.decode(raw)
-if cb.state ~= 'pending' then return raw end
-cb.state = 'failed'
-cb.next_attempt_ms = cjson.null
-local out = cjson.encode(cb)
-redis.call('SET', KEYS[1], out)
-move_state_index('pending', cb)
-schedule_next(cb, '', ARGV[1])
-return out
-`);
-
-// Removes a callback with its attempt log and every index entry, in one step. With a cutoff (its
-// own retention), only an ended one whose last activity is at or before it (a manual attempt
-// meanwhile keeps it); without ('', its job is going), whatever its state, and with it the ladder's
-// next attempt. A record that cannot be decoded is left alone with its entries.
-// KEYS: 1 record, 2 attempt log, 3-5 state indexes, 6 the workspace index, 7 its type index,
-// 8 ended index, 9 the ladder's schedule. ARGV: 1 id, 2 cutoff ms or ''. Answers 1 removed, 0 kept, -1 unreadable.
-const PURGE = new LuaScript(`
-local raw = redis.call('GET', KEYS[1])
-if raw then
-  local ok, cb = pcall(cjson.decode, raw)
-  if not ok or type(cb) ~= 'table' then return -1 end
-  if ARGV[2] ~= '' then
-    if cb.state == 'pending' then
-      redis.call('ZREM', KEYS[8], ARGV[1])
-      return 0
-    end
-    local last = redis.call('ZSCORE', KEYS[8], ARGV[1])
-    if last and tonumber(last) > tonumber(ARGV[2]) then return 0 end
-  elseif cb.state == 'pending' then
-    redis.call('ZREM', KEYS[9], ARGV[1] .. '.' .. (cb.ladder_attempt + 1))
-  end
-else
-  -- Gone already (a repeat after this step): only the ended entry can be left.
-  redis.call('ZREM', KEYS[8], ARGV[1])
-  return 0
-end
-redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('ZREM', KEYS[4], ARGV[1])
-redis.call('ZREM', KEYS[5], ARGV[1])
-redis.call('ZREM', KEYS[6], ARGV[1])
-redis.call('ZREM', KEYS[7], ARGV[1])
-redis.call('ZREM', KEYS[8], ARGV[1])
-return 1
-`);
+// lua/<name>.lua: each file's header gives the script's KEYS, ARGV, answers, and why it is one step.
+const CREATE = storeScript('callback-create');
+const RECORD_ATTEMPT = storeScript('callback-record-attempt');
+const DEFER = storeScript('callback-defer');
+const GIVE_UP = storeScript('callback-give-up');
+const PURGE = storeScript('callback-purge');
+const RESERVE_PACE = storeScript('callback-recovery-pace');
 
 /**
  * An attempt as stored: a JSON array in this order, its number first (written by RECORD_ATTEMPT),
@@ -375,7 +176,7 @@ export class CallbackRepository {
    * request) and applies its outcome to the callback in the same Redis step:
    * - delivered: state `delivered`, nothing further scheduled;
    * - an automatic attempt that failed: `next_attempt_ms` moves on, or the state becomes `failed`
-   *   when `nextAttemptMs` is null (the ladder is used up);
+   *   when `nextAttemptMs` is null (it was the ladder's last: `nextAttemptAt` in `@media/domain`);
    * - a manual attempt that failed changes no state and leaves the ladder as it was.
    *
    * Recording the same `attemptKey` again changes nothing and returns `recorded: false`.
@@ -397,6 +198,7 @@ export class CallbackRepository {
       nextAttemptMs === null ? '' : nextAttemptMs,
       now,
       attempt.sent_ms,
+      SCHEDULED_ATTEMPT_SEPARATOR,
     ])) as [number, string];
     if (code === -1) throw new Error(`callback ${callback.id} does not exist`);
     return { recorded: code === 1, callback: JSON.parse(raw) as CallbackRecord };
@@ -412,7 +214,7 @@ export class CallbackRepository {
 
   /** Ends a still-pending callback as `failed`; returns the record as it now stands. */
   async giveUp(callback: Pick<CallbackRecord, 'id' | 'workspace_id'>, now = Date.now()): Promise<CallbackRecord | undefined> {
-    const raw = (await GIVE_UP.run(this.redis, this.scriptKeys(callback), [now])) as string;
+    const raw = (await GIVE_UP.run(this.redis, this.scriptKeys(callback), [now, SCHEDULED_ATTEMPT_SEPARATOR])) as string;
     return raw ? (JSON.parse(raw) as CallbackRecord) : undefined;
   }
 
@@ -473,7 +275,7 @@ export class CallbackRepository {
       this.keys.endedCallbacks(),
       this.keys.callbackSchedule(),
     ];
-    const result = await PURGE.run(this.redis, keys, [messageId, cutoffMs === 'with-its-job' ? '' : cutoffMs]);
+    const result = await PURGE.run(this.redis, keys, [messageId, cutoffMs === 'with-its-job' ? '' : cutoffMs, SCHEDULED_ATTEMPT_SEPARATOR]);
     if (result === -1) throw new CorruptRecordError(messageId);
     return result === 1;
   }
@@ -546,13 +348,7 @@ export class CallbackRepository {
    * receivers. Returns when the first slot is (Unix ms).
    */
   async reserveRecoverySlots(workspaceId: string, count: number, ratePerSecond: number, nowMs: number): Promise<number> {
-    return (await this.redis.eval(
-      RESERVE_PACE,
-      1,
-      this.keys.workspaceRecoveryPace(workspaceId),
-      String(nowMs),
-      String(Math.ceil((count * 1000) / ratePerSecond)),
-    )) as number;
+    return (await RESERVE_PACE.run(this.redis, [this.keys.workspaceRecoveryPace(workspaceId)], [nowMs, Math.ceil((count * 1000) / ratePerSecond)])) as number;
   }
 
   /** Ids of the workspace's callbacks in `state` created in [fromMs, toMs), oldest first, from rank `offset`. */

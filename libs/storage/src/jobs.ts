@@ -1,126 +1,18 @@
 import type { Redis } from 'ioredis';
-import { LuaScript } from '@media/common';
 import { isFinished, type JobRecord, type LedgerEntry } from '@media/domain';
 import { readIndexPage, type IndexPage } from './index-page';
 import type { IdempotencyEntry } from './idempotency';
 import type { StoreKeys } from './keys';
 import { NO_REPLICA_WAIT, type ReplicaWait } from './replica-wait';
 import { encodeRecord } from './record-json';
+import { storeScript } from './lua';
 
-// A record that cjson cannot decode (written before encodeRecord existed, or by hand) must not
-// wedge the job: the scripts answer -2 and the caller fails it permanently.
-const STATUS_OF = `
-local function status_of(raw)
-  local ok, record = pcall(cjson.decode, raw)
-  if not ok or type(record) ~= 'table' then return nil end
-  return record['status']
-end
-`;
-
-// Completion and its charge in one step: a job ends once, so it is charged at most once even
-// when a crashed worker's job is processed again. The job leaves its workspace's unfinished set
-// in the same step, so the waiting-jobs cap never counts a finished job.
-const FINISH = new LuaScript(`${STATUS_OF}
-local raw = redis.call('GET', KEYS[1])
-if not raw then return -1 end
-local status = status_of(raw)
-if status == nil then return -2 end
-if status == 'completed' or status == 'failed' then return 0 end
-redis.call('SET', KEYS[1], ARGV[1])
-if ARGV[2] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[2]) end
-redis.call('SREM', KEYS[3], ARGV[3])
-redis.call('ZREM', KEYS[4], ARGV[3])
-if ARGV[5] ~= '' then redis.call('ZADD', KEYS[5], ARGV[5], ARGV[3]) end
-if ARGV[6] == '1' then redis.call('SADD', KEYS[6], ARGV[3]) end
-redis.call('PUBLISH', ARGV[4], ARGV[3])
-return 1
-`);
-
-// Moves a finished job's removal to a later time, in its record (the API's expires_at, where links
-// are cut) and in the expiry index alike, unless the record changed since it was read.
-// KEYS: 1 record, 2 expiry. ARGV: 1 job id, 2 the expires_ms read, 3 the new record, 4 the new expires_ms.
-const HOLD = new LuaScript(`
-local raw = redis.call('GET', KEYS[1])
-if not raw then return 0 end
-local ok, record = pcall(cjson.decode, raw)
-if not ok or type(record) ~= 'table' or tostring(record['expires_ms']) ~= ARGV[2] then return 0 end
-redis.call('SET', KEYS[1], ARGV[3])
-redis.call('ZADD', KEYS[2], 'XX', ARGV[4], ARGV[1])
-return 1
-`);
-
-// Removes a job's record with its listing-index entry, its expiry entry, its awaiting-callback mark
-// and the claim of the Idempotency-Key it was made with (if that still names this job), in one step.
-// With a cutoff (the sweep), only while its expiry is still due: a hold written meanwhile wins.
-// KEYS: 1 record, 2 the workspace's image or video index, 3 expiry, 4 awaiting callback,
-// [5 the Idempotency-Key's entry].
-// ARGV: 1 job id, 2 cutoff ms ('' = unconditional). Answers 1 removed, 0 left (not due any more).
-const PURGE = new LuaScript(`
-if ARGV[2] ~= '' then
-  local due = redis.call('ZSCORE', KEYS[3], ARGV[1])
-  if due and tonumber(due) > tonumber(ARGV[2]) then return 0 end
-end
-redis.call('DEL', KEYS[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('SREM', KEYS[4], ARGV[1])
-if KEYS[5] then
-  local claimed = redis.call('GET', KEYS[5])
-  if claimed then
-    local ok, held = pcall(cjson.decode, claimed)
-    if ok and type(held) == 'table' and held.job_id == ARGV[1] then redis.call('DEL', KEYS[5]) end
-  end
-end
-return 1
-`);
-
-// Progress and status writes must never overwrite a finished job.
-const UPDATE_ACTIVE = new LuaScript(`${STATUS_OF}
-local raw = redis.call('GET', KEYS[1])
-if not raw then return -1 end
-local status = status_of(raw)
-if status == nil then return -2 end
-if status == 'completed' or status == 'failed' then return 0 end
-redis.call('SET', KEYS[1], ARGV[1])
-return 1
-`);
-
-// Acceptance of a new job in one round trip, atomically: the Idempotency-Key claim, the
-// waiting-jobs cap and the stored job (record, listing index, intake mark, unfinished set). The
-// same steps, in the same order, as claiming the key, then entering the job under the cap, then
-// storing it; no crash can fall between them any more.
-// KEYS: 1 job record, 2 the workspace's image or video index, 3 intake set, 4 the workspace's
-// unfinished set, 5 the workspace's limit overrides, [6 the Idempotency-Key's entry].
-// ARGV: 1 record, 2 job id, 3 created_ms, 4 default cap, [5 key entry (JSON job_id, fingerprint), 6 its TTL s].
-// Answers {1, rank} stored, {2, rank} a job with this id exists, {3, waiting, max} at the cap,
-// {4, job id} the key names another job of the same request, {5} the key was used for a different
-// request, {6} the claim was to be found (ARGV[7] = '1', the rebuild of a replayed job) and is gone:
-// its job was removed. The rank is the size of the workspace's unfinished set, the job included (its
-// queue priority's input), answered here so that queueing the job costs no further round trip.
-const ADMIT = new LuaScript(`
-if #KEYS == 6 then
-  local claimed = redis.call('GET', KEYS[6])
-  if not claimed then
-    if ARGV[7] == '1' then return {6} end
-    redis.call('SET', KEYS[6], ARGV[5], 'EX', ARGV[6])
-  else
-    local held = cjson.decode(claimed)
-    if held.fingerprint ~= cjson.decode(ARGV[5]).fingerprint then return {5} end
-    if held.job_id ~= ARGV[2] then return {4, held.job_id} end
-  end
-end
-if redis.call('EXISTS', KEYS[1]) == 1 then return {2, redis.call('SCARD', KEYS[4])} end
-if redis.call('SISMEMBER', KEYS[4], ARGV[2]) == 0 then
-  local max = tonumber(redis.call('HGET', KEYS[5], 'max_waiting_jobs') or ARGV[4])
-  local waiting = redis.call('SCARD', KEYS[4])
-  if waiting >= max then return {3, waiting, max} end
-end
-redis.call('SET', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[2])
-redis.call('ZADD', KEYS[3], 'NX', ARGV[3], ARGV[2])
-redis.call('SADD', KEYS[4], ARGV[2])
-return {1, redis.call('SCARD', KEYS[4])}
-`);
+// lua/<name>.lua: each file's header gives the script's KEYS, ARGV, answers, and why it is one step.
+const FINISH = storeScript('job-finish');
+const HOLD = storeScript('job-hold');
+const PURGE = storeScript('job-purge');
+const UPDATE_ACTIVE = storeScript('job-update-active');
+const ADMIT = storeScript('job-admit');
 
 /**
  * What {@link JobRepository.admit} decided. `rank`: how many of the workspace's jobs are unfinished,

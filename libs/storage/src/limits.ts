@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
-import { LuaScript, type AppConfig } from '@media/common';
+import type { AppConfig } from '@media/common';
 import type { StoreKeys } from './keys';
+import { storeScript } from './lua';
 
 /** The limits a workspace works under: the configured defaults, or its own overrides. */
 export interface WorkspaceLimits {
@@ -54,31 +55,9 @@ const WINDOW_MS = 60_000;
 export const DASHBOARD_LIMITS = { read: 600, write: 60 } as const;
 export type DashboardBucket = keyof typeof DASHBOARD_LIMITS;
 
-// A fixed window per workspace and bucket: it opens with the first call after the previous one
-// expired and lasts a minute. One counter and no clock: replicas with skewed clocks still share
-// it, and a burst can reach at most twice the limit across a window boundary, which is the
-// usual price of a fixed window. The override is read in the same round trip.
-const HIT = new LuaScript(`
-local limit = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or ARGV[2])
-local count = redis.call('INCR', KEYS[2])
-local ttl = redis.call('PTTL', KEYS[2])
-if ttl < 0 then
-  redis.call('PEXPIRE', KEYS[2], ARGV[3])
-  ttl = tonumber(ARGV[3])
-end
-return {count, limit, ttl}
-`);
-
-// Check and entry in one step, so that concurrent calls cannot all pass the check at the cap.
-// A job already entered (an idempotent replay) is accepted again without counting twice.
-const ACCEPT = new LuaScript(`
-local max = tonumber(redis.call('HGET', KEYS[1], 'max_waiting_jobs') or ARGV[2])
-local waiting = redis.call('SCARD', KEYS[2])
-if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return {1, waiting, max} end
-if waiting >= max then return {0, waiting, max} end
-redis.call('SADD', KEYS[2], ARGV[1])
-return {1, waiting + 1, max}
-`);
+// lua/<name>.lua: each file's header gives the script's KEYS, ARGV, answers, and why it is one step.
+const HIT = storeScript('limit-hit');
+const ACCEPT = storeScript('limit-accept');
 
 /**
  * Per-workspace limits kept in Redis, so every gateway replica counts against the same numbers:

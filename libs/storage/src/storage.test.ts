@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { jobIds } from '@media/common';
-import type { VideoJob } from '@media/domain';
+import { DEFAULT_RETRY_GAPS_MS, isLastAttempt, LADDER_ATTEMPTS, nextAttemptAt, scheduledAttemptId, type VideoJob } from '@media/domain';
 import { IdempotencyRepository, idempotencyKeyHash } from './idempotency';
-import { CallbackRepository } from './callbacks';
+import { attemptKey, CallbackRepository } from './callbacks';
 import { CorruptRecordError, JobRepository } from './jobs';
 import { StoreKeys } from './keys';
 import { LimitRepository } from './limits';
@@ -268,19 +267,19 @@ describe('CallbackRepository ladder', () => {
   it('puts the next automatic attempt on the schedule with the failed one, and takes it off when the callback ends', async () => {
     const cb = await newCallback('msg_ladder1');
     await callbacks.recordAttempt(cb, 'auto.1', failed(1, 1_000), 61_000, 1_100);
-    // The entry is the delivery job id of attempt 2 (jobIds.delivery), due when the record says.
-    expect(await redis.zscore(schedule, jobIds.delivery(cb.id, 2, 'scheduled'))).toBe('61000');
+    // The entry names attempt 2 as the retry ladder does (scheduledAttemptId), due when the record says.
+    expect(await redis.zscore(schedule, scheduledAttemptId(cb.id, 2))).toBe('61000');
     // A failed manual attempt leaves the ladder alone.
     await callbacks.recordAttempt(cb, 'manual.x', failed(null, 2_000), null, 2_100);
-    expect(await redis.zscore(schedule, jobIds.delivery(cb.id, 2, 'scheduled'))).toBe('61000');
+    expect(await redis.zscore(schedule, scheduledAttemptId(cb.id, 2))).toBe('61000');
     await callbacks.recordAttempt(cb, 'auto.2', failed(2, 61_000), 361_000, 61_100);
-    expect(await redis.zscore(schedule, jobIds.delivery(cb.id, 2, 'scheduled'))).toBe('61000'); // the promoter's to remove
-    expect(await redis.zscore(schedule, jobIds.delivery(cb.id, 3, 'scheduled'))).toBe('361000');
+    expect(await redis.zscore(schedule, scheduledAttemptId(cb.id, 2))).toBe('61000'); // the promoter's to remove
+    expect(await redis.zscore(schedule, scheduledAttemptId(cb.id, 3))).toBe('361000');
     // Delivered by hand: attempt 3 is no longer wanted.
     const { callback } = await callbacks.recordAttempt(cb, 'manual.y', { ...failed(null, 70_000), status: 200, error: null }, null, 70_100);
     expect(callback).toMatchObject({ state: 'delivered', attempt_count: 4, ladder_attempt: 2, next_attempt_ms: null, last_attempt_ms: 70_000 });
-    expect(await redis.zscore(schedule, jobIds.delivery(cb.id, 3, 'scheduled'))).toBeNull();
-    await redis.zrem(schedule, jobIds.delivery(cb.id, 2, 'scheduled'));
+    expect(await redis.zscore(schedule, scheduledAttemptId(cb.id, 3))).toBeNull();
+    await redis.zrem(schedule, scheduledAttemptId(cb.id, 2));
   });
 
   it('ends a given-up callback as failed in the failed index, with nothing left on the schedule', async () => {
@@ -290,7 +289,35 @@ describe('CallbackRepository ladder', () => {
     expect((await callbacks.giveUp(cb))?.state).toBe('failed');
     expect(await inState('pending', cb.id)).toBe(false);
     expect(await inState('failed', cb.id)).toBe(true);
-    expect(await redis.zscore(schedule, jobIds.delivery(cb.id, 2, 'scheduled'))).toBeNull();
+    expect(await redis.zscore(schedule, scheduledAttemptId(cb.id, 2))).toBeNull();
+  });
+
+  it('walks the whole ladder: each failed attempt schedules the next, the last one ends the callback failed', async () => {
+    const cb = await newCallback('msg_ladder4');
+    let sentMs = 1_000;
+    for (let attempt = 1; attempt <= LADDER_ATTEMPTS; attempt++) {
+      const next = nextAttemptAt(attempt, sentMs + 12, DEFAULT_RETRY_GAPS_MS);
+      const { callback } = await callbacks.recordAttempt(cb, attemptKey('scheduled', attempt, ''), failed(attempt, sentMs), next, sentMs + 12);
+      expect(callback).toMatchObject({ state: isLastAttempt(attempt) ? 'failed' : 'pending', ladder_attempt: attempt, next_attempt_ms: next });
+      expect(await redis.zscore(schedule, scheduledAttemptId(cb.id, attempt + 1))).toBe(next === null ? null : String(next));
+      sentMs = next ?? sentMs;
+    }
+    expect(await inState('failed', cb.id)).toBe(true);
+    // The entries of attempts 2-6 are the promoter's to remove.
+    await redis.zrem(schedule, ...[2, 3, 4, 5, 6].map((attempt) => scheduledAttemptId(cb.id, attempt)));
+  });
+
+  it('takes the next attempt off the schedule when a pending callback goes with its job', async () => {
+    const cb = await newCallback('msg_ladder5');
+    await callbacks.recordAttempt(cb, 'auto.1', failed(1, 1_000), 61_000, 1_100);
+    expect(await redis.zscore(schedule, scheduledAttemptId(cb.id, 2))).toBe('61000');
+    expect(await callbacks.remove(cb.id, 'with-its-job')).toBe(true);
+    expect(await redis.zscore(schedule, scheduledAttemptId(cb.id, 2))).toBeNull();
+  });
+
+  it('keys automatic attempts by number and manual ones by request in the attempt log', () => {
+    expect(attemptKey('scheduled', 2, 'ignored')).toBe('auto.2');
+    expect(attemptKey('manual', 2, 'msg_abc.manual.17')).toBe('manual.msg_abc.manual.17');
   });
 
   it('stores attempts compactly and reads them back whole, as well as entries written as objects', async () => {
@@ -305,7 +332,7 @@ describe('CallbackRepository ladder', () => {
     expect(await callbacks.attempt(cb.id, 'manual.z')).toEqual({ number: 2, ...untimed });
     const stored = (await redis.hget(keys.callbackAttempts(cb.id), 'auto.1'))!;
     expect(stored.length).toBeLessThan(JSON.stringify(legacy).length / 2);
-    await redis.zrem(schedule, jobIds.delivery(cb.id, 2, 'scheduled'));
+    await redis.zrem(schedule, scheduledAttemptId(cb.id, 2));
   });
 });
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { StoreKeys } from './keys';
+import { storeScript } from './lua';
 
 export type Role = 'owner' | 'admin' | 'member';
 
@@ -66,63 +67,11 @@ export function hashApiKey(apiKey: string): string {
 /** Index keys take e-mails hashed: they are personal data, and any character may be in them. */
 export const hashEmail = (email: string): string => createHash('sha256').update(email.trim().toLowerCase()).digest('hex');
 
-// The previous current secret gets its end time and keeps signing until then; any older one is
-// dropped at once, so a rotation always leaves exactly two secrets signing (spec 4.5: two
-// signatures during the overlap) and rotating twice after a leak ends the leaked secret.
-const ROTATE = `
-local list = {}
-local raw = redis.call('GET', KEYS[1])
-if raw then list = cjson.decode(raw) end
-local now = tonumber(ARGV[2])
-local out = { cjson.decode(ARGV[1]) }
-local ends = 0
-for _, s in ipairs(list) do
-  if s.expires_ms == 0 then
-    s.expires_ms = now + tonumber(ARGV[3]); ends = s.expires_ms
-    if s.expires_ms > now then table.insert(out, s) end
-  end
-end
-redis.call('SET', KEYS[1], cjson.encode(out))
-return ends
-`;
-
-// Only the current secret is kept; in one step so that a rotation meanwhile is not undone.
-const END_OVERLAP = `
-local raw = redis.call('GET', KEYS[1])
-if not raw then return 0 end
-local out = {}
-for _, s in ipairs(cjson.decode(raw)) do
-  if s.expires_ms == 0 then table.insert(out, s) end
-end
-redis.call('SET', KEYS[1], cjson.encode(out))
-return #out
-`;
-
-// Changes (ARGV[2] = new role) or removes (ARGV[2] = '') a member, refusing to leave the workspace
-// without an owner. In one script: two owners demoting each other at once must not both succeed.
-// A new role comes with a new session epoch, which ends the member's sessions (opened under the old role).
-// KEYS: members hash, the member's e-mail index set. ARGV: e-mail, role, workspace id, new session epoch.
-const CHANGE_MEMBER = `
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return 'missing' end
-local member = cjson.decode(raw)
-if member.role == 'owner' and ARGV[2] ~= 'owner' then
-  local owners = 0
-  for _, v in ipairs(redis.call('HVALS', KEYS[1])) do
-    if cjson.decode(v).role == 'owner' then owners = owners + 1 end
-  end
-  if owners <= 1 then return 'last_owner' end
-end
-if ARGV[2] == '' then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-  redis.call('SREM', KEYS[2], ARGV[3])
-else
-  member.role = ARGV[2]
-  member.session_epoch = ARGV[4]
-  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(member))
-end
-return 'ok'
-`;
+// lua/<name>.lua: each file's header gives the script's KEYS, ARGV, answers, and why it is one step.
+const TOUCH_API_KEY = storeScript('api-key-touch');
+const ROTATE = storeScript('secret-rotate');
+const END_OVERLAP = storeScript('secret-end-overlap');
+const CHANGE_MEMBER = storeScript('member-change');
 
 /**
  * Workspaces, their hashed API keys, signing secrets and dashboard members: storage only. What is
@@ -174,8 +123,7 @@ export class WorkspaceRepository {
   /** Records a use of the key; callers throttle it (see `@media/accounts`), so it is not a write per request. */
   async touchApiKey(apiKey: string, now: number): Promise<void> {
     // HSET on a revoked (deleted) key would bring back a partial record; only touch what exists.
-    const key = this.keys.apiKey(hashApiKey(apiKey));
-    await this.redis.eval(`if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'last_used_ms', ARGV[1]) end return 0`, 1, key, String(now));
+    await TOUCH_API_KEY.run(this.redis, [this.keys.apiKey(hashApiKey(apiKey))], [now]);
   }
 
   async addApiKey(workspaceId: string, apiKey: StoredApiKey): Promise<void> {
@@ -237,14 +185,7 @@ export class WorkspaceRepository {
   async rotateSecret(workspaceId: string, secret: string, overlapSeconds: number, now = Date.now()): Promise<RotatedSecret> {
     if (!(await this.get(workspaceId))) throw new Error(`no workspace ${workspaceId}`);
     const entry: SigningSecret = { secret, created_ms: now, expires_ms: 0 };
-    const ends = (await this.redis.eval(
-      ROTATE,
-      1,
-      this.keys.workspaceSecrets(workspaceId),
-      JSON.stringify(entry),
-      String(now),
-      String(overlapSeconds * 1000),
-    )) as number;
+    const ends = (await ROTATE.run(this.redis, [this.keys.workspaceSecrets(workspaceId)], [JSON.stringify(entry), now, overlapSeconds * 1000])) as number;
     return {
       signing_secret: secret,
       previous_secret_expires_at: ends > 0 && overlapSeconds > 0 ? new Date(ends).toISOString() : null,
@@ -253,7 +194,7 @@ export class WorkspaceRepository {
 
   /** The previous secret stops signing now; only the current one is left. */
   async endSecretOverlap(workspaceId: string): Promise<void> {
-    await this.redis.eval(END_OVERLAP, 1, this.keys.workspaceSecrets(workspaceId));
+    await END_OVERLAP.run(this.redis, [this.keys.workspaceSecrets(workspaceId)], []);
   }
 
   async member(workspaceId: string, email: string): Promise<StoredMember | undefined> {
@@ -290,15 +231,10 @@ export class WorkspaceRepository {
    */
   async changeMember(workspaceId: string, email: string, change: { role: Role; sessionEpoch: string } | null): Promise<MemberChange> {
     const normalized = email.trim().toLowerCase();
-    return (await this.redis.eval(
-      CHANGE_MEMBER,
-      2,
-      this.keys.workspaceMembers(workspaceId),
-      this.keys.memberWorkspaces(hashEmail(normalized)),
-      normalized,
-      change?.role ?? '',
-      workspaceId,
-      change?.sessionEpoch ?? '',
+    return (await CHANGE_MEMBER.run(
+      this.redis,
+      [this.keys.workspaceMembers(workspaceId), this.keys.memberWorkspaces(hashEmail(normalized))],
+      [normalized, change?.role ?? '', workspaceId, change?.sessionEpoch ?? ''],
     )) as MemberChange;
   }
 }

@@ -1,7 +1,7 @@
 import { createHash, randomInt } from 'node:crypto';
-import { FaultInjector, newId, type JobQueue } from '@media/common';
+import { FaultInjector, generationQueueEntry, type JobQueue } from '@media/common';
 import { CallbackUrlGuard, CallbackUrlRejectedError } from '@media/callback-guard';
-import { blobFolderOf, findModel, generationQueueEntry, isFinished, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
+import { blobFolderOf, findModel, isFinished, newId, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
 import type { BlobStore, ImageExtension } from '@media/blob-store';
 import { idempotencyKeyHash, type IdempotencyEntry, type IdempotencyRepository, type JobRepository, type LimitRepository } from '@media/storage';
 import { activeTraceparent } from '@media/tracing';

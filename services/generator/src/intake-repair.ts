@@ -1,5 +1,5 @@
-import type { JobQueue, Logger } from '@media/common';
-import { generationQueueEntry, isFinished } from '@media/domain';
+import { generationQueueEntry, type JobQueue, type Logger } from '@media/common';
+import { isFinished } from '@media/domain';
 import type { JobRepository } from '@media/storage';
 
 /** How long a stored job may wait for the gateway to queue it before the repair does. */

@@ -1,32 +1,26 @@
 import { CallbackUrlRejectedError, type CheckedTarget } from '@media/callback-guard';
-import {
-  FaultInjector,
-  jobIds,
-  NO_CALLBACK_METRICS,
-  PermanentJobError,
-  type AttemptTrigger,
-  type CallbackMetrics,
-  type GaveUpJob,
-  type JobQueue,
-  type Logger,
-} from '@media/common';
+import { FaultInjector, jobIds, NO_CALLBACK_METRICS, PermanentJobError, type CallbackMetrics, type GaveUpJob, type JobQueue, type Logger } from '@media/common';
 import {
   callbackIdFor,
   destinationOf,
   eventTypeFor,
   isFinished,
+  LADDER_ATTEMPTS,
+  nextAttemptAt,
   signalOf,
+  type AttemptTrigger,
+  type CallbackAttempt,
+  type CallbackRecord,
   type Destination,
   type DestinationSignal,
   type JobPresenter,
   type JobRecord,
+  type RetrySchedule,
 } from '@media/domain';
 import {
   attemptKey,
   CorruptRecordError,
   type DestinationGate,
-  type CallbackAttempt,
-  type CallbackRecord,
   type CallbackRepository,
   type JobRepository,
   type NewCallbackAttempt,
@@ -35,7 +29,6 @@ import {
 import { classifyRejection, errorOf } from './classify';
 import { buildBody, buildHeaders } from './envelope';
 import { UndeliverableCallbackError } from './errors';
-import { maxAttempts, nextAttemptAt } from './ladder';
 import type { Exchange } from './webhook-sender';
 import { jobContext, linkTo, recordSpan, ROOT_CONTEXT, SpanKind, withContext, type Attributes, type Context } from '@media/tracing';
 
@@ -83,8 +76,8 @@ export interface CallbackServiceDeps {
   /** Where a given-up job-finished event is queued again. */
   events?: Pick<JobQueue<'job-events'>, 'add'>;
   logger: Logger;
-  /** Gaps before automatic attempts 2..n (WEBHOOK_RETRY_SCHEDULE). */
-  retryScheduleMs: readonly number[];
+  /** The retry ladder's gaps (WEBHOOK_RETRY_SCHEDULE). */
+  retryScheduleMs: RetrySchedule;
   /** WEBHOOK_TIMEOUT_MS: what an attempt's duration is measured against to call its destination slow. */
   attemptTimeoutMs: number;
   docsUrl: string;
@@ -284,7 +277,7 @@ export class CallbackService {
       excerpt: exchange.excerpt,
       timing: exchange.timing,
     };
-    const next = ladder !== null && error !== null ? nextAttemptAt(this.deps.retryScheduleMs, ladder, endedMs) : null;
+    const next = ladder !== null && error !== null ? nextAttemptAt(ladder, endedMs, this.deps.retryScheduleMs) : null;
     const { recorded, callback: after } = await this.deps.callbacks.recordAttempt(
       callback,
       // A manual attempt is recorded under the id it was requested with, however often it was deferred.
@@ -304,7 +297,7 @@ export class CallbackService {
       });
     }
     // A failed automatic attempt's successor was scheduled by recordAttempt, in the same step.
-    if (request.trigger === 'manual' && error === null && after.ladder_attempt < maxAttempts(this.deps.retryScheduleMs)) {
+    if (request.trigger === 'manual' && error === null && after.ladder_attempt < LADDER_ATTEMPTS) {
       // Delivered by hand: the record took the next automatic attempt off the schedule; one that
       // was already promoted into the queue is removed here. If it is running right now it cannot
       // be removed, and finds the callback delivered when it records.
@@ -380,7 +373,7 @@ export class CallbackService {
         address: null,
         excerpt: '',
       },
-      nextAttemptAt(this.deps.retryScheduleMs, payload.attempt, now),
+      nextAttemptAt(payload.attempt, now, this.deps.retryScheduleMs),
       now,
     );
     this.deps.logger.error('delivery attempt recorded as failed after repeated give-ups', { ...log, state: after.state });

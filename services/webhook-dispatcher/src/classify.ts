@@ -1,5 +1,5 @@
 import type { CallbackUrlRejectedError } from '@media/callback-guard';
-import type { AttemptErrorClass } from '@media/storage';
+import type { AttemptErrorClass } from '@media/domain';
 
 /** What one exchange (see `Exchange` in ./webhook-sender) came to: null when delivered, else the attempt's error class. */
 export function errorOf(exchange: { status: number | null; transportError: AttemptErrorClass | null }): AttemptErrorClass | null {

@@ -1,6 +1,6 @@
 import { CallbackUrlRejectedError, type CheckedTarget } from '@media/callback-guard';
-import { newId, PermanentJobError, type Logger } from '@media/common';
-import type { ImageRequestObject } from '@media/domain';
+import { PermanentJobError, type Logger } from '@media/common';
+import { newId, type ImageRequestObject } from '@media/domain';
 import type { TestCallbackOutcome, TestCallbackRepository, WorkspaceRepository } from '@media/storage';
 import { classifyRejection, classifyStatus } from './classify';
 import { buildBody, buildHeaders } from './envelope';

@@ -4,7 +4,7 @@ import { BlockList, isIP, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import { pinnedLookup, type CheckedTarget, type LookupCallback } from '@media/callback-guard';
-import type { AttemptErrorClass, AttemptTiming } from '@media/storage';
+import type { AttemptErrorClass, AttemptTiming } from '@media/domain';
 import type { Got, Request as GotRequest } from 'got' with { 'resolution-mode': 'import' };
 import { AgentPool, type AgentLease, type AgentPoolLimits } from './agent-pool';
 import { classifyTransportError } from './classify';

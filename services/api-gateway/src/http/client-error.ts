@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { newId, type Logger } from '@media/common';
+import type { Logger } from '@media/common';
+import { newId } from '@media/domain';
 import { ApiError } from './api-error';
 
 function toApiError(code: string | undefined): ApiError {

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Redis } from 'ioredis';
-import { newId, type Logger } from '@media/common';
+import type { Logger } from '@media/common';
+import { newId } from '@media/domain';
 import type { WorkspaceAccounts } from '@media/accounts';
 import { ApiError } from './api-error';
 import { isDependencyOutage } from './outage';

@@ -54,9 +54,9 @@ describe('isDependencyOutage', () => {
 
   it('leaves every other error alone', async () => {
     const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-    const wrongType = await failure(() => redis.eval("return redis.error_reply('ERR not an outage')", 0));
+    const errorReply = await failure(() => redis.incrby('outage-test:not-counted', 'not-a-number'));
     redis.disconnect();
-    expect(isDependencyOutage(wrongType)).toBe(false);
+    expect(isDependencyOutage(errorReply)).toBe(false);
     expect(isDependencyOutage(new TypeError('x is undefined'))).toBe(false);
     expect(isDependencyOutage('Connection is closed.')).toBe(false);
     expect(isDependencyOutage(undefined)).toBe(false);

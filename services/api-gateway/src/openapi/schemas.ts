@@ -1,9 +1,12 @@
 import type { SchemaObject } from 'openapi3-ts/oas31';
-import type { AttemptTrigger, ErrorType } from '@media/common';
+import type { ErrorType } from '@media/common';
 import {
   describeSize,
   EVENT_TYPES,
   MODEL_CATALOG,
+  type AttemptErrorClass,
+  type AttemptTrigger,
+  type CallbackState,
   type EventType,
   type ImageModel,
   type ImageOutputFormat,
@@ -12,7 +15,6 @@ import {
   type ResponseFormat,
   type VideoModel,
 } from '@media/domain';
-import type { AttemptErrorClass, CallbackState } from '@media/storage';
 import { DATA_URL, MAX_IMAGES } from '../uploads';
 import { binary, closedObject, describedEnum, idOf, orNull, ref, unique, unixSeconds, type Schema } from './schema-kit';
 

@@ -1,5 +1,5 @@
 import type { ParameterObject, PathItemObject } from 'openapi3-ts/oas31';
-import { EVENT_TYPES, type EventType } from '@media/domain';
+import { EVENT_TYPES, LADDER_ATTEMPTS, type EventType, type RetrySchedule } from '@media/domain';
 import { DEFAULT_TOLERANCE_SECONDS, SECRET_PREFIX, SIGNATURE_VERSION, userAgent } from '@media/webhooks';
 import { humanDuration, ref } from './schema-kit';
 import { eventSchemaName } from './schemas';
@@ -7,8 +7,7 @@ import { eventSchemaName } from './schemas';
 export interface WebhookSettings {
   docsUrl: string;
   webhookTimeoutMs: number;
-  /** Gaps before attempts 2..6. */
-  webhookRetryScheduleMs: number[];
+  webhookRetryScheduleMs: RetrySchedule;
   secretRotationOverlapSeconds: number;
   linkTtlSeconds: number;
 }
@@ -74,7 +73,7 @@ export function webhooksDescription(settings: WebhookSettings): string {
     '',
     `**Signing** ([Standard Webhooks](https://www.standardwebhooks.com/)): each \`${SIGNATURE_VERSION}\` entry of \`webhook-signature\` is the base64 of HMAC-SHA256 over \`<webhook-id>.<webhook-timestamp>.<raw body>\`, keyed with the base64-decoded part of the workspace signing secret after \`${SECRET_PREFIX}\`. Verify the raw bytes (re-serialised JSON changes them), compare in constant time, and reject a \`webhook-timestamp\` more than ${DEFAULT_TOLERANCE_SECONDS} s away from now.`,
     '',
-    `**Answer** with any 2xx within ${humanDuration(settings.webhookTimeoutMs)}; redirects are not followed. Anything else (another status, a redirect, no answer in time, no connection) is a failed attempt, and the next one follows this ladder; after attempt ${settings.webhookRetryScheduleMs.length + 1} the callback is \`failed\`. A manual retry (\`POST /v1/callbacks/{id}/retry\`) sends it again, with the same \`webhook-id\`, for as long as the callback and its job are kept.`,
+    `**Answer** with any 2xx within ${humanDuration(settings.webhookTimeoutMs)}; redirects are not followed. Anything else (another status, a redirect, no answer in time, no connection) is a failed attempt, and the next one follows this ladder; after attempt ${LADDER_ATTEMPTS} the callback is \`failed\`. A manual retry (\`POST /v1/callbacks/{id}/retry\`) sends it again, with the same \`webhook-id\`, for as long as the callback and its job are kept.`,
     '',
     ...ladder,
   ].join('\n');
@@ -83,7 +82,7 @@ export function webhooksDescription(settings: WebhookSettings): string {
 /** One item per event, each with the rules in short; the `Webhooks` tag's description has them in full. */
 export function webhookItems(settings: WebhookSettings): Record<string, PathItemObject> {
   const gaps = settings.webhookRetryScheduleMs.map(humanDuration).join(', ');
-  const rules = `Signed per Standard Webhooks: HMAC-SHA256 over \`<webhook-id>.<webhook-timestamp>.<raw body>\` with the workspace's \`${SECRET_PREFIX}\` secret; reject timestamps more than ${DEFAULT_TOLERANCE_SECONDS} s off. Answer 2xx within ${humanDuration(settings.webhookTimeoutMs)}; otherwise it is sent again after ${gaps} (${settings.webhookRetryScheduleMs.length + 1} attempts in all). In full under the \`Webhooks\` tag.`;
+  const rules = `Signed per Standard Webhooks: HMAC-SHA256 over \`<webhook-id>.<webhook-timestamp>.<raw body>\` with the workspace's \`${SECRET_PREFIX}\` secret; reject timestamps more than ${DEFAULT_TOLERANCE_SECONDS} s off. Answer 2xx within ${humanDuration(settings.webhookTimeoutMs)}; otherwise it is sent again after ${gaps} (${LADDER_ATTEMPTS} attempts in all). In full under the \`Webhooks\` tag.`;
   return Object.fromEntries(
     EVENT_TYPES.map((type): [string, PathItemObject] => [
       type,

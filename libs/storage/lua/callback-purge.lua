@@ -1,0 +1,51 @@
+--[[
+  Removes a callback with its attempt log and every index entry, in one step. With a cutoff (its
+  own retention), only an ended one whose last activity is at or before it (a manual attempt
+  meanwhile keeps it); without (its job is going), whatever its state, and with it the ladder's
+  next attempt. A record that cannot be decoded is left alone with its entries.
+
+  Input:
+    KEYS[1] the callback's record
+    KEYS[2] its attempt log
+    KEYS[3] the workspace's pending callbacks
+    KEYS[4] the workspace's delivered callbacks
+    KEYS[5] the workspace's failed callbacks
+    KEYS[6] the workspace's callbacks
+    KEYS[7] the workspace's callbacks of its type
+    KEYS[8] ended callbacks
+    KEYS[9] the ladder's schedule
+
+    ARGV[1] callback id
+    ARGV[2] cutoff ms, or '' to remove it whatever its state
+    ARGV[3] the ladder's separator in a scheduled attempt's name (SCHEDULED_ATTEMPT_SEPARATOR)
+
+  Output:
+    1 removed, 0 kept (or gone already), -1 its record cannot be decoded
+]]
+local raw = redis.call('GET', KEYS[1])
+if raw then
+  local ok, cb = pcall(cjson.decode, raw)
+  if not ok or type(cb) ~= 'table' then return -1 end
+  if ARGV[2] ~= '' then
+    if cb.state == 'pending' then
+      redis.call('ZREM', KEYS[8], ARGV[1])
+      return 0
+    end
+    local last = redis.call('ZSCORE', KEYS[8], ARGV[1])
+    if last and tonumber(last) > tonumber(ARGV[2]) then return 0 end
+  elseif cb.state == 'pending' then
+    redis.call('ZREM', KEYS[9], ARGV[1] .. ARGV[3] .. (cb.ladder_attempt + 1))
+  end
+else
+  -- Gone already (a repeat after this step): only the ended entry can be left.
+  redis.call('ZREM', KEYS[8], ARGV[1])
+  return 0
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('ZREM', KEYS[5], ARGV[1])
+redis.call('ZREM', KEYS[6], ARGV[1])
+redis.call('ZREM', KEYS[7], ARGV[1])
+redis.call('ZREM', KEYS[8], ARGV[1])
+return 1

@@ -1,0 +1,35 @@
+--[[
+  Removes a job's record with its listing-index entry, its expiry entry, its awaiting-callback mark
+  and the claim of the Idempotency-Key it was made with (if that still names this job), in one
+  step, so that no crash leaves an index entry naming a removed job. With a cutoff (the retention
+  sweep), only while its expiry is still due: a hold written meanwhile wins.
+
+  Input:
+    KEYS[1] the job's record
+    KEYS[2] the workspace's image or video index
+    KEYS[3] the expiry index
+    KEYS[4] jobs awaiting their callback (set)
+    KEYS[5] (optional) the Idempotency-Key's entry
+
+    ARGV[1] job id
+    ARGV[2] cutoff ms, or '' to remove unconditionally
+
+  Output:
+    1 removed, 0 left (not due any more)
+]]
+if ARGV[2] ~= '' then
+  local due = redis.call('ZSCORE', KEYS[3], ARGV[1])
+  if due and tonumber(due) > tonumber(ARGV[2]) then return 0 end
+end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('SREM', KEYS[4], ARGV[1])
+if KEYS[5] then
+  local claimed = redis.call('GET', KEYS[5])
+  if claimed then
+    local ok, held = pcall(cjson.decode, claimed)
+    if ok and type(held) == 'table' and held.job_id == ARGV[1] then redis.call('DEL', KEYS[5]) end
+  end
+end
+return 1

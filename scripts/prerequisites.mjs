@@ -1,7 +1,9 @@
 // What `npm test` needs from the machine beyond its npm packages, found or installed before anything
 // slow runs: Redis's server and client (the cluster and crash tests start servers of their own),
-// openssl (the callback tests' throwaway CA), curl (the docs' examples are curl commands) and
-// Debian's Chromium (the dashboard's browser tests; playwright-core downloads no browser).
+// openssl (the callback tests' throwaway CA), curl (the docs' examples are curl commands), Debian's
+// Prometheus (promtool checks and unit-tests the alert rules; a real server evaluates the alerts and
+// the autoscalers' queries against the services) and Debian's Chromium (the dashboard's browser
+// tests; playwright-core downloads no browser).
 // As root with apt-get, what is missing is installed; otherwise one line says what to install.
 // No dependencies: this runs before `npm ci` has had a chance to.
 import { spawnSync } from 'node:child_process';
@@ -10,12 +12,18 @@ import { delimiter, isAbsolute, join } from 'node:path';
 
 const chromium = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 
-/** Each program the tests run, and the Debian package that has it. */
+/**
+ * Each program the tests run, and the Debian package that has it. `recommends: false` where the
+ * package's recommendations are services the tests never run (Prometheus recommends node-exporter
+ * and its collectors, with disk and IPMI tools and timers of their own).
+ */
 const NEEDED = [
   { program: 'redis-server', pkg: 'redis-server' },
   { program: 'redis-cli', pkg: 'redis-tools' },
   { program: 'openssl', pkg: 'openssl' },
   { program: 'curl', pkg: 'curl' },
+  { program: 'prometheus', pkg: 'prometheus', recommends: false },
+  { program: 'promtool', pkg: 'prometheus', recommends: false },
   { program: chromium, pkg: 'chromium' },
 ];
 
@@ -35,17 +43,22 @@ function found(program) {
 
 const missing = () => NEEDED.filter((n) => !found(n.program));
 
-function aptInstall(pkgs) {
+function aptInstall(needs) {
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  console.error(`installing ${pkgs.join(' ')} from Debian's packages…`);
-  const update = spawnSync('apt-get', ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env });
-  const install = update.status === 0 && spawnSync('apt-get', ['install', '-y', '-qq', ...pkgs], { stdio: ['ignore', 'ignore', 'inherit'], env });
-  return install && install.status === 0;
+  const apt = (args) => spawnSync('apt-get', args, { stdio: ['ignore', 'ignore', 'inherit'], env }).status === 0;
+  const pkgs = (list) => [...new Set(list.map((n) => n.pkg))];
+  const plain = pkgs(needs.filter((n) => n.recommends !== false));
+  const bare = pkgs(needs.filter((n) => n.recommends === false));
+  console.error(`installing ${[...plain, ...bare].join(' ')} from Debian's packages…`);
+  if (!apt(['update', '-qq'])) return false;
+  return (
+    (plain.length === 0 || apt(['install', '-y', '-qq', ...plain])) && (bare.length === 0 || apt(['install', '-y', '-qq', '--no-install-recommends', ...bare]))
+  );
 }
 
 let lacking = missing();
 if (lacking.length > 0 && process.getuid?.() === 0 && found('apt-get')) {
-  aptInstall([...new Set(lacking.map((n) => n.pkg))]);
+  aptInstall(lacking);
   lacking = missing();
 }
 if (lacking.length > 0) {

@@ -40,7 +40,7 @@ async function redisAnswers(url: string): Promise<boolean> {
 describe('npm test on a machine that lacks what it needs', () => {
   let bare = '';
   beforeAll(() => {
-    // A PATH with node on it and nothing else: no redis-server, redis-cli, openssl or curl.
+    // A PATH with node on it and nothing else: no redis-server, redis-cli, openssl, curl, prometheus or promtool.
     bare = mkdtempSync(join(tmpdir(), 'bare-path-'));
     symlinkSync(process.execPath, join(bare, 'node'));
   });
@@ -57,7 +57,7 @@ describe('npm test on a machine that lacks what it needs', () => {
     const lines = ran.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
-      /^npm test needs redis-server, redis-cli, openssl, curl, chromium: install with "sudo apt-get install -y redis-server redis-tools openssl curl chromium"/,
+      /^npm test needs redis-server, redis-cli, openssl, curl, prometheus, promtool, chromium: install with "sudo apt-get install -y redis-server redis-tools openssl curl prometheus chromium"/,
     );
     expect(lines[0]).toContain(join(bare, 'no-such-chromium'));
   });

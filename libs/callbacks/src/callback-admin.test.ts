@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import type { JobQueue } from '@media/common';
 import { CallbackRepository, StoreKeys, type CallbackRecord } from '@media/storage';
 import { CallbackAdmin, RECOVERY_ATTEMPTS_PER_SECOND } from './callback-admin';
 
@@ -16,14 +17,14 @@ afterAll(async () => {
 /** The deliveries queue as the admin uses it: what it was asked to queue. */
 function fakeQueue() {
   const added: { messageId: string; jobId: string; delay: number }[] = [];
-  return {
-    added,
-    add: async () => undefined as never,
-    addBulk: async (jobs: { payload: { messageId: string }; opts: { jobId: string; delay: number } }[]) => {
-      for (const job of jobs) added.push({ messageId: job.payload.messageId, jobId: job.opts.jobId, delay: job.opts.delay });
-      return [] as never;
+  const queue: Pick<JobQueue<'callback-deliveries'>, 'add' | 'addBulk'> = {
+    add: async () => undefined,
+    addBulk: async (jobs) => {
+      for (const job of jobs)
+        added.push({ messageId: (job.payload as { messageId: string }).messageId, jobId: String(job.opts?.jobId), delay: Number(job.opts?.delay) });
     },
   };
+  return { added, ...queue };
 }
 
 async function failedCallback(ws: string, url: string, createdMs: number): Promise<CallbackRecord> {

@@ -36,20 +36,25 @@ local cb = cjson.decode(raw)
 
 local buckets = overview_buckets(3, 12)
 local delivered = ARGV[4] == '1'
-local ladder = tonumber(ARGV[5])
-overview_add(buckets, 'a', 1)
-if not delivered then overview_add(buckets, 'ae', 1) end
-if ladder == 1 then
+local first = tonumber(ARGV[5]) == 1
+if first then
   overview_add(buckets, '1', 1)
+  -- Attempt 1 is made only while the callback is pending: its delivery ends the callback's wait.
   if delivered then overview_add(buckets, '1d', 1) end
+else
+  overview_add(buckets, 'a', 1)
 end
+if not delivered then overview_add(buckets, 'ae', 1) end
 -- delivered_ms is written only by the delivery that ends the callback's wait: this one, if it is now.
 if delivered and tonumber(cb.delivered_ms) == tonumber(ARGV[3]) then
-  if ARGV[7] == 'failed' then overview_add(buckets, 'r', 1) else overview_add(buckets, 'd', 1) end
+  if ARGV[7] == 'failed' then
+    overview_add(buckets, 'r', 1)
+  elseif not first then
+    overview_add(buckets, 'd', 1)
+  end
   if ARGV[8] ~= '' then overview_add(buckets, 'l' .. ARGV[8], 1) end
-elseif not delivered and ladder > 0 and ARGV[6] == '1' and ARGV[7] == 'pending' and cb.state == 'failed' then
+elseif not delivered and tonumber(ARGV[5]) > 0 and ARGV[6] == '1' and ARGV[7] == 'pending' and cb.state == 'failed' then
   overview_add(buckets, 'f', 1)
 end
 if ARGV[9] ~= '' then overview_fail_at(buckets, ARGV[9], ARGV[10], tonumber(ARGV[11])) end
-overview_expire(buckets)
 return 1

@@ -19,5 +19,4 @@ local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score or tonumber(score) ~= tonumber(ARGV[2]) then return 0 end
 local buckets = overview_buckets(2, 3)
 overview_add(buckets, 'c', 1)
-overview_expire(buckets)
 return 1

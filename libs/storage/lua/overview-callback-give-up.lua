@@ -22,5 +22,4 @@ local raw = redis.call('GET', KEYS[1])
 if not raw or cjson.decode(raw).state ~= 'failed' then return 0 end
 local buckets = overview_buckets(3, 3)
 overview_add(buckets, 'f', 1)
-overview_expire(buckets)
 return 1

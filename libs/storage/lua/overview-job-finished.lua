@@ -21,5 +21,4 @@ if not raw or not string.find(raw, '"finished_ms":' .. ARGV[1] .. '[,}]') then r
 local buckets = overview_buckets(2, 4)
 if ARGV[2] == 'completed' then overview_add(buckets, 'jc', 1) else overview_add(buckets, 'jf', 1) end
 if tonumber(ARGV[3]) > 0 then overview_add(buckets, 'usd', tonumber(ARGV[3])) end
-overview_expire(buckets)
 return 1

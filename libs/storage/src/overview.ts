@@ -281,10 +281,11 @@ export class OverviewRepository {
     const slots: OverviewSlot[] = buckets.map((bucket, i) => ({
       startMs: slotIds[i]! * tier.slotMs,
       created: n(bucket, 'c'),
-      delivered: n(bucket, 'd'),
+      // The bucket keeps first attempts apart from the rest (see overview-buckets.lua).
+      delivered: n(bucket, '1d') + n(bucket, 'd'),
       recovered: n(bucket, 'r'),
       failed: n(bucket, 'f'),
-      attempts: n(bucket, 'a'),
+      attempts: n(bucket, '1') + n(bucket, 'a'),
       failedAttempts: n(bucket, 'ae'),
       firstAttempts: n(bucket, '1'),
       firstAttemptsDelivered: n(bucket, '1d'),

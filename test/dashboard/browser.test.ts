@@ -72,6 +72,9 @@ describe('dashboard in a real browser', () => {
     expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(0);
 
     await signIn(page, h.workspace.owner.email, h.workspace.owner.password);
+    // The Overview is the first page; Requests is one link away.
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Requests' }).click();
     await page.getByRole('heading', { name: 'Requests' }).waitFor();
   });
 

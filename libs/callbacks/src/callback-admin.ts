@@ -1,5 +1,5 @@
 import { jobIds, type JobQueue } from '@media/common';
-import { newId } from '@media/domain';
+import { destinationOf, newId } from '@media/domain';
 import { attemptKey, type CallbackAttempt, type CallbackListQuery, type CallbackPage, type CallbackRecord, type CallbackRepository } from '@media/storage';
 import { CallbackNotFoundError, RecoveryTooLargeError } from './errors';
 
@@ -11,6 +11,11 @@ const RECOVERY_READ_CHUNK = 500;
 const QUEUE_CHUNK = 500;
 /** Callbacks one recovery may retry (at 5/s, over half an hour); a larger window is refused: narrow it. */
 export const MAX_RECOVERY = 10_000;
+/**
+ * Failed callbacks a recovery to one destination looks through to find that destination's (their
+ * records are read to learn where each went); a window holding more is refused: narrow it.
+ */
+export const MAX_RECOVERY_SCAN = 100_000;
 
 /** A manual retry that was queued for the dispatcher. */
 export interface ManualRetryRequest {
@@ -20,15 +25,27 @@ export interface ManualRetryRequest {
   requested_at: string;
 }
 
-/** A bulk recovery: what was queued, and how fast the attempts go out. */
-export interface Recovery {
-  id: string;
-  /** The window, Unix ms: `sinceMs` inclusive, `untilMs` exclusive. */
+/** Which failed callbacks a recovery retries: created in [sinceMs, untilMs) (Unix ms; `untilMs` defaults to now). */
+export interface RecoveryWindow {
+  sinceMs: number;
+  untilMs?: number;
+  /** Only those to this destination: an origin, `https://host:port` (as `destinationOf` names it). */
+  origin?: string;
+}
+
+/** What a recovery would retry, counted before anyone commits to it. */
+export interface RecoveryPreview {
   sinceMs: number;
   untilMs: number;
-  /** Failed callbacks found in the window, each given one manual attempt. */
+  origin: string | null;
+  /** Failed callbacks in the window (to the destination, with one). */
   count: number;
   ratePerSecond: number;
+}
+
+/** A bulk recovery: what was queued, and how fast the attempts go out. */
+export interface Recovery extends RecoveryPreview {
+  id: string;
 }
 
 export interface CallbackAdminDeps {
@@ -95,23 +112,21 @@ export class CallbackAdmin {
   }
 
   /**
-   * Gives every `failed` callback of the workspace created in [sinceMs, untilMs) one manual attempt,
-   * at most {@link RECOVERY_ATTEMPTS_PER_SECOND} per second (BullMQ delays spread them out), on one pace
-   * per workspace that concurrent recoveries share.
+   * Gives every `failed` callback of the workspace created in [sinceMs, untilMs) (and, with
+   * `origin`, sent to that destination) one manual attempt, at most
+   * {@link RECOVERY_ATTEMPTS_PER_SECOND} per second (BullMQ delays spread them out), on one pace per
+   * workspace that concurrent recoveries share.
    *
    * Each attempt's queue id is derived from the recovery and the callback, so a callback is tried
    * at most once per recovery. The callbacks are collected before anything is queued: a recovered
    * callback leaves the failed index as soon as it is delivered, which would shift a paged read.
+   *
+   * @throws RecoveryTooLargeError when the window holds more than {@link MAX_RECOVERY} such callbacks
+   *   (or, with `origin`, more than {@link MAX_RECOVERY_SCAN} failed callbacks to look through)
    */
-  async recover(workspaceId: string, window: { sinceMs: number; untilMs?: number }): Promise<Recovery> {
+  async recover(workspaceId: string, window: RecoveryWindow): Promise<Recovery> {
     const untilMs = window.untilMs ?? this.now();
-    const ids: string[] = [];
-    for (;;) {
-      const chunk = await this.deps.callbacks.idsInState(workspaceId, 'failed', window.sinceMs, untilMs, ids.length, RECOVERY_READ_CHUNK);
-      ids.push(...chunk);
-      if (chunk.length < RECOVERY_READ_CHUNK || ids.length > MAX_RECOVERY) break;
-    }
-    if (ids.length > MAX_RECOVERY) throw new RecoveryTooLargeError(ids.length, MAX_RECOVERY);
+    const ids = await this.failedIn(workspaceId, window.sinceMs, untilMs, window.origin);
     const id = newId('rcv');
     const now = this.now();
     const firstSlotMs = await this.deps.callbacks.reserveRecoverySlots(workspaceId, ids.length, this.ratePerSecond, now);
@@ -128,12 +143,51 @@ export class CallbackAdmin {
         })),
       );
     }
-    return { id, sinceMs: window.sinceMs, untilMs, count: ids.length, ratePerSecond: this.ratePerSecond };
+    return { id, sinceMs: window.sinceMs, untilMs, origin: window.origin ?? null, count: ids.length, ratePerSecond: this.ratePerSecond };
+  }
+
+  /**
+   * How many callbacks {@link recover} would retry for this window now, queueing nothing: what a
+   * person is shown before they confirm.
+   *
+   * @throws RecoveryTooLargeError as {@link recover} does
+   */
+  async previewRecovery(workspaceId: string, window: RecoveryWindow): Promise<RecoveryPreview> {
+    const untilMs = window.untilMs ?? this.now();
+    const ids = await this.failedIn(workspaceId, window.sinceMs, untilMs, window.origin);
+    return { sinceMs: window.sinceMs, untilMs, origin: window.origin ?? null, count: ids.length, ratePerSecond: this.ratePerSecond };
+  }
+
+  /** Ids of the workspace's failed callbacks created in [sinceMs, untilMs), to `origin` when given, oldest first. */
+  private async failedIn(workspaceId: string, sinceMs: number, untilMs: number, origin: string | undefined): Promise<string[]> {
+    const ids: string[] = [];
+    for (let offset = 0; ; offset += RECOVERY_READ_CHUNK) {
+      const chunk = await this.deps.callbacks.idsInState(workspaceId, 'failed', sinceMs, untilMs, offset, RECOVERY_READ_CHUNK);
+      if (origin === undefined) {
+        ids.push(...chunk);
+      } else {
+        if (offset >= MAX_RECOVERY_SCAN) throw new RecoveryTooLargeError(offset + chunk.length, MAX_RECOVERY_SCAN);
+        // The failed index does not say where a callback went: its record does.
+        const going = new Set((await this.deps.callbacks.getMany(chunk)).filter((cb) => sameOrigin(cb.url, origin)).map((cb) => cb.id));
+        ids.push(...chunk.filter((id) => going.has(id)));
+      }
+      if (chunk.length < RECOVERY_READ_CHUNK || ids.length > MAX_RECOVERY) break;
+    }
+    if (ids.length > MAX_RECOVERY) throw new RecoveryTooLargeError(ids.length, MAX_RECOVERY);
+    return ids;
   }
 
   private async find(workspaceId: string | null, messageId: string): Promise<CallbackRecord> {
     const callback = workspaceId === null ? await this.deps.callbacks.get(messageId) : await this.deps.callbacks.getForWorkspace(workspaceId, messageId);
     if (!callback) throw new CallbackNotFoundError(messageId);
     return callback;
+  }
+}
+
+function sameOrigin(url: string, origin: string): boolean {
+  try {
+    return destinationOf(url).origin === origin;
+  } catch {
+    return false;
   }
 }

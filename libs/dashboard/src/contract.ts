@@ -45,10 +45,19 @@ export interface RequestRow {
   callback_url: string | null;
 }
 
-/** `GET /requests?kind=&callback_status=&q=&limit=&after=`: newest first; `q` matches an id (job `req_…`/`video_…` or callback `msg_…`). */
+/**
+ * `GET /requests?kind=&callback_status=&destination=&q=&limit=&after=`: newest first; `q` matches an
+ * id (job `req_…`/`video_…` or callback `msg_…`); `destination` an origin (`https://host:port`), the
+ * requests whose callback went there.
+ */
 export interface RequestList {
   data: RequestRow[];
   has_more: boolean;
+  /**
+   * Where the next page starts (pass as `after`) when it is not the last row's id: a destination
+   * filter looks through a bounded number of callbacks per page, and may stop before it fills one.
+   */
+  next_after?: string;
 }
 
 /** `GET /requests/{id}`: the job as the public API shows it, and its callback with every attempt. */
@@ -160,4 +169,96 @@ export interface Member {
 
 export interface CreatedMember extends Member {
   password: string;
+}
+
+/** The Overview's windows: each point is a minute, a quarter hour or an hour. */
+export type OverviewWindow = '1h' | '24h' | '7d';
+
+/** What callbacks did in one point's time (counts), and where things stood at its end (`pending`). */
+export interface OverviewPoint {
+  /** Start of the point's time, Unix seconds; it lasts `step_seconds`. */
+  at: number;
+  /** Callbacks created (a job with a `callback_url` finished). */
+  created: number;
+  /** Callbacks delivered while on their ladder (ended delivered). */
+  delivered: number;
+  /** Callbacks that ended failed (attempt 6 failed, or nothing could be sent). */
+  failed: number;
+  /** Failed callbacks delivered later (a manual retry or a recovery). */
+  recovered: number;
+  /** Callbacks pending at the point's end (now, for the last point). */
+  pending: number;
+  attempts: number;
+  failed_attempts: number;
+  /** Attempt 1 of each callback's ladder, and those of them that delivered. */
+  first_attempts: number;
+  first_attempts_delivered: number;
+  /** `first_attempts_delivered / first_attempts` (0-1); null without a first attempt. */
+  first_attempt_success_rate: number | null;
+  /**
+   * Time from the job's end to the receiver's 2xx, over the deliveries of the point (ms), estimated
+   * from a fixed histogram (to within its bucket); null without a delivery. A value of
+   * `latency_cap_ms` means at least that.
+   */
+  latency_p50_ms: number | null;
+  latency_p95_ms: number | null;
+}
+
+/** A destination (receiver origin) that failed attempts in the window. */
+export interface OverviewDestination {
+  origin: string;
+  failed_attempts: number;
+  last_failure_at: number;
+  /** The last failure's error class (`timeout`, `refused`, `http_error`, …, as in a callback's attempts). */
+  last_error: string;
+  /** The HTTP status of the last failure, when the receiver answered one. */
+  last_status: number | null;
+}
+
+/** Jobs that finished on one UTC day, and what they were charged. */
+export interface OverviewDay {
+  date: string;
+  jobs_completed: number;
+  jobs_failed: number;
+  charged: number;
+}
+
+/**
+ * `GET /overview?window=1h|24h|7d` (default 1h): the workspace's callbacks over the window, one
+ * point per minute (1h), quarter hour (24h) or hour (7d), oldest first, the last point being the
+ * current one (partly over); the destinations with the most failed attempts; and jobs and charges
+ * for the last 7 UTC days whatever the window. Read from aggregates kept as things happen, so
+ * its cost does not grow with traffic.
+ */
+export interface Overview {
+  window: OverviewWindow;
+  step_seconds: number;
+  generated_at: number;
+  /** The window as a whole; `pending` is the count now. */
+  totals: Omit<OverviewPoint, 'at'>;
+  series: OverviewPoint[];
+  /** The latency histogram's last bound: a percentile there reads "at least". */
+  latency_cap_ms: number;
+  /** Most failed attempts first, at most 10. */
+  destinations: OverviewDestination[];
+  /** Failed attempts to destinations the aggregates did not name (more than 16 in one point). */
+  other_destination_failures: number;
+  currency: 'usd';
+  days: OverviewDay[];
+}
+
+/**
+ * `GET /callbacks/recover?destination=<origin>`: how many failed callbacks to that destination a
+ * recovery would retry now (all the workspace still keeps), before anyone confirms.
+ * `POST /callbacks/recover` `{destination}` → 202 the same with the recovery's `id`: one manual
+ * attempt for each, spread at `rate_per_second`. 400 `recovery_too_large` past the recovery limits.
+ */
+export interface RecoveryPreview {
+  destination: string;
+  count: number;
+  rate_per_second: number;
+}
+
+export interface RecoveryStarted extends RecoveryPreview {
+  id: string;
 }

@@ -6,7 +6,6 @@ import {
   eventTypeFor,
   isFinished,
   type CallbackRecord,
-  type CallbackState,
   type DestinationStatus,
   type JobPresenter,
   type JobRecord,
@@ -17,6 +16,8 @@ import type { CallbackStatus, DestinationList, DestinationRow, JobKind, RequestD
 export interface RequestQuery {
   kind?: JobKind;
   callbackStatus?: CallbackStatus;
+  /** An origin (`https://host:port`): only requests whose callback went there. */
+  destination?: string;
   /** An exact id: `req_…`, `video_…` or `msg_…`. */
   q?: string;
   limit: number;
@@ -26,6 +27,11 @@ export interface RequestQuery {
 
 /** Callback records read per step while a state filter looks for rows of one kind. */
 const FILTER_CHUNK = 100;
+/**
+ * Callbacks one page of a destination filter looks through at most (a callback's destination is in
+ * its record, not in an index): past it the page ends early, with `next_after` to go on from.
+ */
+const DESTINATION_SCAN = 2_000;
 const DAY_MS = 86_400_000;
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
@@ -51,7 +57,7 @@ export class RequestsView {
 
   async list(workspaceId: string, q: RequestQuery): Promise<RequestList> {
     if (q.q) return { data: await this.search(workspaceId, q.q.trim(), q), has_more: false };
-    if (q.callbackStatus) return this.listByCallbackState(workspaceId, q.callbackStatus, q);
+    if (q.callbackStatus || q.destination) return this.listByCallbacks(workspaceId, q);
     const kinds: JobKind[] = q.kind ? [q.kind] : ['image', 'video'];
     const cursor = q.after ? await this.deps.jobs.getForWorkspace(workspaceId, q.after) : undefined;
     if (q.after && !cursor) return { data: [], has_more: false };
@@ -145,28 +151,41 @@ export class RequestsView {
     }
     if (!job || (q.kind && job.kind !== q.kind)) return [];
     const [row] = await this.rows(workspaceId, [job]);
+    if (q.destination && !(row.callback && sameOrigin(row.callback.url, q.destination))) return [];
     return q.callbackStatus && row.callback?.status !== q.callbackStatus ? [] : [row];
   }
 
-  /** A callback-state filter reads that state's index of callbacks (newest first), so a rare state is found fast. */
-  private async listByCallbackState(workspaceId: string, state: CallbackState, q: RequestQuery): Promise<RequestList> {
+  /**
+   * A callback-state or destination filter reads the workspace's callbacks newest first (a state's
+   * own index with a state filter, so a rare state is found fast) and keeps the requests whose
+   * callback matches.
+   */
+  private async listByCallbacks(workspaceId: string, q: RequestQuery): Promise<RequestList> {
     let after: string | undefined;
     if (q.after) {
       const cursor = await this.deps.jobs.getForWorkspace(workspaceId, q.after);
       after = cursor ? callbackIdOf(cursor) : undefined;
       if (!after) return { data: [], has_more: false };
     }
+    const filtered = q.kind !== undefined || q.destination !== undefined;
     const found: CallbackRecord[] = [];
+    let scanned = 0;
     for (;;) {
-      const page = await this.deps.callbackAdmin.list(workspaceId, { state, limit: q.kind ? FILTER_CHUNK : q.limit, after });
+      const page = await this.deps.callbackAdmin.list(workspaceId, { state: q.callbackStatus, limit: filtered ? FILTER_CHUNK : q.limit, after });
       for (const callback of page.callbacks) {
+        scanned++;
         if (q.kind && kindOfType(callback.type) !== q.kind) continue;
+        if (q.destination && !sameOrigin(callback.url, q.destination)) continue;
         if (found.length === q.limit) return { data: await this.rowsOfCallbacks(workspaceId, found), has_more: true };
         found.push(callback);
       }
       if (!page.hasMore) return { data: await this.rowsOfCallbacks(workspaceId, found), has_more: false };
-      if (!q.kind) return { data: await this.rowsOfCallbacks(workspaceId, found), has_more: true };
-      after = page.callbacks.at(-1)?.id;
+      if (!filtered) return { data: await this.rowsOfCallbacks(workspaceId, found), has_more: true };
+      const last = page.callbacks.at(-1);
+      after = last?.id;
+      if (q.destination && scanned >= DESTINATION_SCAN && last) {
+        return { data: await this.rowsOfCallbacks(workspaceId, found), has_more: true, next_after: last.job_id };
+      }
     }
   }
 
@@ -210,4 +229,12 @@ function destinationRow(status: DestinationStatus): DestinationRow {
 /** A finished job's callback id (one event per job); undefined when it asked for none or has not ended. */
 function callbackIdOf(job: JobRecord): string | undefined {
   return job.callback_url && isFinished(job.status) ? callbackIdFor(job.id, eventTypeFor(job)) : undefined;
+}
+
+function sameOrigin(url: string, origin: string): boolean {
+  try {
+    return destinationOf(url).origin === origin;
+  } catch {
+    return false;
+  }
 }

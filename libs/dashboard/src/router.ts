@@ -21,11 +21,12 @@ import {
   type WorkspaceAccounts,
 } from '@media/accounts';
 import { CallbackUrlRejectedError } from '@media/callback-guard';
-import { CallbackNotFoundError, presentCallback, type CallbackAdmin, type TestCallbacks } from '@media/callbacks';
+import { CallbackNotFoundError, presentCallback, RecoveryTooLargeError, type CallbackAdmin, type TestCallbacks } from '@media/callbacks';
 import { ApiError } from '@media/common';
-import type { JobPresenter } from '@media/domain';
-import type { ApiKeyInfo, DestinationGate, JobRepository } from '@media/storage';
-import type { ApiKeyRow, CallbackStatus, JobKind, KeysPage, RevealedSecrets, SessionInfo, TestCallbackResult } from './contract';
+import { destinationOf, type JobPresenter } from '@media/domain';
+import type { ApiKeyInfo, DestinationGate, JobRepository, OverviewRepository } from '@media/storage';
+import type { ApiKeyRow, CallbackStatus, JobKind, KeysPage, OverviewWindow, RevealedSecrets, SessionInfo, TestCallbackResult } from './contract';
+import { OverviewView } from './overview';
 import { RequestsView } from './requests';
 
 declare module 'express-serve-static-core' {
@@ -52,6 +53,8 @@ export interface DashboardDeps {
   testCallbacks: Pick<TestCallbacks, 'send'>;
   /** How the workspace's callback destinations are doing (slots shared by every dispatcher). */
   destinations: Pick<DestinationGate, 'ofWorkspace'>;
+  /** The Overview's aggregates. */
+  overview: Pick<OverviewRepository, 'read'>;
   /**
    * The dashboard's own buckets, per member (they key on `res.locals.workspaceId` and
    * `res.locals.memberKey`, which the session sets): never the workspace's API buckets, so API
@@ -113,6 +116,7 @@ function apiRouter(deps: DashboardDeps): Router {
   const api = Router();
   const accounts = deps.accounts;
   const view = new RequestsView(deps);
+  const overview = new OverviewView(deps);
   const { read, write } = deps.rateLimits;
 
   api.use((_req, res, next) => {
@@ -209,6 +213,7 @@ function apiRouter(deps: DashboardDeps): Router {
       await view.list(session(res).workspace.id, {
         kind: oneOf<JobKind>(query.kind, ['image', 'video'], 'kind'),
         callbackStatus: oneOf<CallbackStatus>(query.callback_status, ['pending', 'delivered', 'failed'], 'callback_status'),
+        destination: origin(query.destination, 'destination', true),
         q: optionalString(query.q, 'q'),
         after: optionalString(query.after, 'after'),
         limit: integer(query.limit, 'limit', 1, 100, 20),
@@ -225,6 +230,23 @@ function apiRouter(deps: DashboardDeps): Router {
   api.post('/callbacks/:id/retry', async (req, res) => {
     const { callback } = await deps.callbackAdmin.retryNow(session(res).workspace.id, req.params.id).catch(toApiError);
     res.status(202).json(presentCallback(callback));
+  });
+
+  // --- overview -------------------------------------------------------------------------------
+  api.get('/overview', async (req, res) => {
+    const window = oneOf<OverviewWindow>((req.query as Record<string, unknown>).window, ['1h', '24h', '7d'], 'window') ?? '1h';
+    res.json(await overview.overview(session(res).workspace.id, window));
+  });
+
+  // Retrying every failed callback to one destination: counted first (GET), then done (POST).
+  api.get('/callbacks/recover', async (req, res) => {
+    const destination = origin((req.query as Record<string, unknown>).destination, 'destination')!;
+    res.json(await overview.previewRecovery(session(res).workspace.id, destination).catch(toApiError));
+  });
+
+  api.post('/callbacks/recover', async (req, res) => {
+    const destination = origin(((req.body ?? {}) as Record<string, unknown>).destination, 'destination')!;
+    res.status(202).json(await overview.recover(session(res).workspace.id, destination).catch(toApiError));
   });
 
   api.get('/destinations', async (_req, res) => {
@@ -344,6 +366,8 @@ function toApiError(err: unknown): never {
   if (err instanceof LastOwnerError) throw new ApiError(409, 'conflict_error', err.message, null, 'last_owner');
   if (err instanceof MemberNotFoundError || err instanceof ApiKeyNotFoundError || err instanceof WorkspaceNotFoundError) throw ApiError.notFound(err.message);
   if (err instanceof CallbackNotFoundError) throw ApiError.notFound(`No callback found with id '${err.messageId}'.`);
+  if (err instanceof RecoveryTooLargeError)
+    throw ApiError.invalid(`Too many failed callbacks to retry at once: ${err.message}.`, 'destination', 'recovery_too_large');
   if (err instanceof AccountsError) throw ApiError.invalid(err.message);
   throw err;
 }
@@ -376,4 +400,31 @@ function integer(value: unknown, param: string, min: number, max: number, fallba
   if (!/^\d{1,6}$/.test(text) || Number(text) < min || Number(text) > max)
     throw ApiError.invalid(`${param} must be an integer from ${min} to ${max}.`, param, 'invalid_value');
   return Number(text);
+}
+
+/** A destination as the dashboard names one: an origin (`https://host:port`; a default port may be left out). */
+function origin(value: unknown, param: string, optional = false): string | undefined {
+  const text = optionalString(value, param);
+  if (text === undefined) {
+    if (optional) return undefined;
+    throw ApiError.invalid(`${param} is required: an origin such as https://hooks.example.com:443.`, param, 'invalid_value');
+  }
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (
+    !url ||
+    !['https:', 'http:'].includes(url.protocol) ||
+    url.pathname !== '/' ||
+    url.search ||
+    url.hash ||
+    url.username ||
+    url.password ||
+    text.endsWith('/')
+  )
+    throw ApiError.invalid(`${param} must be an origin such as https://hooks.example.com:443.`, param, 'invalid_value');
+  return destinationOf(text).origin;
 }

@@ -11,3 +11,4 @@ export * from './sessions';
 export * from './test-callbacks';
 export * from './destinations';
 export * from './replica-wait';
+export * from './overview';

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { LuaScript } from '@media/common';
 import { isFinished, type JobRecord, type LedgerEntry } from '@media/domain';
 import { readIndexPage, type IndexPage } from './index-page';
 import type { IdempotencyEntry } from './idempotency';
@@ -6,6 +7,7 @@ import type { StoreKeys } from './keys';
 import { NO_REPLICA_WAIT, type ReplicaWait } from './replica-wait';
 import { encodeRecord } from './record-json';
 import { storeScript } from './lua';
+import { OverviewCounters } from './overview';
 
 // lua/<name>.lua: each file's header gives the script's KEYS, ARGV, answers, and why it is one step.
 const FINISH = storeScript('job-finish');
@@ -57,12 +59,16 @@ export type ListPage = IndexPage;
 
 /** Job records, per-workspace indexes and the charge ledger. */
 export class JobRepository {
+  private readonly overview: OverviewCounters;
+
   constructor(
     private readonly redis: Redis,
     private readonly keys: StoreKeys,
     /** Held after an acceptance and a finish, before anyone is told of them. */
     private readonly replicaWait: ReplicaWait = NO_REPLICA_WAIT,
-  ) {}
+  ) {
+    this.overview = new OverviewCounters(keys);
+  }
 
   /**
    * Stores a new job; false when a job with that id already exists (an idempotent replay).
@@ -171,18 +177,31 @@ export class JobRepository {
    */
   async finish(job: JobRecord, charge: LedgerEntry | null): Promise<boolean> {
     if (!isFinished(job.status)) throw new Error('finish() needs a finished job');
-    const result = await FINISH.run(
-      this.redis,
-      [
-        this.keys.job(job.id),
-        this.keys.workspaceLedger(job.workspace_id),
-        this.keys.workspaceUnfinished(job.workspace_id),
-        this.keys.intake(),
-        this.keys.jobExpiry(),
-        this.keys.awaitingCallback(),
-      ],
-      [encodeRecord(job), charge ? encodeRecord(charge) : '', job.id, this.keys.jobFinishedChannel(), job.expires_ms ?? '', job.callback_url ? '1' : ''],
-    );
+    const [reply] = await LuaScript.runTogether(this.redis, [
+      {
+        script: FINISH,
+        keys: [
+          this.keys.job(job.id),
+          this.keys.workspaceLedger(job.workspace_id),
+          this.keys.workspaceUnfinished(job.workspace_id),
+          this.keys.intake(),
+          this.keys.jobExpiry(),
+          this.keys.awaitingCallback(),
+        ],
+        args: [
+          encodeRecord(job),
+          charge ? encodeRecord(charge) : '',
+          job.id,
+          this.keys.jobFinishedChannel(),
+          job.expires_ms ?? '',
+          job.callback_url ? '1' : '',
+        ],
+      },
+      // Counted into the Overview's day in the same round trip; its answer is not waited on.
+      this.overview.jobFinished(job.workspace_id, job.id, job.status, job.finished_ms ?? Date.now(), charge?.amount ?? 0),
+    ]);
+    if (reply!.error) throw reply!.error;
+    const result = reply!.value;
     if (result === -1) throw new Error(`job ${job.id} does not exist`);
     if (result === -2) throw new CorruptRecordError(job.id);
     // Also when it had already finished: that earlier finish may not have reached a replica yet.

@@ -68,6 +68,12 @@ export class StoreKeys {
   destinations = () => `${this.prefix}:destinations`;
   /** The destinations a workspace's callbacks went to lately, by last use: what its dashboard shows. */
   workspaceDestinations = (id: string) => `${this.prefix}:ws:${id}:destinations`;
+  /**
+   * One bucket of the workspace's Overview aggregates (overview.ts): a hash of counts for one time
+   * slot of a tier (`m` minute, `q` quarter hour, `h` hour, `d` day), `slot` being the slot's start
+   * divided by the tier's length. Each expires when its tier's longest window no longer reaches it.
+   */
+  overviewBucket = (id: string, tier: string, slot: number) => `${this.prefix}:ws:${id}:ov:${tier}:${slot}`;
   linkKey = () => `${this.prefix}:system:link-signing-key`;
   /** Pub/sub channel on which finished job ids are announced (synchronous image calls wait on it). */
   jobFinishedChannel = () => `${this.prefix}:job-finished`;

@@ -7,7 +7,7 @@ import type { CallbackAdmin, TestCallbacks } from '@media/callbacks';
 import { dashboardRouter } from '@media/dashboard';
 import type { JobPresenter, LinkSigner } from '@media/domain';
 import type { BlobStore } from '@media/blob-store';
-import type { CallbackRepository, DestinationGate, JobRepository, LimitRepository, WorkspaceRepository } from '@media/storage';
+import type { CallbackRepository, DestinationGate, JobRepository, LimitRepository, OverviewRepository, WorkspaceRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
 import { errorHandler, requestContext, requireApiKey, requireRedis, transportSecurity } from './http/middleware';
 import { budgetedJson } from './http/json-budget';
@@ -39,6 +39,8 @@ export interface GatewayDeps {
   testCallbacks: TestCallbacks;
   /** How callback destinations are doing, for the dashboard. */
   destinations: Pick<DestinationGate, 'ofWorkspace'>;
+  /** The aggregates the dashboard's Overview reads. */
+  overview: Pick<OverviewRepository, 'read'>;
   /** The public address is https: the dashboard's cookie is Secure, and every answer carries HSTS. */
   secureCookies: boolean;
   /** Express's `trust proxy` (TRUST_PROXY): which proxies' X-Forwarded-For names the client. */

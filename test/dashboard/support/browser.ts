@@ -38,9 +38,17 @@ export interface PageProblems {
   errors: string[];
 }
 
-/** A fresh browser profile (own cookies) at the size the README's screenshots use. */
-export async function newSession(browser: Browser, baseURL: string): Promise<{ context: BrowserContext; page: Page; problems: PageProblems }> {
-  const context = await browser.newContext({ baseURL, viewport: { width: 1280, height: 800 }, locale: 'en-GB', timezoneId: 'Europe/Berlin' });
+/** The size of the README's screenshots, and a phone's. */
+export const DESKTOP = { width: 1280, height: 800 };
+export const PHONE = { width: 390, height: 844 };
+
+/** A fresh browser profile (own cookies), at the size the README's screenshots use unless told. */
+export async function newSession(
+  browser: Browser,
+  baseURL: string,
+  viewport: { width: number; height: number } = DESKTOP,
+): Promise<{ context: BrowserContext; page: Page; problems: PageProblems }> {
+  const context = await browser.newContext({ baseURL, viewport, locale: 'en-GB', timezoneId: 'Europe/Berlin' });
   const page = await context.newPage();
   const problems: PageProblems = { errors: [] };
   page.on('pageerror', (err) => problems.errors.push(`pageerror: ${err.message}`));
@@ -59,7 +67,7 @@ export async function signIn(page: Page, email: string, password: string): Promi
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
 }
 
-export async function screenshot(page: Page, name: string): Promise<void> {
+export async function screenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<void> {
   mkdirSync(SCREENSHOTS, { recursive: true });
-  await page.screenshot({ path: resolve(SCREENSHOTS, name), animations: 'disabled', caret: 'hide' });
+  await page.screenshot({ path: resolve(SCREENSHOTS, name), animations: 'disabled', caret: 'hide', fullPage: options.fullPage ?? false });
 }

@@ -9,6 +9,10 @@ import type {
   JobKind,
   KeysPage,
   Member,
+  Overview,
+  OverviewWindow,
+  RecoveryPreview,
+  RecoveryStarted,
   RequestDetail,
   RequestList,
   RevealedSecrets,
@@ -43,6 +47,8 @@ export class ApiError extends Error {
 export interface RequestFilters {
   kind?: JobKind | '';
   callback_status?: CallbackStatus | '';
+  /** An origin, `https://host:port`. */
+  destination?: string;
   q?: string;
   after?: string;
   limit?: number;
@@ -72,6 +78,17 @@ export class DashboardApi {
   async signOut(): Promise<void> {
     await this.call<void>('DELETE', '/session', undefined, { quiet401: true });
     this.csrfToken = null;
+  }
+
+  // Overview, and retrying a destination's failed callbacks
+  overview(window: OverviewWindow): Promise<Overview> {
+    return this.call('GET', `/overview${query({ window })}`);
+  }
+  previewRecovery(destination: string): Promise<RecoveryPreview> {
+    return this.call('GET', `/callbacks/recover${query({ destination })}`);
+  }
+  recover(destination: string): Promise<RecoveryStarted> {
+    return this.call('POST', '/callbacks/recover', { destination });
   }
 
   // Requests and callbacks

@@ -4,6 +4,7 @@ import { DashboardApi, type SessionInfo } from './api';
 import { AppContext, ErrorBanner } from './ui';
 import { useNow } from './time';
 import { SignInPage } from './pages/sign-in';
+import { OverviewPage } from './pages/overview';
 import { RequestsPage } from './pages/requests';
 import { RequestDetailPage } from './pages/request-detail';
 import { KeysPage } from './pages/keys';
@@ -62,7 +63,7 @@ function Shell() {
           setSession(s);
           const next = new URLSearchParams(search).get('next');
           // Only a path inside the app: never an open redirect.
-          navigate(next && next.startsWith('/') && !next.startsWith('//') ? next : '/requests', { replace: true });
+          navigate(next && next.startsWith('/') && !next.startsWith('//') ? next : '/overview', { replace: true });
         }}
       />
     );
@@ -78,6 +79,7 @@ function Shell() {
           Media callbacks <span class="muted">· {session.workspace.name}</span>
         </div>
         <nav aria-label="Sections">
+          <NavLink href="/overview">Overview</NavLink>
           <NavLink href="/requests">Requests</NavLink>
           <NavLink href="/keys">API keys</NavLink>
           <NavLink href="/usage">Usage</NavLink>
@@ -104,21 +106,22 @@ function Shell() {
       </header>
       <main id="main" class="page" tabIndex={-1}>
         <Switch>
+          <Route path="/overview" component={OverviewPage} />
           <Route path="/requests" component={RequestsPage} />
           <Route path="/requests/:id">{(params) => <RequestDetailPage id={params.id} />}</Route>
           <Route path="/keys" component={KeysPage} />
           <Route path="/usage" component={UsagePage} />
           <Route path="/members" component={MembersPage} />
           <Route path="/sign-in">
-            <Redirect to="/requests" replace />
+            <Redirect to="/overview" replace />
           </Route>
           <Route path="/">
-            <Redirect to="/requests" replace />
+            <Redirect to="/overview" replace />
           </Route>
           <Route>
             <h1>Not found</h1>
             <p>
-              There is no such page. <Link href="/requests">Go to Requests</Link>.
+              There is no such page. <Link href="/overview">Go to the Overview</Link>.
             </p>
           </Route>
         </Switch>

@@ -63,6 +63,26 @@ export function StateBadge({ state }: { state: string }) {
   );
 }
 
+/** An attempt's error class in words (the classes of a callback's attempts). */
+export const ERROR_WORDS: Record<string, string> = {
+  timeout: 'no answer in time',
+  dns: 'name did not resolve',
+  refused: 'connection refused',
+  reset: 'connection reset',
+  tls: 'TLS failed',
+  redirect: 'redirect (not followed)',
+  blocked_address: 'address not allowed',
+  http_error: 'HTTP error',
+  dispatcher_error: 'not sent (dispatcher error)',
+  proxy: 'not sent (egress proxy failed)',
+};
+
+/** A failed attempt in words: its HTTP status when the receiver answered one, else its error class. */
+export function failureWords(error: string | null, status: number | null): string {
+  if (status !== null) return error === 'redirect' ? `redirect (HTTP ${status}, not followed)` : `HTTP ${status}`;
+  return error ? (ERROR_WORDS[error] ?? error) : 'failed';
+}
+
 /** A server error as the page shows it: its message, and its code for a bug report. */
 export function ErrorBanner({ error }: { error: unknown }) {
   if (!error) return null;

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import type { CallbackAttemptObject, CallbackDetailObject, DestinationRow, RequestDetail } from '../api';
 import { formatDuration, formatMoney } from '../time';
-import { ErrorBanner, Notice, SafeLink, StateBadge, Time, useApp, useLoad } from '../ui';
+import { ERROR_WORDS, ErrorBanner, Notice, SafeLink, StateBadge, Time, useApp, useLoad } from '../ui';
 
 /** How long the page watches for the attempt a retry queued; it normally lands within a second or two. */
 const RETRY_WATCH_MS = 30_000;
@@ -269,19 +269,6 @@ function AttemptRow({ attempt, now }: { attempt: CallbackAttemptObject; now: num
     </tr>
   );
 }
-
-const ERROR_WORDS: Record<string, string> = {
-  timeout: 'no answer in time',
-  dns: 'name did not resolve',
-  refused: 'connection refused',
-  reset: 'connection reset',
-  tls: 'TLS failed',
-  redirect: 'redirect (not followed)',
-  blocked_address: 'address not allowed',
-  http_error: 'HTTP error',
-  dispatcher_error: 'not sent (dispatcher error)',
-  proxy: 'not sent (egress proxy failed)',
-};
 
 function outcomeWords(a: CallbackAttemptObject): string {
   if (a.status_code !== null) {

@@ -15,14 +15,17 @@ export function RequestsPage() {
   const params = new URLSearchParams(search);
   const kind = (params.get('kind') ?? '') as JobKind | '';
   const callbackStatus = (params.get('callback_status') ?? '') as CallbackStatus | '';
+  const destination = params.get('destination') ?? '';
   const q = params.get('q') ?? '';
   const after = params.get('after') ?? '';
   const [qInput, setQInput] = useState(q);
   useEffect(() => setQInput(q), [q]);
+  const [destinationInput, setDestinationInput] = useState(destination);
+  useEffect(() => setDestinationInput(destination), [destination]);
 
   const { data, error, loading, reload } = useLoad(
-    () => api.requests({ kind, callback_status: callbackStatus, q, after, limit: PAGE_SIZE }),
-    [kind, callbackStatus, q, after],
+    () => api.requests({ kind, callback_status: callbackStatus, destination, q, after, limit: PAGE_SIZE }),
+    [kind, callbackStatus, destination, q, after],
   );
 
   // A callback on its ladder changes by itself: keep the first page fresh while someone watches it.
@@ -35,7 +38,7 @@ export function RequestsPage() {
   }, [reload, after]);
 
   function go(next: Record<string, string>) {
-    const merged = new URLSearchParams({ kind, callback_status: callbackStatus, q, ...next });
+    const merged = new URLSearchParams({ kind, callback_status: callbackStatus, destination, q, ...next });
     for (const [k, v] of [...merged.entries()]) if (!v) merged.delete(k);
     const s = merged.toString();
     navigate(`/requests${s ? `?${s}` : ''}`);
@@ -50,13 +53,13 @@ export function RequestsPage() {
           {loading ? 'Refreshing…' : 'Refresh'}
         </button>
       </div>
-      {after || q ? null : <DestinationsPanel />}
+      {after || q || destination ? null : <DestinationsPanel />}
       <form
         class="filters"
         role="search"
         onSubmit={(e) => {
           e.preventDefault();
-          go({ q: qInput.trim() });
+          go({ q: qInput.trim(), destination: destinationInput.trim() });
         }}
       >
         <div class="field">
@@ -77,13 +80,24 @@ export function RequestsPage() {
           </select>
         </div>
         <div class="field field-grow">
+          <label for="f-destination">Destination</label>
+          <input
+            id="f-destination"
+            type="text"
+            inputMode="url"
+            placeholder="https://host:port"
+            value={destinationInput}
+            onInput={(e) => setDestinationInput(e.currentTarget.value)}
+          />
+        </div>
+        <div class="field field-grow">
           <label for="f-q">Find by id</label>
           <input id="f-q" type="search" placeholder="req_…, video_… or msg_…" value={qInput} onInput={(e) => setQInput(e.currentTarget.value)} />
         </div>
         <button type="submit" class="btn btn-primary">
           Search
         </button>
-        {kind || callbackStatus || q ? (
+        {kind || callbackStatus || destination || q ? (
           <button type="button" class="btn" onClick={() => navigate('/requests')}>
             Clear filters
           </button>
@@ -113,7 +127,13 @@ export function RequestsPage() {
               <Row key={row.id} row={row} now={now} />
             ))}
             {!loading && rows.length === 0 ? (
-              <EmptyRow columns={7}>{kind || callbackStatus || q ? 'No request matches these filters.' : 'No requests yet.'}</EmptyRow>
+              <EmptyRow columns={7}>
+                {data?.next_after
+                  ? 'None among the latest callbacks looked through: try Older.'
+                  : kind || callbackStatus || destination || q
+                    ? 'No request matches these filters.'
+                    : 'No requests yet.'}
+              </EmptyRow>
             ) : null}
           </tbody>
         </table>
@@ -124,8 +144,8 @@ export function RequestsPage() {
             ← Newest
           </button>
         ) : null}
-        {data?.has_more && rows.length > 0 ? (
-          <button type="button" class="btn" onClick={() => go({ after: rows[rows.length - 1]!.id })}>
+        {data?.has_more && (data.next_after || rows.length > 0) ? (
+          <button type="button" class="btn" onClick={() => go({ after: data.next_after ?? rows[rows.length - 1]!.id })}>
             Older →
           </button>
         ) : null}

@@ -1,0 +1,61 @@
+--[[
+  The Overview's buckets (libs/storage/src/overview.ts, where the tiers and the reading are): one
+  hash per workspace and time slot, in tiers of minutes, quarter hours and hours (days for jobs),
+  each expiring when its tier's longest window no longer reaches it. An event adds to the bucket
+  of its slot in every tier, so no read ever adds up finer slots or scans an index. Fields:
+    c            callbacks created
+    1, 1d        first attempts (attempt 1 of the ladder); those that delivered, each ending its
+                 callback's wait
+    a            attempts after the first (later automatic ones, manual ones): attempts are 1 + a
+    d            callbacks delivered while pending by an attempt after the first: callbacks
+                 that ended delivered are 1d + d (the common case writes two fields, not four)
+    ae           failed attempts
+    f            callbacks that ended failed
+    r            failed callbacks delivered later (a manual attempt, a recovery)
+    l<i>         deliveries whose time from the job's end fell in latency bucket i
+    x:<origin>   failed attempts to a destination; e:<origin> its last failure
+                 ('<sent ms> <error class> <status or ->')
+    nx           destinations the bucket names; past the cap the rest count under '*'
+    jc, jf, usd  jobs completed, jobs failed, amount charged in micro-dollars (day buckets)
+  The including script names its buckets KEYS[first..#KEYS], and when each expires (Unix ms) in
+  ARGV from first_expiry on, in the same order. A bucket gets its expiry (the same absolute time
+  every time) whenever one of its fields is first written, which includes its making: each call
+  inside a script costs, and most events only add to fields that exist.
+]]
+
+local function overview_buckets(first_key, first_expiry)
+  local buckets = {}
+  for i = first_key, #KEYS do
+    buckets[#buckets + 1] = { key = KEYS[i], expires = ARGV[first_expiry + i - first_key] }
+  end
+  return buckets
+end
+
+local function overview_add_to(bucket, field, by)
+  if redis.call('HINCRBY', bucket.key, field, by) == by then
+    redis.call('PEXPIREAT', bucket.key, bucket.expires)
+  end
+end
+
+local function overview_add(buckets, field, by)
+  for _, bucket in ipairs(buckets) do
+    overview_add_to(bucket, field, by)
+  end
+end
+
+-- A bucket names at most `cap` destinations, first come: a workspace calling thousands of
+-- receivers must not grow it without bound, and the ones failing most are there from their start.
+local function overview_fail_at(buckets, origin, last, cap)
+  for _, bucket in ipairs(buckets) do
+    local name = origin
+    if redis.call('HEXISTS', bucket.key, 'x:' .. name) == 0 then
+      if tonumber(redis.call('HGET', bucket.key, 'nx') or '0') >= cap then
+        name = '*'
+      else
+        overview_add_to(bucket, 'nx', 1)
+      end
+    end
+    redis.call('HSET', bucket.key, 'e:' .. name, last)
+    overview_add_to(bucket, 'x:' .. name, 1)
+  end
+end

@@ -3,11 +3,11 @@ import { UnrecoverableError } from 'bullmq';
 import { Redis } from 'ioredis';
 import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
 import { createLogger, jobIds, loadConfig } from '@media/common';
-import type { ImageJob } from '@media/domain';
 import { createAccounts } from '@media/accounts';
 import { CallbackRepository, JobRepository, StoreKeys } from '@media/storage';
 import { createCallbackService, type CallbackServiceHandle } from '../../services/webhook-dispatcher/src/wiring';
 import { deleteKeysUnder, freePort, REDIS_URL } from '../support/stack';
+import { finishedImageJob } from './support/finished-job';
 import { makeTestPki, type TestPki } from './support/pki';
 import { TestReceiver } from './support/receiver';
 
@@ -61,33 +61,9 @@ async function service(allowedCidrs: string, resolver?: HostResolver, allowedEnd
 
 /** A completed image job with a callback, stored as the generator leaves it. */
 async function finishedJob(callbackUrl: string): Promise<string> {
-  const id = `req_${randomBytes(8).toString('hex')}`;
-  const now = Date.now();
-  const job: ImageJob = {
-    id,
-    workspace_id: workspaceId,
-    kind: 'image',
-    operation: 'generation',
-    model: 'pixel-1',
-    prompt: 'p',
-    seed: 1,
-    status: 'completed',
-    created_ms: now - 1_000,
-    finished_ms: now,
-    cost: 0.005,
-    error: null,
-    callback_url: callbackUrl,
-    request_id: id,
-    n: 1,
-    size: '256x256',
-    output_format: 'png',
-    response_format: 'url',
-    inputs: [],
-    mask: null,
-    outputs: [`${workspaceId}/${id}/0.png`],
-  };
+  const job = finishedImageJob(workspaceId, callbackUrl);
   await jobs.create(job);
-  return id;
+  return job.id;
 }
 
 /** Answers each name from a script of successive answers; counts the questions. */

@@ -26,11 +26,11 @@ import {
   type NewCallbackAttempt,
   type WorkspaceRepository,
 } from '@media/storage';
+import { jobContext, linkTo, recordSpan, ROOT_CONTEXT, SpanKind, tracingEnabled, withContext, type Attributes, type Context } from '@media/tracing';
 import { classifyRejection, errorOf } from './classify';
 import { buildBody, buildHeaders } from './envelope';
 import { UndeliverableCallbackError } from './errors';
 import type { Exchange } from './webhook-sender';
-import { jobContext, linkTo, recordSpan, ROOT_CONTEXT, SpanKind, withContext, type Attributes, type Context } from '@media/tracing';
 
 /**
  * A callback attempt as OpenTelemetry's HTTP client conventions describe one: the method, the
@@ -137,7 +137,7 @@ export class CallbackService {
     }
     if (!job.callback_url) return undefined;
     const trace = jobContext(job.traceparent);
-    if (enqueuedMs !== undefined) {
+    if (enqueuedMs !== undefined && tracingEnabled()) {
       const attributes = { 'messaging.system': 'bullmq', 'messaging.destination.name': 'job-events', 'media.job.id': job.id };
       recordSpan('job-events wait', { kind: SpanKind.INTERNAL, attributes, startMs: enqueuedMs, endMs: Date.now() }, trace);
     }
@@ -251,18 +251,11 @@ export class CallbackService {
     if (exchange === 'deferred') return undefined;
     this.faults.at('delivery.sent');
     const error = errorOf(exchange);
-    recordSpan(
-      'POST',
-      {
-        kind: SpanKind.CLIENT,
-        links,
-        startMs: exchange.sentMs,
-        endMs: exchange.sentMs + exchange.durationMs,
-        attributes: attemptAttributes(callback, request, exchange, error),
-        failed: error ?? undefined,
-      },
-      trace,
-    );
+    // Checked here so that an attempt without tracing does not even parse the URL for attributes.
+    if (tracingEnabled()) {
+      const span = { kind: SpanKind.CLIENT, links, startMs: exchange.sentMs, endMs: exchange.sentMs + exchange.durationMs, failed: error ?? undefined };
+      recordSpan('POST', { ...span, attributes: attemptAttributes(callback, request, exchange, error) }, trace);
+    }
     const ladder = request.trigger === 'scheduled' ? request.attempt : null;
     const endedMs = exchange.sentMs + exchange.durationMs;
     const attempt: NewCallbackAttempt = {

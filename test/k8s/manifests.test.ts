@@ -25,7 +25,7 @@ const deployments = (objects: K8sObject[]) => objects.filter((o) => o.kind === '
 const containers = (o: K8sObject): any[] => o.spec?.template?.spec?.containers ?? [];
 
 /** Settings that are credentials: a Secret's, never the ConfigMap's. */
-const CREDENTIALS = ['LINK_SIGNING_SECRET', 'OPERATOR_PASSWORD', 'UPSTREAM_API_KEY'];
+const CREDENTIALS = ['LINK_SIGNING_SECRET', 'OPERATOR_PASSWORD', 'UPSTREAM_API_KEY', 'SECRETS_ENCRYPTION_KEYS'];
 
 const COMMANDS: Record<string, string> = {
   'api-gateway': 'services/api-gateway/dist/main.js',

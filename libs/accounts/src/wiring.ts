@@ -1,17 +1,17 @@
 import type { Redis } from 'ioredis';
 import type { AppConfig } from '@media/common';
-import { FailureCounter, SessionRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { FailureCounter, SecretBox, SessionRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
 import { SIGN_IN_LIMITS, WorkspaceAccounts, type AccountsDeps } from './accounts';
 
 /** Builds workspace accounts from the validated config, the same way for the gateway, the admin CLI and tests. */
 export function createAccounts(
-  config: Pick<AppConfig, 'keyPrefix' | 'secretRotationOverlapSeconds'>,
+  config: Pick<AppConfig, 'keyPrefix' | 'secretRotationOverlapSeconds'> & Partial<Pick<AppConfig, 'secretsEncryptionKeys'>>,
   redis: Redis,
   options: Pick<AccountsDeps, 'apiKeyCacheMs'> = {},
 ): WorkspaceAccounts {
   const keys = new StoreKeys(config.keyPrefix);
   return new WorkspaceAccounts({
-    workspaces: new WorkspaceRepository(redis, keys),
+    workspaces: new WorkspaceRepository(redis, keys, SecretBox.of(config.secretsEncryptionKeys ?? [])),
     sessions: new SessionRepository(redis, keys),
     failures: new FailureCounter(redis, keys, SIGN_IN_LIMITS),
     rotationOverlapSeconds: config.secretRotationOverlapSeconds,

@@ -96,6 +96,8 @@ export interface AppConfig {
   /** HTTP Basic credentials for Bull Board; without a password the board is not mounted at all. */
   operatorUsername: string;
   operatorPassword: string | undefined;
+  /** Key-encryption keys for secrets at rest (`SECRETS_ENCRYPTION_KEYS`), newest first; none: secrets are stored as they are. */
+  secretsEncryptionKeys: Buffer[];
   /** The HTTP CONNECT proxy every callback is tunnelled through (`CALLBACK_EGRESS_PROXY`); none when unset. */
   callbackEgressProxy: string | undefined;
   /** Traces: the OTLP/HTTP endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`; off without one) and how often spans are sent. */
@@ -367,6 +369,12 @@ const schema = Joi.object({
     .default('operator'),
   // Long enough that Basic auth over the ops port is not guessable in practice.
   OPERATOR_PASSWORD: Joi.string().min(16),
+  // Base64 of 32 random bytes each (`openssl rand -base64 32`), newest first.
+  SECRETS_ENCRYPTION_KEYS: Joi.string().custom((value: string, helpers) =>
+    list(value).every((k) => /^[A-Za-z0-9+/]{43}=$/.test(k))
+      ? value
+      : helpers.message({ custom: '{{#label}} must list base64 keys of 32 bytes each (openssl rand -base64 32)' }),
+  ),
   // http://host:port of a forward proxy that takes CONNECT; credentials in it would be logged, so none.
   CALLBACK_EGRESS_PROXY: Joi.string()
     .uri({ scheme: ['http'] })
@@ -504,6 +512,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     operatorUsername: value.OPERATOR_USERNAME,
     operatorPassword: value.OPERATOR_PASSWORD,
     callbackEgressProxy: value.CALLBACK_EGRESS_PROXY,
+    secretsEncryptionKeys: value.SECRETS_ENCRYPTION_KEYS ? list(value.SECRETS_ENCRYPTION_KEYS).map((k) => Buffer.from(k, 'base64')) : [],
     tracing: { endpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT, scheduleDelayMs: value.OTEL_BSP_SCHEDULE_DELAY },
   };
 }

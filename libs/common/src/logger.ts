@@ -24,6 +24,12 @@ const traceId = winston.format((info) => {
   return info;
 });
 
+/** Services that hold signing secrets say loudly at start-up when those are stored unsealed. */
+export function warnIfSecretsUnsealed(config: { secretsEncryptionKeys: readonly Buffer[] }, logger: Logger): void {
+  if (config.secretsEncryptionKeys.length > 0) return;
+  logger.warn('SECRETS STORED UNSEALED: set SECRETS_ENCRYPTION_KEYS in production');
+}
+
 /** Services that check callback URLs say loudly at start-up when the development relaxations are on. */
 export function warnIfCallbackChecksRelaxed(
   config: { callbackAllowHttp: boolean; callbackAllowedCidrs: string[]; callbackAllowedEndpoints: string[] },

@@ -12,3 +12,4 @@ export * from './test-callbacks';
 export * from './destinations';
 export * from './replica-wait';
 export * from './overview';
+export * from './secret-box';

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { StoreKeys } from './keys';
+import { SecretBox } from './secret-box';
+import { duplicateRedis } from '@media/common';
 import { storeScript } from './lua';
 
 export type Role = 'owner' | 'admin' | 'member';
@@ -73,14 +75,22 @@ const ROTATE = storeScript('secret-rotate');
 const END_OVERLAP = storeScript('secret-end-overlap');
 const CHANGE_MEMBER = storeScript('member-change');
 
+/** What a workspace's secrets are bound to when sealed: a sealed secret moved to another workspace does not open. */
+const secretOwner = (workspaceId: string) => `workspace:${workspaceId}`;
+
 /**
  * Workspaces, their hashed API keys, signing secrets and dashboard members: storage only. What is
  * stored is minted elsewhere (`@media/accounts`): keys, secrets and passwords never start here.
  */
 export class WorkspaceRepository {
+  /**
+   * @param box - how signing secrets are kept at rest (sealed under SECRETS_ENCRYPTION_KEYS); the
+   *   services and the admin CLI pass the configured one
+   */
   constructor(
     private readonly redis: Redis,
     private readonly keys: StoreKeys,
+    private readonly box: SecretBox = SecretBox.none(),
   ) {}
 
   /** Stores a new workspace with its first API key, signing secret and owner, in one transaction. */
@@ -92,7 +102,7 @@ export class WorkspaceRepository {
       .sadd(this.keys.workspaces(), workspace.id)
       .hset(this.keys.apiKey(apiKey.hash), apiKeyFields(workspace.id, apiKey))
       .hset(this.keys.workspaceApiKeys(workspace.id), apiKey.id, apiKey.hash)
-      .set(this.keys.workspaceSecrets(workspace.id), JSON.stringify([secret]))
+      .set(this.keys.workspaceSecrets(workspace.id), JSON.stringify([this.sealed(workspace.id, secret)]))
       .hset(this.keys.workspaceMembers(workspace.id), email, JSON.stringify({ ...owner, email }))
       .sadd(this.keys.memberWorkspaces(hashEmail(email)), workspace.id)
       .exec();
@@ -173,7 +183,35 @@ export class WorkspaceRepository {
     const list = JSON.parse(raw) as SigningSecret[];
     return list
       .filter((s) => s.expires_ms === 0 || s.expires_ms > now)
-      .sort((a, b) => (a.expires_ms === 0 ? -1 : b.expires_ms === 0 ? 1 : b.expires_ms - a.expires_ms));
+      .sort((a, b) => (a.expires_ms === 0 ? -1 : b.expires_ms === 0 ? 1 : b.expires_ms - a.expires_ms))
+      .map((s) => ({ ...s, secret: this.box.open(s.secret, secretOwner(workspaceId)) }));
+  }
+
+  /**
+   * Seals every secret of the workspace under the newest key-encryption key (those stored before
+   * sealing, and those sealed under an older key). Compare-and-set: a rotation meanwhile makes it
+   * start over. Returns whether anything was rewritten.
+   */
+  async resealSecrets(workspaceId: string): Promise<boolean> {
+    const key = this.keys.workspaceSecrets(workspaceId);
+    for (;;) {
+      const watching = duplicateRedis(this.redis, {});
+      try {
+        await watching.watch(key);
+        const raw = await watching.get(key);
+        if (!raw) return false;
+        const list = JSON.parse(raw) as SigningSecret[];
+        if (list.every((s) => this.box.isCurrent(s.secret))) return false;
+        const resealed = list.map((s) => this.sealed(workspaceId, { ...s, secret: this.box.open(s.secret, secretOwner(workspaceId)) }));
+        if (await watching.multi().set(key, JSON.stringify(resealed)).exec()) return true;
+      } finally {
+        watching.disconnect();
+      }
+    }
+  }
+
+  private sealed(workspaceId: string, secret: SigningSecret): SigningSecret {
+    return { ...secret, secret: this.box.seal(secret.secret, secretOwner(workspaceId)) };
   }
 
   /** Secrets that sign now: the current one first, then any still inside its rotation overlap. */
@@ -184,7 +222,7 @@ export class WorkspaceRepository {
   /** Makes `secret` (minted by the caller) current; the previous one keeps signing for `overlapSeconds`. */
   async rotateSecret(workspaceId: string, secret: string, overlapSeconds: number, now = Date.now()): Promise<RotatedSecret> {
     if (!(await this.get(workspaceId))) throw new Error(`no workspace ${workspaceId}`);
-    const entry: SigningSecret = { secret, created_ms: now, expires_ms: 0 };
+    const entry = this.sealed(workspaceId, { secret, created_ms: now, expires_ms: 0 });
     const ends = (await ROTATE.run(this.redis, [this.keys.workspaceSecrets(workspaceId)], [JSON.stringify(entry), now, overlapSeconds * 1000])) as number;
     return {
       signing_secret: secret,

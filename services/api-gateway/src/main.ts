@@ -15,6 +15,7 @@ import {
   replicaWaitShortCounter,
   startOpsServer,
   warnIfCallbackChecksRelaxed,
+  warnIfSecretsUnsealed,
 } from '@media/common';
 import { ReplicaWait } from '@media/storage';
 import { startTracing } from '@media/tracing';
@@ -38,6 +39,7 @@ async function main(): Promise<void> {
   const logger = createLogger('api-gateway', config.logLevel);
   const tracing = startTracing('api-gateway', config.tracing);
   warnIfCallbackChecksRelaxed(config, logger);
+  warnIfSecretsUnsealed(config, logger);
   const redis = createRedis(config.redis, 'request', logger);
   const faults = FaultInjector.killing(config.faultCrashPoints, logger);
   // Served by the starting app and the full one alike: built once.

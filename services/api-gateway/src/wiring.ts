@@ -19,6 +19,7 @@ import {
   ReplicaWait,
   StoreKeys,
   WorkspaceRepository,
+  SecretBox,
 } from '@media/storage';
 import { createApp } from './app';
 import { JobIntakeService } from './job-intake';
@@ -51,7 +52,8 @@ export const openApiRoute = (config: AppConfig): RequestHandler => staticJson(bu
  */
 export async function createGateway(config: AppConfig, redis: Redis, logger: Logger, overrides: GatewayOverrides = {}): Promise<GatewayHandle> {
   const keys = new StoreKeys(config.keyPrefix);
-  const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret), config.publicBaseUrl, config.linkTtlSeconds);
+  const box = SecretBox.of(config.secretsEncryptionKeys);
+  const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret, box), config.publicBaseUrl, config.linkTtlSeconds);
   const jobs = new JobRepository(redis, keys, overrides.replicaWait ?? new ReplicaWait(config.redisWaitReplicas, config.redisWaitTimeoutMs));
   const blobs = createBlobStore(config.blobStore);
   const waiter = new JobWaiter(createRedis(config.redis, 'worker', logger), keys, jobs);
@@ -70,7 +72,7 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
   const app = createApp({
     redis,
     logger,
-    workspaces: new WorkspaceRepository(redis, keys),
+    workspaces: new WorkspaceRepository(redis, keys, box),
     jobs,
     callbacks: new CallbackRepository(redis, keys),
     limits,

@@ -14,6 +14,7 @@ import {
   registerScrapedGauge,
   startOpsServer,
   warnIfCallbackChecksRelaxed,
+  warnIfSecretsUnsealed,
 } from '@media/common';
 import { registerDestinationGauges } from './destination-gauges';
 import { startTracing } from '@media/tracing';
@@ -24,6 +25,7 @@ async function main(): Promise<void> {
   const logger = createLogger('webhook-dispatcher', config.logLevel);
   const tracing = startTracing('webhook-dispatcher', config.tracing);
   warnIfCallbackChecksRelaxed(config, logger);
+  warnIfSecretsUnsealed(config, logger);
   const redis = createRedis(config.redis, 'worker', logger);
   // Each callback makes five commands on this connection (job read, callback record, secrets,
   // attempt record, BullMQ's moveToFinished), and one write(2) each, waking Redis every time, cost

@@ -12,6 +12,7 @@ import {
   StoreKeys,
   TestCallbackRepository,
   WorkspaceRepository,
+  SecretBox,
 } from '@media/storage';
 import { CallbackService } from './callback-service';
 import { TestCallbackService } from './test-callback-service';
@@ -43,7 +44,8 @@ export interface WiringOverrides {
  */
 export async function createCallbackService(config: AppConfig, redis: Redis, logger: Logger, overrides: WiringOverrides = {}): Promise<CallbackServiceHandle> {
   const keys = new StoreKeys(config.keyPrefix);
-  const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret), config.publicBaseUrl, config.linkTtlSeconds);
+  const box = SecretBox.of(config.secretsEncryptionKeys);
+  const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret, box), config.publicBaseUrl, config.linkTtlSeconds);
   const extraCaPem = config.callbackCaFile ? await readFile(config.callbackCaFile, 'utf8') : undefined;
   const sender = await WebhookSender.create(
     {
@@ -66,7 +68,7 @@ export async function createCallbackService(config: AppConfig, redis: Redis, log
   const service = new CallbackService({
     callbacks,
     jobs: new JobRepository(redis, keys),
-    workspaces: new WorkspaceRepository(redis, keys),
+    workspaces: new WorkspaceRepository(redis, keys, box),
     presenter: new JobPresenter(links),
     guard: new CallbackUrlGuard(
       { allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs, allowedEndpoints: config.callbackAllowedEndpoints },
@@ -86,7 +88,7 @@ export async function createCallbackService(config: AppConfig, redis: Redis, log
   });
   const tests = new TestCallbackService({
     store: new TestCallbackRepository(redis, keys),
-    workspaces: new WorkspaceRepository(redis, keys),
+    workspaces: new WorkspaceRepository(redis, keys, box),
     guard: new CallbackUrlGuard(
       { allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs, allowedEndpoints: config.callbackAllowedEndpoints },
       overrides.resolver,

@@ -1,6 +1,16 @@
 import { AccountsError, createAccounts, isRole } from '@media/accounts';
 import { createRedis, loadConfig } from '@media/common';
-import { configuredLimits, JobRepository, LIMIT_NAMES, LimitRepository, StoreKeys, WorkspaceRepository, type LimitName } from '@media/storage';
+import {
+  configuredLimits,
+  JobRepository,
+  LIMIT_NAMES,
+  LimitRepository,
+  resealLinkKey,
+  SecretBox,
+  StoreKeys,
+  WorkspaceRepository,
+  type LimitName,
+} from '@media/storage';
 import { retryCallback } from './callback-commands';
 import type { AdminContext } from './context';
 
@@ -73,6 +83,24 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
       const email = required(flags, 'email');
       await ctx.accounts.removeMember(workspaceId, email);
       return { workspace_id: workspaceId, removed: email.trim().toLowerCase() };
+    },
+  },
+  'reencrypt-secrets': {
+    usage: 'reencrypt-secrets',
+    // After SECRETS_ENCRYPTION_KEYS gains a newest key (or is set for the first time): every
+    // workspace's signing secrets and the link-signing key sealed under it, so older keys can go.
+    run: async (ctx) => {
+      if (ctx.config.secretsEncryptionKeys.length === 0) throw new UsageError('SECRETS_ENCRYPTION_KEYS is not set: there is no key to seal under');
+      const box = SecretBox.of(ctx.config.secretsEncryptionKeys);
+      const ids = await ctx.workspaces.list();
+      let resealed = 0;
+      for (const id of ids) if (await ctx.workspaces.resealSecrets(id)) resealed++;
+      const linkKey = ctx.config.linkSigningSecret
+        ? 'configured'
+        : (await resealLinkKey(ctx.redis, new StoreKeys(ctx.config.keyPrefix), box))
+          ? 'resealed'
+          : 'already sealed';
+      return { workspaces: ids.length, workspaces_resealed: resealed, link_signing_key: linkKey };
     },
   },
   'list-keys': {
@@ -153,7 +181,7 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
     const context = {
       config,
       redis,
-      workspaces: new WorkspaceRepository(redis, keys),
+      workspaces: new WorkspaceRepository(redis, keys, SecretBox.of(config.secretsEncryptionKeys)),
       jobs: new JobRepository(redis, keys),
       limits,
       accounts: createAccounts(config, redis),

@@ -4,7 +4,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { createAccounts } from '@media/accounts';
 import { createRedis, loadConfig, pingRedis, type AppConfig } from '@media/common';
-import { StoreKeys, WorkspaceRepository } from '@media/storage';
+import { StoreKeys, WorkspaceRepository, SecretBox } from '@media/storage';
 import { DemoSecrets, DemoWorkspaceFile, type DemoWorkspace } from './demo-workspace';
 import { ensureLoopbackPki } from './local-pki';
 import { startLocalReceiver, type LocalReceiver } from './local-receiver';
@@ -216,7 +216,7 @@ async function startStack(config: AppConfig, stateDir: string, stack: Stack, pid
   // Its errors reach the caller of each command; DemoSecrets keeps the last secrets while Redis is away.
   redis.on('error', () => undefined);
   stack.redisClient = redis;
-  const workspaces = new WorkspaceRepository(redis, new StoreKeys(config.keyPrefix));
+  const workspaces = new WorkspaceRepository(redis, new StoreKeys(config.keyPrefix), SecretBox.of(config.secretsEncryptionKeys));
   const demoPath = join(stateDir, 'demo-workspace.json');
   const demoFile = new DemoWorkspaceFile(demoPath, shown(demoPath));
   const { demo, created } = await ensureDemoWorkspace(config, demoFile, workspaces, redis);

@@ -1,0 +1,105 @@
+// Signing secrets and the link-signing key at rest, as an attacker with a copy of Redis (a backup,
+// an RDB file, a replica) would read them. Records written before encryption was turned on (a
+// workspace's plain secret, a plain link key) keep working; the services seal the link key on
+// first read, `reencrypt-secrets` seals every workspace's secrets, and a rotation writes sealed.
+// Afterwards a dump of the whole Redis holds no `whsec_`, no secret's bytes and no link key,
+// while deliveries still verify, and the dashboard and the admin CLI still show the secrets.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { StoreKeys } from '@media/storage';
+import { verify } from '@media/webhooks';
+import { DispatcherHarness } from '../dispatcher/support/harness';
+import { DashboardClient } from '../dashboard/support/api-client';
+import { freePort, redisAnswers } from '../support/basics';
+
+const run = promisify(execFile);
+const KEY = randomBytes(32).toString('base64');
+const PLAIN_LINK_KEY = randomBytes(32).toString('base64url');
+
+let dir: string;
+let port: number;
+let server: ChildProcess;
+let redis: Redis;
+let h: DispatcherHarness;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'secrets-at-rest-'));
+  port = await freePort();
+  // Uncompressed RDB strings: a secret in the dump can be found by a plain search.
+  server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--rdbcompression', 'no'], {
+    stdio: 'ignore',
+  });
+  await redisAnswers({ port }, 'the private redis-server');
+  redis = new Redis(port, '127.0.0.1');
+}, 30_000);
+
+afterAll(async () => {
+  await h?.stop();
+  redis?.disconnect();
+  const exited = once(server, 'exit');
+  server.kill('SIGKILL');
+  await exited;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const admin = async (env: Record<string, string>, ...args: string[]) => {
+  const { stdout } = await run(process.execPath, [join(__dirname, '../../tools/admin/dist/main.js'), ...args], {
+    env: { PATH: process.env.PATH, REDIS_URL: `redis://127.0.0.1:${port}`, KEY_PREFIX: h.stack.prefix, ...env },
+  });
+  return JSON.parse(stdout);
+};
+
+it('keeps plain records working, seals them, and leaves nothing to read in a dump', async () => {
+  // A workspace made as before encryption (the tests' own accounts seal nothing): its secret is plain.
+  h = await DispatcherHarness.start({ REDIS_URL: `redis://127.0.0.1:${port}`, SECRETS_ENCRYPTION_KEYS: KEY });
+  const prefix = h.stack.prefix;
+  const plainSecret = h.workspace.signingSecret;
+  expect(await redis.get(new StoreKeys(prefix).workspaceSecrets(h.workspace.workspaceId))).toContain(plainSecret);
+
+  // The plain secret still signs; the link key the first service made is sealed.
+  h.receiver.script('/sealed', () => ({ status: 200 }));
+  const first = await h.jobs.image(h.receiver.url('/sealed'));
+  await h.settled(await h.messageIdOf(first), ['delivered']);
+  const stored = h.receiver.requests.filter((r) => r.path === '/sealed');
+  expect(verify(stored[0].body, stored[0].headers, plainSecret)).toMatchObject({ data: { id: first } });
+  expect(await redis.get(new StoreKeys(prefix).linkKey())).toMatch(/^enc1:/);
+  // A link key stored plain, as before encryption.
+  await redis.set(new StoreKeys(prefix).linkKey(), PLAIN_LINK_KEY);
+
+  // The admin command seals every workspace's secrets; a rotation writes sealed.
+  const env = { SECRETS_ENCRYPTION_KEYS: KEY };
+  expect(await admin(env, 'reencrypt-secrets')).toEqual({ workspaces: 1, workspaces_resealed: 1, link_signing_key: 'resealed' });
+  expect(await admin(env, 'reencrypt-secrets')).toMatchObject({ workspaces_resealed: 0 });
+  const rotated = await admin(env, 'rotate-secret', '--workspace', h.workspace.workspaceId);
+  expect(rotated.signing_secret).toMatch(/^whsec_/);
+
+  // Deliveries sign with both (the rotation overlap), and each verifies.
+  const second = await h.jobs.image(h.receiver.url('/sealed'));
+  await h.settled(await h.messageIdOf(second), ['delivered']);
+  const last = h.receiver.requests.filter((r) => r.path === '/sealed').at(-1)!;
+  expect(verify(last.body, last.headers, rotated.signing_secret)).toMatchObject({ data: { id: second } });
+  expect(verify(last.body, last.headers, plainSecret)).toMatchObject({ data: { id: second } });
+
+  // Those allowed still see them: the dashboard's Reveal, and the admin CLI.
+  const dashboard = await DashboardClient.signedIn(h.stack.baseUrl, h.workspace.owner.email, h.workspace.owner.password);
+  const revealed = await dashboard.call('POST', '/secrets/reveal');
+  expect([revealed.status, revealed.json.current, revealed.json.previous]).toEqual([200, rotated.signing_secret, plainSecret]);
+
+  // A dump of the whole Redis, as a backup would take it.
+  await redis.save();
+  const dump = readFileSync(join(dir, 'dump.rdb'));
+  expect(dump.length).toBeGreaterThan(1000);
+  for (const secret of [plainSecret, rotated.signing_secret]) {
+    expect([secret, dump.includes(secret.slice('whsec_'.length))]).toEqual([secret, false]);
+  }
+  expect(dump.includes('whsec_')).toBe(false);
+  expect(dump.includes(PLAIN_LINK_KEY)).toBe(false);
+  // The workspace's record is there, so the search looked at the right dump.
+  expect(dump.includes(h.workspace.workspaceId)).toBe(true);
+}, 120_000);

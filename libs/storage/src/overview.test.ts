@@ -73,7 +73,9 @@ const slotAt = (reading: Awaited<ReturnType<OverviewRepository['read']>>, ms: nu
 describe('Overview aggregates', () => {
   it("counts a callback's creation, attempts, failure to its destination and delivery, each once, in the minute it happened", async () => {
     const ws = newWorkspace();
-    const created = T0 + 10 * MINUTE + 1_000;
+    // At the start of a quarter hour, so that both attempts fall in one quarter (and one hour) below
+    // whatever the time the test runs at.
+    const created = Math.ceil((T0 + MINUTE) / (15 * MINUTE)) * 15 * MINUTE + 1_000;
     let cb = await newCallback(ws, 'https://hooks.example.test/a?token=secret', created);
     cb = await record(cb, 'auto.1', attempt(1, created + 2, { ...fail503, durationMs: 20 }), created + MINUTE, created + 30);
     // A re-run of attempt 1 after a crash: the log keeps the first one, and nothing is counted again.

@@ -124,7 +124,26 @@ export class NpmStartStack {
     return this.exited;
   }
 
+  /**
+   * Starts the stack. A port found free can be taken by another test's process before the stack
+   * binds it (several suites run at once): then the launcher stops with EADDRINUSE, and the stack
+   * is started again on other ports.
+   */
   async start(): Promise<void> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await this.launch();
+      } catch (err) {
+        if (tries >= 3 || !String(err).includes('EADDRINUSE')) throw err;
+        await this.exited;
+        await Promise.all([rm(this.stateDir, { recursive: true, force: true }), rm(this.mediaDir, { recursive: true, force: true })]);
+        this.stdout = '';
+        this.stderr = '';
+      }
+    }
+  }
+
+  private async launch(): Promise<void> {
     const port = await freePort();
     this.port = port;
     this.opsPort = await freePortRun(3);

@@ -50,4 +50,4 @@ it('repairs what a promotion lost: every job the new primary has ends, called ba
   );
   // The scenario must have lost something, or it proved nothing about repairs.
   expect(run.lost.length).toBeGreaterThan(0);
-}, 240_000);
+}, 360_000);

@@ -50,5 +50,5 @@ describe.each([0, 1])('REDIS_WAIT_REPLICAS=%i', (waitReplicas) => {
     );
     expect(run.intakeGapMs).toBeLessThan(INTAKE_BACK_WITHIN_MS);
     if (waitReplicas > 0) expect(run.lost).toEqual([]);
-  }, 240_000);
+  }, 360_000);
 });

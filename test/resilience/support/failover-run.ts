@@ -67,6 +67,7 @@ const SUBMIT_EVERY_MS = 125;
 const SUBMIT_FOR_MS = 24_000;
 const KILL_AT_MS = 6_000;
 const RELAUNCH_AT_MS = 14_000;
+const INTAKE_GIVE_UP_MS = 60_000;
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))];
@@ -104,6 +105,10 @@ export async function steadyIntakeThroughFailover(h: DispatcherHarness, failover
       } catch (err) {
         if (String(err).includes('submission')) throw err;
       }
+      // Intake must come back well within this; past it the failover itself failed (no promotion),
+      // which is said here rather than left to the test's time-out.
+      if (Date.now() - started > SUBMIT_FOR_MS + INTAKE_GIVE_UP_MS)
+        throw new Error(`submission ${i}: intake did not answer 202 again within ${INTAKE_GIVE_UP_MS / 1000} s`);
       retries++;
       await pause(250);
     }

@@ -78,11 +78,13 @@ const BULL_STRUCTURES = new Set([
 
 /** The kind of one key, from its name under the prefix. */
 export function classify(prefix: string, key: string): { kind: string; group: KeyGroup } {
-  // The hash tags of the layout (`{store}`, `{<queue>}`: keyspace.ts) say nothing about the kind.
+  // The hash tags of the layout (`{store}`, `{queue:<name>}`: keyspace.ts) say nothing about the
+  // kind; they go before the name is split, as a tag may hold a colon itself.
   const parts = key
     .slice(prefix.length + 1)
+    .replace(/\{[^{}]*\}:?/g, '')
     .split(':')
-    .filter((part) => !/^\{.*\}$/.test(part));
+    .filter((part) => part !== '');
   if (parts[0] === 'bull') {
     const queue = parts[1] ?? '?';
     const tail = parts.slice(2);

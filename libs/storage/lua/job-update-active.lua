@@ -15,10 +15,7 @@
 ]]
 --- @include "includes/status-of"
 
-local raw = redis.call('GET', KEYS[1])
-if not raw then return -1 end
-local status = status_of(raw)
-if status == nil then return -2 end
-if status == 'completed' or status == 'failed' then return 0 end
+local refusal = refusal_for_unfinished(KEYS[1])
+if refusal then return refusal end
 redis.call('SET', KEYS[1], ARGV[1])
 return 1

@@ -133,7 +133,16 @@ export async function steadyIntakeThroughFailover(h: DispatcherHarness, failover
   const { livenessFailures, notReady } = await probes.stop();
   if (livenessFailures.length > 0) throw new Error(`liveness failed during the failover (a restart):\n${livenessFailures.slice(0, 5).join('\n')}`);
   for (const [name, service] of h.stack.services) {
-    await eventually(async () => ((await fetch(`${service.opsUrl}/readyz`)).status === 200 ? true : undefined), 30_000, `${name} ready again`);
+    // Readiness reads the store through the service's own connection; its answer after the switch
+    // is what this holds, with room for a loaded machine (the reconnect back-off reaches 2 s a try).
+    await eventually(
+      async () => {
+        const res = await fetch(`${service.opsUrl}/readyz`);
+        return res.status === 200 ? true : Promise.reject(new Error(`${res.status} ${await res.text()}`));
+      },
+      60_000,
+      `${name} ready again`,
+    );
   }
   // A synchronous image is answered through pub/sub: the gateway's subscriber must have followed
   // the promotion too, or the call would wait out its timeout.

@@ -116,11 +116,21 @@ describe.each(SHAPES)('retention soak: $redis Redis, media on $blobStore', ({ re
       'every callback',
     );
     const webhook = new Webhook(h.workspace.signingSecret);
-    for (const delivery of deliveries) {
+    // Links never outlive the media they point at (removed 12 s after the job ended). A callback still
+    // pending by then holds its job and media for longer (its links may then last their full TTL), and
+    // the store would not return to its baseline below: the delay is named so that the cause shows.
+    const outliving = deliveries.flatMap((delivery) => {
       const { data } = webhook.verify(delivery.body, delivery.headers) as { data: { completed_at: number | null; url_expires_at: number | null } };
-      // Links never outlive the media they point at (removed 12 s after the job ended).
-      if (data.url_expires_at !== null) expect(data.url_expires_at).toBeLessThanOrEqual(data.completed_at! + 13);
-    }
+      if (data.url_expires_at === null || data.url_expires_at <= data.completed_at! + 13) return [];
+      return [
+        {
+          path: delivery.path,
+          delivered_seconds_after_completion: Math.round(delivery.receivedMs / 1000 - data.completed_at!),
+          url_expires_at: data.url_expires_at,
+        },
+      ];
+    });
+    expect(outliving).toEqual([]);
     // Every attempt recorded (the dispatcher writes it just after the receiver answered).
     await eventually(
       async () => {

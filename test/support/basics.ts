@@ -3,15 +3,56 @@
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
+// Ports are handed out below the kernel's ephemeral range (32768–60999 on Linux): a port found with
+// listen(0) and closed again can be taken by any outgoing connection (a Redis client, a callback POST)
+// before the service that was meant to have it binds. Each Jest worker owns its own slice of
+// [10000, 20000), so two workers never hand out the same port, and a Cluster node's bus port (+10000)
+// falls in [20000, 30000), which nothing else hands out.
+const PORT_FLOOR = 10_000;
+const PORT_SPAN = 10_000;
+const CLUSTER_BUS_OFFSET = 10_000;
+const SLICES = 16;
+// Outside Jest (a bench run) the upper half of the slices, picked by pid.
+const workerId = Number(process.env.JEST_WORKER_ID);
+const slice = workerId > 0 ? (workerId - 1) % (SLICES / 2) : SLICES / 2 + (process.pid % (SLICES / 2));
+const sliceSize = Math.floor(PORT_SPAN / SLICES);
+let nextOffset = Math.floor(Math.random() * sliceSize);
+
+function canBind(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolvePort(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen({ port, host, exclusive: true }, () => server.close(() => resolve(true)));
   });
+}
+
+async function portIsFree(port: number): Promise<boolean> {
+  // The services listen on every address (`::`), receivers and Redis on 127.0.0.1: both must be free.
+  return (await canBind(port, '127.0.0.1')) && (await canBind(port, '::'));
+}
+
+/**
+ * A port on loopback that nothing listens on, from this worker's own slice; with `run`, the first of
+ * that many consecutive free ports (`npm start` gives its services OPS_PORT, +1 and +2).
+ */
+export async function freePort(options: { clusterBus?: boolean; run?: number } = {}): Promise<number> {
+  const run = options.run ?? 1;
+  const first = PORT_FLOOR + slice * sliceSize;
+  for (let tries = 0; tries < sliceSize; tries++) {
+    const port = first + (nextOffset % sliceSize);
+    nextOffset += run;
+    if (port + run > first + sliceSize) continue;
+    if (await allFree(port, run, options.clusterBus ?? false)) return port;
+  }
+  throw new Error(`no ${run} free port(s) in ${first}..${first + sliceSize - 1}`);
+}
+
+async function allFree(port: number, run: number, clusterBus: boolean): Promise<boolean> {
+  for (let p = port; p < port + run; p++) {
+    if (!(await portIsFree(p))) return false;
+    if (clusterBus && !(await portIsFree(p + CLUSTER_BUS_OFFSET))) return false;
+  }
+  return true;
 }
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */

@@ -2,10 +2,9 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
-import { eventually, redisAnswers } from './basics';
+import { eventually, freePort, redisAnswers } from './basics';
 
 /**
  * A real Redis Cluster of the test's own: three primaries on free loopback ports, each with
@@ -25,10 +24,8 @@ export class TestRedisCluster {
   static async start(primaries = 3, options: { replicas?: number } = {}): Promise<TestRedisCluster> {
     const replicas = options.replicas ?? 0;
     const ports: number[] = [];
-    while (ports.length < primaries * (1 + replicas)) {
-      const port = await clusterPort();
-      if (!ports.some((p) => p === port || Math.abs(p - port) === 10_000)) ports.push(port);
-    }
+    // Each port comes with its bus port (+10000) free too; the allocator never hands one out twice.
+    while (ports.length < primaries * (1 + replicas)) ports.push(await freePort({ clusterBus: true }));
     const cluster = new TestRedisCluster(ports, await mkdtemp(join(tmpdir(), 'redis-cluster-')), replicas);
     try {
       await cluster.launch();
@@ -165,18 +162,3 @@ export class TestRedisCluster {
  * A port for a cluster node: free, and with its cluster-bus port (port + 10000, Redis's fixed
  * offset) free too, which an ephemeral port from the OS (up to 60999) cannot promise.
  */
-async function clusterPort(): Promise<number> {
-  for (let tries = 0; tries < 200; tries++) {
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
-    if ((await canBind(port)) && (await canBind(port + 10_000))) return port;
-  }
-  throw new Error('no free port pair for a cluster node');
-}
-
-function canBind(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}

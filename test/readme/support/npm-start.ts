@@ -17,17 +17,6 @@ export const isFree = (port: number) =>
     server.listen(port, '127.0.0.1', () => server.close(() => done(true)));
   });
 
-/** A port whose next two are free as well: `npm start` gives the services OPS_PORT, +1 and +2. */
-async function freePortRun(length: number): Promise<number> {
-  for (let tries = 0; tries < 50; tries++) {
-    const first = await freePort();
-    if (first + length - 1 > 65_535) continue;
-    const rest = await Promise.all(Array.from({ length: length - 1 }, (_, i) => isFree(first + i + 1)));
-    if (rest.every(Boolean)) return first;
-  }
-  throw new Error(`no ${length} consecutive free ports found`);
-}
-
 /** One process as /proc shows it. */
 export interface ProcessEntry {
   pid: number;
@@ -146,7 +135,7 @@ export class NpmStartStack {
   private async launch(): Promise<void> {
     const port = await freePort();
     this.port = port;
-    this.opsPort = await freePortRun(3);
+    this.opsPort = await freePort({ run: 3 });
     if (this.options.ownRedis) this.redisPort = await freePort();
     this.stateDir = await mkdtemp(join(tmpdir(), 'readme-state-'));
     this.mediaDir = await mkdtemp(join(tmpdir(), 'readme-media-'));

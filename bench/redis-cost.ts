@@ -11,7 +11,11 @@
  * N jobs, and the totals once the last one has ended, less the idle rate over the same time.
  * `INFO cpu` (used_cpu_user_main_thread + used_cpu_sys_main_thread) and `INFO commandstats`.
  */
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
+import { LuaScript } from '@media/common';
 import { Redis } from 'ioredis';
 import type { TestRedisCluster } from '../test/support/redis-cluster';
 import {
@@ -40,6 +44,8 @@ export interface RedisCostSide {
   /** With a cluster: CPU per job on each node (µs), by port. */
   perNode?: { port: number; cpuMicrosPerJob: number; share: number }[];
   idleCpuMicrosPerSecond: number;
+  /** With BENCH_REDIS_COST_SCRIPTS=1: every command and script by the time Redis spent in it, per job. */
+  profile?: { name: string; callsPerJob: number; microsPerJob: number }[];
 }
 
 export interface RedisCostResult {
@@ -90,6 +96,38 @@ class MeasuredRedis {
     await this.eachNode((node) => node.config('RESETSTAT'));
   }
 
+  /**
+   * Every command into the slow log (threshold 0), so that each script's time can be told apart:
+   * commandstats counts all of them as `evalsha`. It slows Redis itself, so the phase's CPU figure
+   * is not comparable when this is on.
+   */
+  async startProfile(): Promise<void> {
+    await this.eachNode(async (node) => {
+      await node.config('SET', 'slowlog-max-len', '5000000');
+      await node.config('SET', 'slowlog-log-slower-than', '0');
+      await node.slowlog('RESET');
+    });
+  }
+
+  async readProfile(jobs: number): Promise<{ name: string; callsPerJob: number; microsPerJob: number }[]> {
+    const names = scriptNames();
+    const totals = new Map<string, { calls: number; micros: number }>();
+    await this.eachNode(async (node) => {
+      const entries = (await node.slowlog('GET', '-1')) as [number, number, number, string[]][];
+      await node.config('SET', 'slowlog-log-slower-than', '10000');
+      await node.slowlog('RESET');
+      for (const [, , micros, args] of entries) {
+        const command = (args[0] ?? '').toLowerCase();
+        const name = command === 'evalsha' ? (names.get(args[1] ?? '') ?? `evalsha ${args[1]?.slice(0, 8)}`) : command === 'eval' ? 'eval (text)' : command;
+        const seen = totals.get(name) ?? { calls: 0, micros: 0 };
+        totals.set(name, { calls: seen.calls + 1, micros: seen.micros + micros });
+      }
+    });
+    return [...totals]
+      .map(([name, t]) => ({ name, callsPerJob: t.calls / jobs, microsPerJob: t.micros / jobs }))
+      .sort((a, b) => b.microsPerJob - a.microsPerJob);
+  }
+
   async read(): Promise<Reading> {
     const infos = await this.eachNode(async (node) => ({ cpu: await node.info('cpu'), stats: await node.info('commandstats') }));
     const commands = new Map<string, { calls: number; micros: number }>();
@@ -103,6 +141,26 @@ class MeasuredRedis {
     });
     return { cpuMicros, commands, atMs: Date.now() };
   }
+}
+
+/** Script SHA-1 → a readable name: the project's `.lua` files (as LuaScript loads them) and BullMQ's. */
+function scriptNames(): Map<string, string> {
+  const names = new Map<string, string>();
+  const root = join(__dirname, '..');
+  for (const pkg of readdirSync(join(root, 'libs'))) {
+    const dir = join(root, 'libs', pkg, 'lua');
+    if (!existsSync(dir)) continue;
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.lua'))) {
+      const name = file.slice(0, -'.lua'.length);
+      names.set(LuaScript.load(dir, name).sha, name);
+    }
+  }
+  const bullDir = join(dirname(require.resolve('bullmq/package.json')), 'dist', 'cjs', 'scripts');
+  for (const file of readdirSync(bullDir).filter((f) => /^[A-Za-z]+-\d+\.js$/.test(f))) {
+    const script = Object.values(require(join(bullDir, file)) as Record<string, { name?: string; content?: string }>)[0];
+    if (script?.content) names.set(createHash('sha1').update(script.content).digest('hex'), `bullmq ${script.name}`);
+  }
+  return names;
 }
 
 /** What Redis did between two readings; the first after a RESETSTAT, so commandstats are since then. */
@@ -135,6 +193,18 @@ async function idleSpell(measured: MeasuredRedis, idleMs: number): Promise<{ bef
   const before = await measured.read();
   await sleep(idleMs);
   return { before, after: await measured.read() };
+}
+
+/** One side's measured run of `jobs` jobs, after its idle spell; profiled with BENCH_REDIS_COST_SCRIPTS=1. */
+async function measure(measured: MeasuredRedis, idle: { before: Reading; after: Reading }, jobs: number, run: () => Promise<void>): Promise<RedisCostSide> {
+  await measured.reset();
+  const profiling = process.env.BENCH_REDIS_COST_SCRIPTS === '1';
+  if (profiling) await measured.startProfile();
+  const before = await measured.read();
+  await run();
+  const side = cost(idle, before, await measured.read(), jobs, measured.ports);
+  if (profiling) side.profile = await measured.readProfile(jobs);
+  return side;
 }
 
 async function ourSide(ctx: BenchContext, measured: MeasuredRedis, jobs: number, idleMs: number): Promise<RedisCostSide> {
@@ -176,10 +246,7 @@ async function ourSide(ctx: BenchContext, measured: MeasuredRedis, jobs: number,
     };
     await run(20);
     const idle = await idleSpell(measured, idleMs);
-    await measured.reset();
-    const before = await measured.read();
-    await run(jobs);
-    return cost(idle, before, await measured.read(), jobs, measured.ports);
+    return await measure(measured, idle, jobs, () => run(jobs));
   } finally {
     await stack.stop();
     redis.disconnect();
@@ -218,10 +285,7 @@ async function peerSide(measured: MeasuredRedis, jobs: number, idleMs: number): 
     };
     await run(20);
     const idle = await idleSpell(measured, idleMs);
-    await measured.reset();
-    const before = await measured.read();
-    await run(jobs);
-    return cost(idle, before, await measured.read(), jobs, measured.ports);
+    return await measure(measured, idle, jobs, () => run(jobs));
   } finally {
     await Promise.all(workers.map((w) => w.close()));
     await first.obliterate({ force: true }).catch(() => undefined);

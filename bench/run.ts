@@ -24,7 +24,7 @@
  * BENCH_AC_SECONDS=10, BENCH_AC_WARMUP_SECONDS=2, BENCH_LATENCY_RATES=20,10, BENCH_LATENCY_SECONDS=15,
  * GENERATOR_CONCURRENCY=2, BENCH_MEMORY_JOBS=1000, BENCH_MEMORY_WARMUP=20, BENCH_GENERATION_ROUNDS=5,
  * BENCH_ISOLATION_SAMPLES=20, BENCH_ISOLATION_BACKLOG=600,
- * BENCH_OUT=bench/results/latest.json, REDIS_URL, BENCH_CPU_PROF=<dir> (each service writes a V8 CPU
+ * BENCH_REDIS_COST_SCRIPTS=1 (the redis-cost phase's time per script, from the slow log), BENCH_OUT=bench/results/latest.json, REDIS_URL, BENCH_CPU_PROF=<dir> (each service writes a V8 CPU
  * profile there when it stops), BENCH_REDIS=cluster (every phase on a three-primary Redis Cluster that
  * the run starts on loopback, instead of REDIS_URL).
  */
@@ -298,6 +298,14 @@ function printDetails(r: Results): void {
     const top = (side: typeof ours) => side.topCommands.map((c) => `${c.command} ${fmt(c.perJob, 1)}`).join(', ');
     console.log(`  ours, commands per job: ${top(ours)}`);
     console.log(`  peer, commands per job: ${top(peer)}`);
+    for (const [side, { profile }] of [
+      ['ours', ours],
+      ['peer', peer],
+    ] as const) {
+      if (!profile) continue;
+      console.log(`  ${side}, by Redis time per job (slow log at threshold 0, BENCH_REDIS_COST_SCRIPTS=1; the CPU figures are inflated by it):`);
+      for (const p of profile.slice(0, 30)) console.log(`    ${fmt(p.microsPerJob, 1).padStart(8)} µs  ${fmt(p.callsPerJob, 2).padStart(6)} calls  ${p.name}`);
+    }
     for (const node of ours.perNode ?? []) console.log(`  node ${node.port}: ${fmt(node.cpuMicrosPerJob)} µs per job (${fmt(node.share * 100)} %)`);
   }
   if (r.dispatcher) {

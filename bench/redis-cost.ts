@@ -13,6 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { LuaScript } from '@media/common';
@@ -155,9 +156,11 @@ function scriptNames(): Map<string, string> {
       names.set(LuaScript.load(dir, name).sha, name);
     }
   }
-  const bullDir = join(dirname(require.resolve('bullmq/package.json')), 'dist', 'cjs', 'scripts');
+  // BullMQ's scripts are modules exporting { name, content }; its Scripts class loads each by content.
+  const loadModule = createRequire(__filename);
+  const bullDir = join(dirname(loadModule.resolve('bullmq/package.json')), 'dist', 'cjs', 'scripts');
   for (const file of readdirSync(bullDir).filter((f) => /^[A-Za-z]+-\d+\.js$/.test(f))) {
-    const script = Object.values(require(join(bullDir, file)) as Record<string, { name?: string; content?: string }>)[0];
+    const script = Object.values(loadModule(join(bullDir, file)) as Record<string, { name?: string; content?: string }>)[0];
     if (script?.content) names.set(createHash('sha1').update(script.content).digest('hex'), `bullmq ${script.name}`);
   }
   return names;

@@ -52,6 +52,8 @@ export interface RedisCostSide {
 export interface RedisCostResult {
   ours: RedisCostSide;
   peer: RedisCostSide;
+  /** The same peer with jobs added at the rate our run went at (context, not the goal's peer). */
+  pacedPeer: RedisCostSide;
   mode: 'single' | 'cluster';
 }
 
@@ -260,7 +262,7 @@ async function ourSide(ctx: BenchContext, measured: MeasuredRedis, jobs: number,
  * BullMQ alone: a job added to one queue, whose worker adds it to a second queue, whose worker
  * completes it. Completed jobs kept as the services keep them (the last 100).
  */
-async function peerSide(measured: MeasuredRedis, jobs: number, idleMs: number): Promise<RedisCostSide> {
+async function peerSide(measured: MeasuredRedis, jobs: number, idleMs: number, jobsPerSecond?: number): Promise<RedisCostSide> {
   // One hash tag, so that both queues' keys are valid on a cluster too.
   const prefix = `{${newPrefix('redis-cost-peer')}}`;
   const connection = measured.client();
@@ -279,9 +281,15 @@ async function peerSide(measured: MeasuredRedis, jobs: number, idleMs: number): 
       done = 0;
       // As many in flight as the services' run: the same flow of jobs.
       let next = 0;
+      const startedMs = Date.now();
       await Promise.all(
         Array.from({ length: 16 }, async () => {
-          while (next < count) await first.add('job', { n: next++, prompt: 'a lighthouse at dusk' }, jobOptions);
+          while (next < count) {
+            const n = next++;
+            // Paced: job n is added no sooner than n / rate seconds after the start.
+            if (jobsPerSecond) await sleep(startedMs + (n * 1000) / jobsPerSecond - Date.now());
+            await first.add('job', { n, prompt: 'a lighthouse at dusk' }, jobOptions);
+          }
         }),
       );
       await waitUntil(() => done >= count, 120_000, `${count} jobs through two hops`, 20);
@@ -306,7 +314,10 @@ export async function benchRedisCost(ctx: BenchContext, cluster?: TestRedisClust
   try {
     const peer = await peerSide(measured, JOBS, IDLE_MS);
     const ours = await ourSide(ctx, measured, JOBS, IDLE_MS);
-    return { ours, peer, mode: cluster ? 'cluster' : 'single' };
+    // BullMQ costs more per job when jobs trickle in than in a burst (each one wakes an idle worker,
+    // which fetches it alone): the same peer at our run's rate says how much of the gap that is.
+    const pacedPeer = await peerSide(measured, JOBS, IDLE_MS, JOBS / ours.seconds);
+    return { ours, peer, pacedPeer, mode: cluster ? 'cluster' : 'single' };
   } finally {
     await measured.stop();
   }

@@ -298,9 +298,15 @@ function printDetails(r: Results): void {
     const top = (side: typeof ours) => side.topCommands.map((c) => `${c.command} ${fmt(c.perJob, 1)}`).join(', ');
     console.log(`  ours, commands per job: ${top(ours)}`);
     console.log(`  peer, commands per job: ${top(peer)}`);
+    const { pacedPeer } = r['redis-cost'];
+    console.log(
+      `  the peer paced at our rate (${fmt(pacedPeer.jobs / pacedPeer.seconds)} jobs/s): ${fmt(pacedPeer.cpuMicrosPerJob)} µs, ${fmt(pacedPeer.commandsPerJob)} commands per job` +
+        ` (ours ${fmt(ours.cpuMicrosPerJob / pacedPeer.cpuMicrosPerJob, 2)}× that); ${top(pacedPeer)}`,
+    );
     for (const [side, { profile }] of [
       ['ours', ours],
       ['peer', peer],
+      ['paced peer', pacedPeer],
     ] as const) {
       if (!profile) continue;
       console.log(`  ${side}, by Redis time per job (slow log at threshold 0, BENCH_REDIS_COST_SCRIPTS=1; the CPU figures are inflated by it):`);

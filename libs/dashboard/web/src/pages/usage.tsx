@@ -59,35 +59,39 @@ export function UsagePage() {
           </section>
           <section class="card" aria-labelledby="ledger-title">
             <h2 id="ledger-title">Ledger entries</h2>
-            <table class="table">
-              <thead>
-                <tr>
-                  <th scope="col">Charged</th>
-                  <th scope="col">Request</th>
-                  <th scope="col">Model</th>
-                  <th scope="col" class="num">
-                    Amount
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.entries.map((e) => (
-                  <tr key={`${e.job_id}-${e.created_at}`}>
-                    <td>
-                      <Time at={e.created_at} now={now} />
-                    </td>
-                    <td>
-                      <Link href={`/requests/${encodeURIComponent(e.job_id)}`} class="mono">
-                        {e.job_id}
-                      </Link>
-                    </td>
-                    <td>{e.model}</td>
-                    <td class="num">{formatMoney(e.amount)}</td>
+            <div class="table-wrap">
+              <table class="table table-stack">
+                <thead>
+                  <tr>
+                    <th scope="col">Charged</th>
+                    <th scope="col">Request</th>
+                    <th scope="col">Model</th>
+                    <th scope="col" class="num">
+                      Amount
+                    </th>
                   </tr>
-                ))}
-                {data.entries.length === 0 ? <EmptyRow columns={4}>No ledger entries in this period.</EmptyRow> : null}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {data.entries.map((e) => (
+                    <tr key={`${e.job_id}-${e.created_at}`}>
+                      <td data-label="Charged">
+                        <Time at={e.created_at} now={now} />
+                      </td>
+                      <td data-label="Request">
+                        <Link href={`/requests/${encodeURIComponent(e.job_id)}`} class="mono">
+                          {e.job_id}
+                        </Link>
+                      </td>
+                      <td data-label="Model">{e.model}</td>
+                      <td class="num" data-label="Amount">
+                        {formatMoney(e.amount)}
+                      </td>
+                    </tr>
+                  ))}
+                  {data.entries.length === 0 ? <EmptyRow columns={4}>No ledger entries in this period.</EmptyRow> : null}
+                </tbody>
+              </table>
+            </div>
           </section>
         </>
       ) : null}

@@ -109,9 +109,9 @@ export interface RequestList {
 export interface SearchInfo {
   /** Requests a text search looks through at most, newest first. */
   window: number;
-  /** Requests it looked through (fewer than `window` when the workspace has fewer). */
+  /** Requests it looked through: fewer than `window` when the workspace has fewer, or when it filled the page sooner. */
   looked_through: number;
-  /** Whether that was every request of the workspace (of the chosen kind). */
+  /** Whether that was every request of the workspace (of the chosen kind): a miss is then a real one. */
   complete: boolean;
 }
 

@@ -54,13 +54,15 @@ const FILTER_CHUNK = 100;
  */
 const FILTER_SCAN = 2_000;
 /**
- * Requests a text search looks through, newest first. Prompts and URLs have no index: a search reads
- * records, so it reads a bounded number of them (a few hundred kB of Redis reads) however large the
- * workspace, and says so on the page. An exact id is still found however old.
+ * Requests a text search looks through at most, newest first. Prompts and URLs have no index: a
+ * search reads records, so it reads a bounded number of them however large the workspace (and
+ * fewer when it fills its page sooner), and the page says so. An exact id is found however old.
  */
 export const SEARCH_WINDOW = 1_000;
-/** Records read per round trip while a search collects its window. */
-const SEARCH_CHUNK = 250;
+/** Records read per round trip while a search goes through its window. */
+const SEARCH_CHUNK = 100;
+/** Text matches whose callbacks are read together when the search also filters on callbacks. */
+const SEARCH_CHECK_BATCH = 50;
 const DAY_MS = 86_400_000;
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
@@ -198,29 +200,63 @@ export class RequestsView {
 
   /**
    * Text in prompts and callback URLs, ignoring case, among the newest {@link SEARCH_WINDOW}
-   * requests (of the chosen kind), then the other filters; pages by `after` within those matches.
+   * requests (of the chosen kind), then the other filters. Reads newest first in chunks, merging
+   * images and videos by time, and stops as soon as it has a page (and one more, for `has_more`):
+   * a search that matches often reads little. `after` pages on within the same window.
    */
   private async search(workspaceId: string, text: string, q: RequestQuery): Promise<RequestList> {
-    const kinds: JobKind[] = q.kind ? [q.kind] : ['image', 'video'];
-    let more = false;
-    const newest: JobRecord[] = [];
-    for (const kind of kinds) {
-      const page = await this.deps.jobs.list(workspaceId, kind, { limit: SEARCH_WINDOW, order: 'desc' });
-      more ||= page.hasMore;
-      for (let start = 0; start < page.ids.length; start += SEARCH_CHUNK)
-        newest.push(...(await this.deps.jobs.getMany(page.ids.slice(start, start + SEARCH_CHUNK))));
-    }
-    newest.sort(newestFirst);
-    const window = newest.slice(0, SEARCH_WINDOW);
     const needle = text.toLowerCase();
-    const found = window.filter((job) => job.prompt.toLowerCase().includes(needle) || (job.callback_url ?? '').toLowerCase().includes(needle));
-    const callbacks = await this.callbacksOf(workspaceId, found);
-    const matching = found.filter((job) => matchesCallbackFilters(callbacks.get(job.id), q));
-    const start = q.after ? matching.findIndex((job) => job.id === q.after) + 1 : 0;
-    const search = { window: SEARCH_WINDOW, looked_through: window.length, complete: !more && newest.length <= SEARCH_WINDOW };
-    if (q.after && start === 0) return { data: [], has_more: false, search };
-    const page = matching.slice(start, start + q.limit);
-    return { data: await this.rows(workspaceId, page, callbacks), has_more: matching.length > start + q.limit, search };
+    const streams = (q.kind ? [q.kind] : (['image', 'video'] as JobKind[])).map((kind) => ({
+      kind,
+      buffer: [] as JobRecord[],
+      after: undefined as string | undefined,
+      more: true,
+    }));
+    const callbackFiltered = q.callbackStatus !== undefined || q.destination !== undefined || q.createdAfterMs !== undefined || q.createdBeforeMs !== undefined;
+    const callbacks = new Map<string, CallbackRecord>();
+    const matched: JobRecord[] = [];
+    const unchecked: JobRecord[] = [];
+    // Callback filters need the callbacks: read for a batch of text matches at a time.
+    const check = async () => {
+      const found = await this.callbacksOf(workspaceId, unchecked);
+      for (const job of unchecked) if (matchesCallbackFilters(found.get(job.id), q)) matched.push(job);
+      for (const [jobId, cb] of found) callbacks.set(jobId, cb);
+      unchecked.length = 0;
+    };
+    let lookedThrough = 0;
+    let everything = false;
+    let passedCursor = q.after === undefined;
+    while (lookedThrough < SEARCH_WINDOW && matched.length <= q.limit) {
+      for (const stream of streams) {
+        while (stream.buffer.length === 0 && stream.more) {
+          const page = await this.deps.jobs.list(workspaceId, stream.kind, { limit: SEARCH_CHUNK, order: 'desc', after: stream.after });
+          stream.more = page.hasMore && page.ids.length > 0;
+          stream.after = page.ids.at(-1) ?? stream.after;
+          stream.buffer = await this.deps.jobs.getMany(page.ids);
+        }
+      }
+      const live = streams.filter((stream) => stream.buffer.length > 0);
+      if (live.length === 0) {
+        everything = true;
+        break;
+      }
+      const next = live.reduce((a, b) => (newestFirst(a.buffer[0]!, b.buffer[0]!) <= 0 ? a : b));
+      const job = next.buffer.shift()!;
+      lookedThrough++;
+      if (!passedCursor) {
+        passedCursor = job.id === q.after;
+        continue;
+      }
+      if (!job.prompt.toLowerCase().includes(needle) && !(job.callback_url ?? '').toLowerCase().includes(needle)) continue;
+      if (!callbackFiltered) matched.push(job);
+      else if (unchecked.push(job) >= SEARCH_CHECK_BATCH) await check();
+    }
+    if (unchecked.length > 0) await check();
+    if (!everything && lookedThrough === SEARCH_WINDOW && streams.every((stream) => stream.buffer.length === 0 && !stream.more)) everything = true;
+    const search = { window: SEARCH_WINDOW, looked_through: lookedThrough, complete: everything };
+    if (!passedCursor) return { data: [], has_more: false, search };
+    const page = matched.slice(0, q.limit);
+    return { data: await this.rows(workspaceId, page, callbackFiltered ? callbacks : undefined), has_more: matched.length > q.limit, search };
   }
 
   /**

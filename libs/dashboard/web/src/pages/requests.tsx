@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import type { CallbackFilter, FilteredRecoveryPreview, JobKind, RecoveryFilters, RequestList, RequestRow } from '../api';
-import { formatAbsolute, formatMoney } from '../time';
+import { formatAbsolute, formatMoney, formatRelative } from '../time';
 import { EmptyRow, ErrorBanner, StateBadge, Time, useApp, useLoad } from '../ui';
 import { DestinationsPanel } from './destinations';
 
@@ -187,9 +187,6 @@ export function RequestsPage() {
               <th scope="col">Created</th>
               <th scope="col">Callback</th>
               <th scope="col">Last attempt</th>
-              <th scope="col" class="num">
-                Attempts
-              </th>
               <th scope="col">Next attempt</th>
             </tr>
           </thead>
@@ -198,7 +195,7 @@ export function RequestsPage() {
               <Row key={row.id} row={row} now={now} />
             ))}
             {!loading && rows.length === 0 ? (
-              <EmptyRow columns={8}>
+              <EmptyRow columns={7}>
                 {data?.next_after
                   ? 'None among the latest callbacks looked through: try Older.'
                   : filtered
@@ -233,7 +230,7 @@ function SearchNote({ data, q }: { data: RequestList | undefined; q: string }) {
     <p class="muted" role="status" data-testid="search-note">
       {complete
         ? `Searched all ${plural(lookedThrough, 'request')} of this workspace for “${q}”.`
-        : `Searched the newest ${plural(window, 'request')} for “${q}”; older ones are not searched (find them by id).`}
+        : `Words are looked for in the newest ${plural(window, 'request')} only; older ones are not searched (find them by id).`}
     </p>
   );
 }
@@ -369,23 +366,24 @@ function Row({ row, now }: { row: RequestRow; now: number }) {
         )}
       </td>
       <td data-label="Last attempt" class="last-attempt">
-        {last ? (
+        {last && cb ? (
           <>
             <span class={last.error === null ? 'result-ok' : 'result-bad'}>
               <span aria-hidden="true">{last.error === null ? '✓ ' : '✕ '}</span>
               {last.result}
             </span>
             <div class="muted small">
-              {last.trigger === 'manual' ? 'manual, ' : ''}
-              <Time at={last.sent_at} now={now} inline />
+              {/* The count of every attempt, automatic and manual: the last one's number. */}
+              attempt {cb.attempt_count}
+              {last.trigger === 'manual' ? ' (manual)' : ''},{' '}
+              <time dateTime={new Date(last.sent_at * 1000).toISOString()} title={formatAbsolute(last.sent_at)}>
+                {formatRelative(last.sent_at, now)}
+              </time>
             </div>
           </>
         ) : (
           <span class="muted">{cb ? 'Not tried yet' : '—'}</span>
         )}
-      </td>
-      <td class="num" data-label="Attempts">
-        {cb ? cb.attempt_count : '—'}
       </td>
       <td data-label="Next attempt">
         {cb ? <Time at={cb.next_attempt_at} now={now} empty={cb.status === 'pending' ? 'Being sent' : 'None scheduled'} /> : '—'}

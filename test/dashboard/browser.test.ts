@@ -84,7 +84,10 @@ describe('dashboard in a real browser', () => {
 
     const flaky = rowOf(page, flakyJob);
     const text = await flaky.innerText();
-    expect(text).toContain('Pending');
+    // Pending, but both attempts failed: marked as failing, with the last answer in words.
+    expect(text).toContain('Failing, retrying');
+    expect(text).toContain('500 Internal Server Error');
+    expect(await flaky.getAttribute('data-failing')).toBe('true');
     expect(text).toContain(h.receiver.url('/flaky'));
     expect(text).toMatch(/\b2\b/); // attempts
     expect(text).toMatch(/in (9|10) min/); // next attempt, relative to now
@@ -98,7 +101,7 @@ describe('dashboard in a real browser', () => {
 
     // Search by id.
     await page.getByRole('button', { name: 'Clear filters' }).click();
-    await page.getByLabel('Find by id').fill(flakyJob);
+    await page.getByLabel('Search', { exact: true }).fill(flakyJob);
     await page.getByRole('button', { name: 'Search' }).click();
     await page.waitForURL(new RegExp(`q=${flakyJob}`));
     await eventually(async () => ((await page.locator('tbody tr').count()) === 1 ? true : undefined), 10_000, 'one row for the id');

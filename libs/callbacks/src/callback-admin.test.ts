@@ -27,13 +27,13 @@ function fakeQueue() {
   return { added, ...queue };
 }
 
-async function failedCallback(ws: string, url: string, createdMs: number): Promise<CallbackRecord> {
+async function failedCallback(ws: string, url: string, createdMs: number, type: CallbackRecord['type'] = 'image.completed'): Promise<CallbackRecord> {
   const id = `msg_${randomBytes(8).toString('hex')}`;
   const { callback } = await callbacks.create({
     id,
     workspace_id: ws,
     job_id: `req_${id}`,
-    type: 'image.completed',
+    type,
     url,
     event_ms: createdMs,
     created_ms: createdMs,
@@ -79,5 +79,27 @@ describe('CallbackAdmin recovery to one destination', () => {
 
     // Without an origin: every failed callback of the workspace.
     expect((await admin.previewRecovery(ws, { sinceMs: 0 })).count).toBe(4);
+  });
+});
+
+describe('CallbackAdmin recovery of one kind of job', () => {
+  it('retries only the failed callbacks of that kind, within the window and to the destination when given', async () => {
+    const ws = `ws_${randomBytes(6).toString('hex')}`;
+    const now = Date.now();
+    const videos = [
+      await failedCallback(ws, 'https://down.example.test/hooks', now - 3_000, 'video.completed'),
+      await failedCallback(ws, 'https://down.example.test/hooks', now - 2_000, 'video.failed'),
+    ];
+    await failedCallback(ws, 'https://down.example.test/hooks', now - 2_500, 'image.completed');
+    await failedCallback(ws, 'https://up.example.test/hooks', now - 1_000, 'video.completed');
+
+    const queue = fakeQueue();
+    const admin = new CallbackAdmin({ callbacks, deliveries: queue, now: () => now });
+    expect((await admin.previewRecovery(ws, { sinceMs: 0, kind: 'video' })).count).toBe(3);
+    expect((await admin.previewRecovery(ws, { sinceMs: 0, kind: 'image' })).count).toBe(1);
+    expect((await admin.previewRecovery(ws, { sinceMs: now - 2_500, kind: 'video', origin: 'https://down.example.test:443' })).count).toBe(1);
+    const recovery = await admin.recover(ws, { sinceMs: 0, kind: 'video', origin: 'https://down.example.test:443' });
+    expect(recovery.count).toBe(2);
+    expect(queue.added.map((a) => a.messageId)).toEqual(videos.map((cb) => cb.id));
   });
 });

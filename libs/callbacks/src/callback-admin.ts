@@ -31,6 +31,8 @@ export interface RecoveryWindow {
   untilMs?: number;
   /** Only those to this destination: an origin, `https://host:port` (as `destinationOf` names it). */
   origin?: string;
+  /** Only callbacks of image jobs, or of video jobs (their event type's prefix). */
+  kind?: 'image' | 'video';
 }
 
 /** What a recovery would retry, counted before anyone commits to it. */
@@ -81,6 +83,11 @@ export class CallbackAdmin {
     return (await this.deps.callbacks.getMany(messageIds)).filter((cb) => cb.workspace_id === workspaceId);
   }
 
+  /** The latest attempt of each of the workspace's `callbacks` that has one, by callback id. */
+  lastAttempts(callbacks: Pick<CallbackRecord, 'id' | 'attempt_count'>[]): Promise<Map<string, CallbackAttempt>> {
+    return this.deps.callbacks.lastAttempts(callbacks.filter((cb) => cb.attempt_count > 0).map((cb) => cb.id));
+  }
+
   /** A callback and its attempt log, oldest attempt first. */
   async describe(workspaceId: string | null, messageId: string): Promise<{ callback: CallbackRecord; attempts: CallbackAttempt[] }> {
     const callback = await this.find(workspaceId, messageId);
@@ -113,7 +120,7 @@ export class CallbackAdmin {
 
   /**
    * Gives every `failed` callback of the workspace created in [sinceMs, untilMs) (and, with
-   * `origin`, sent to that destination) one manual attempt, at most
+   * `origin`, sent to that destination; with `kind`, of that kind of job) one manual attempt, at most
    * {@link RECOVERY_ATTEMPTS_PER_SECOND} per second (BullMQ delays spread them out), on one pace per
    * workspace that concurrent recoveries share.
    *
@@ -122,11 +129,11 @@ export class CallbackAdmin {
    * callback leaves the failed index as soon as it is delivered, which would shift a paged read.
    *
    * @throws RecoveryTooLargeError when the window holds more than {@link MAX_RECOVERY} such callbacks
-   *   (or, with `origin`, more than {@link MAX_RECOVERY_SCAN} failed callbacks to look through)
+   *   (or, with `origin` or `kind`, more than {@link MAX_RECOVERY_SCAN} failed callbacks to look through)
    */
   async recover(workspaceId: string, window: RecoveryWindow): Promise<Recovery> {
     const untilMs = window.untilMs ?? this.now();
-    const ids = await this.failedIn(workspaceId, window.sinceMs, untilMs, window.origin);
+    const ids = await this.failedIn(workspaceId, window.sinceMs, untilMs, window);
     const id = newId('rcv');
     const now = this.now();
     const firstSlotMs = await this.deps.callbacks.reserveRecoverySlots(workspaceId, ids.length, this.ratePerSecond, now);
@@ -154,21 +161,27 @@ export class CallbackAdmin {
    */
   async previewRecovery(workspaceId: string, window: RecoveryWindow): Promise<RecoveryPreview> {
     const untilMs = window.untilMs ?? this.now();
-    const ids = await this.failedIn(workspaceId, window.sinceMs, untilMs, window.origin);
+    const ids = await this.failedIn(workspaceId, window.sinceMs, untilMs, window);
     return { sinceMs: window.sinceMs, untilMs, origin: window.origin ?? null, count: ids.length, ratePerSecond: this.ratePerSecond };
   }
 
-  /** Ids of the workspace's failed callbacks created in [sinceMs, untilMs), to `origin` when given, oldest first. */
-  private async failedIn(workspaceId: string, sinceMs: number, untilMs: number, origin: string | undefined): Promise<string[]> {
+  /** Ids of the workspace's failed callbacks created in [sinceMs, untilMs), to `origin` and of `kind` when given, oldest first. */
+  private async failedIn(workspaceId: string, sinceMs: number, untilMs: number, filter: Pick<RecoveryWindow, 'origin' | 'kind'>): Promise<string[]> {
+    const { origin, kind } = filter;
     const ids: string[] = [];
     for (let offset = 0; ; offset += RECOVERY_READ_CHUNK) {
       const chunk = await this.deps.callbacks.idsInState(workspaceId, 'failed', sinceMs, untilMs, offset, RECOVERY_READ_CHUNK);
-      if (origin === undefined) {
+      if (origin === undefined && kind === undefined) {
         ids.push(...chunk);
       } else {
         if (offset >= MAX_RECOVERY_SCAN) throw new RecoveryTooLargeError(offset + chunk.length, MAX_RECOVERY_SCAN);
-        // The failed index does not say where a callback went: its record does.
-        const going = new Set((await this.deps.callbacks.getMany(chunk)).filter((cb) => sameOrigin(cb.url, origin)).map((cb) => cb.id));
+        // The failed index does not say where a callback went or of what job: its record does.
+        const records = await this.deps.callbacks.getMany(chunk);
+        const going = new Set(
+          records
+            .filter((cb) => (origin === undefined || sameOrigin(cb.url, origin)) && (kind === undefined || cb.type.startsWith(`${kind}.`)))
+            .map((cb) => cb.id),
+        );
         ids.push(...chunk.filter((id) => going.has(id)));
       }
       if (chunk.length < RECOVERY_READ_CHUNK || ids.length > MAX_RECOVERY) break;

@@ -15,6 +15,8 @@ export type Role = 'owner' | 'admin' | 'member';
 export type JobKind = 'image' | 'video';
 export type JobStatus = 'queued' | 'in_progress' | 'completed' | 'failed';
 export type CallbackStatus = 'pending' | 'delivered' | 'failed';
+/** The Requests page's callback filter: a state, or `failing` (pending, and failed at least once). */
+export type CallbackFilter = CallbackStatus | 'failing';
 
 /** `GET /session`, and the answer to `POST /session`. 401 `not_signed_in` without a session. */
 export interface SessionInfo {
@@ -31,6 +33,33 @@ export interface SignInRequest {
 }
 // `DELETE /session`: signs out (204), clears the cookie.
 
+/**
+ * An attempt's error class in words, as the pages show it (`AttemptErrorClass` in @media/domain).
+ * A value the browser app imports too: one set of words for the list, the detail and the Overview.
+ */
+export const ATTEMPT_ERROR_WORDS: Record<string, string> = {
+  timeout: 'timeout (no answer in time)',
+  dns: 'host name did not resolve',
+  refused: 'connection refused',
+  reset: 'connection reset',
+  tls: 'TLS failed',
+  redirect: 'redirect (not followed)',
+  blocked_address: 'blocked address (not allowed)',
+  http_error: 'HTTP error',
+  dispatcher_error: 'not sent (dispatcher error)',
+  proxy: 'not sent (egress proxy failed)',
+};
+
+/** The latest attempt of a row's callback, and its result in words. */
+export interface LastAttempt {
+  sent_at: number;
+  trigger: 'scheduled' | 'manual';
+  status_code: number | null;
+  error: string | null;
+  /** "500 Internal Server Error", "200 OK", "connection refused", "timeout (no answer in time)", … */
+  result: string;
+}
+
 /** One row of the Requests page. */
 export interface RequestRow {
   id: string;
@@ -43,21 +72,47 @@ export interface RequestRow {
   /** The job's callback, or null when it asked for none or has not finished yet (see `callback_url`). */
   callback: CallbackObject | null;
   callback_url: string | null;
+  /** The callback's latest attempt; null before the first one (or without a callback). */
+  last_attempt: LastAttempt | null;
+  /**
+   * The callback is `pending` and has failed at least once (every attempt so far failed, or it
+   * would be delivered): still on its retry ladder, but not healthy.
+   */
+  failing: boolean;
 }
 
 /**
- * `GET /requests?kind=&callback_status=&destination=&q=&limit=&after=`: newest first; `q` matches an
- * id (job `req_…`/`video_…` or callback `msg_…`); `destination` an origin (`https://host:port`), the
- * requests whose callback went there.
+ * `GET /requests?kind=&callback_status=&destination=&created_after=&created_before=&q=&limit=&after=`:
+ * newest first. `destination` is an origin (`https://host:port`): the requests whose callback went
+ * there. `created_after` (inclusive) and `created_before` (exclusive) are Unix seconds and bound
+ * when the request's callback was created (when its job finished), as `GET /v1/callbacks` reads
+ * them; requests without a callback are then left out. `callback_status=failing` is the pending
+ * callbacks that have failed at least once.
+ *
+ * `q` is an exact id (job `req_…`/`video_…` or callback `msg_…`, found however old), or else text
+ * looked for, ignoring case, in the prompts and callback URLs of the newest {@link SearchInfo.window}
+ * requests only (see `search`): a search never reads a workspace's whole history.
  */
 export interface RequestList {
   data: RequestRow[];
   has_more: boolean;
   /**
-   * Where the next page starts (pass as `after`) when it is not the last row's id: a destination
-   * filter looks through a bounded number of callbacks per page, and may stop before it fills one.
+   * Where the next page starts (pass as `after`) when it is not the last row's id: a destination,
+   * kind or `failing` filter looks through a bounded number of callbacks per page, and may stop
+   * before it fills one.
    */
   next_after?: string;
+  /** With a text search: how far it looked. */
+  search?: SearchInfo;
+}
+
+export interface SearchInfo {
+  /** Requests a text search looks through at most, newest first. */
+  window: number;
+  /** Requests it looked through: fewer than `window` when the workspace has fewer, or when it filled the page sooner. */
+  looked_through: number;
+  /** Whether that was every request of the workspace (of the chosen kind): a miss is then a real one. */
+  complete: boolean;
 }
 
 /** `GET /requests/{id}`: the job as the public API shows it, and its callback with every attempt. */
@@ -260,5 +315,35 @@ export interface RecoveryPreview {
 }
 
 export interface RecoveryStarted extends RecoveryPreview {
+  id: string;
+}
+
+/**
+ * The Requests page's filters that a recovery honours: the failed callbacks among the requests those
+ * filters list. Times are Unix seconds, as in {@link RequestList}; every field is optional, and
+ * none at all means every failed callback the workspace keeps.
+ */
+export interface RecoveryFilters {
+  destination?: string;
+  kind?: JobKind;
+  created_after?: number;
+  created_before?: number;
+}
+
+/**
+ * `GET /requests/recovery?destination=&kind=&created_after=&created_before=`: how many failed
+ * callbacks a recovery with these filters would retry now, before anyone confirms.
+ * `POST /requests/recovery` (the same filters as a JSON body) → 202 the same with the recovery's
+ * `id`. The recovery of `POST /v1/callbacks/recover`: one manual attempt each, at
+ * `rate_per_second` on the workspace's one recovery pace; 400 `recovery_too_large` past its
+ * limits. Open to every role, as a callback's Retry is.
+ */
+export interface FilteredRecoveryPreview {
+  filters: RecoveryFilters;
+  count: number;
+  rate_per_second: number;
+}
+
+export interface FilteredRecoveryStarted extends FilteredRecoveryPreview {
   id: string;
 }

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import { CallbackNotFoundError, presentCallback, presentCallbackDetail, type CallbackAdmin } from '@media/callbacks';
 import {
   callbackIdFor,
@@ -5,20 +6,39 @@ import {
   destinationOf,
   eventTypeFor,
   isFinished,
+  type CallbackAttempt,
   type CallbackRecord,
+  type CallbackState,
   type DestinationStatus,
   type JobPresenter,
   type JobRecord,
 } from '@media/domain';
 import type { DestinationGate, JobRepository } from '@media/storage';
-import type { CallbackStatus, DestinationList, DestinationRow, JobKind, RequestDetail, RequestList, RequestRow, Usage } from './contract';
+import {
+  ATTEMPT_ERROR_WORDS,
+  type CallbackFilter,
+  type DestinationList,
+  type DestinationRow,
+  type FilteredRecoveryPreview,
+  type FilteredRecoveryStarted,
+  type JobKind,
+  type LastAttempt,
+  type RecoveryFilters,
+  type RequestDetail,
+  type RequestList,
+  type RequestRow,
+  type Usage,
+} from './contract';
 
 export interface RequestQuery {
   kind?: JobKind;
-  callbackStatus?: CallbackStatus;
+  callbackStatus?: CallbackFilter;
   /** An origin (`https://host:port`): only requests whose callback went there. */
   destination?: string;
-  /** An exact id: `req_…`, `video_…` or `msg_…`. */
+  /** Bounds on when the request's callback was created (Unix ms; after inclusive, before exclusive). */
+  createdAfterMs?: number;
+  createdBeforeMs?: number;
+  /** An exact id (`req_…`, `video_…` or `msg_…`), or text to find in prompts and callback URLs. */
   q?: string;
   limit: number;
   /** The id of the last row the client saw. */
@@ -28,10 +48,21 @@ export interface RequestQuery {
 /** Callback records read per step while a state filter looks for rows of one kind. */
 const FILTER_CHUNK = 100;
 /**
- * Callbacks one page of a destination filter looks through at most (a callback's destination is in
- * its record, not in an index): past it the page ends early, with `next_after` to go on from.
+ * Callbacks one page of a filter that records answer (destination, kind, failing) looks through at
+ * most (a callback's destination is in its record, not in an index): past it the page ends early,
+ * with `next_after` to go on from.
  */
-const DESTINATION_SCAN = 2_000;
+const FILTER_SCAN = 2_000;
+/**
+ * Requests a text search looks through at most, newest first. Prompts and URLs have no index: a
+ * search reads records, so it reads a bounded number of them however large the workspace (and
+ * fewer when it fills its page sooner), and the page says so. An exact id is found however old.
+ */
+export const SEARCH_WINDOW = 1_000;
+/** Records read per round trip while a search goes through its window. */
+const SEARCH_CHUNK = 100;
+/** Text matches whose callbacks are read together when the search also filters on callbacks. */
+const SEARCH_CHECK_BATCH = 50;
 const DAY_MS = 86_400_000;
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
@@ -49,15 +80,16 @@ export class RequestsView {
     private readonly deps: {
       jobs: Pick<JobRepository, 'list' | 'getMany' | 'getForWorkspace' | 'ledger'>;
       presenter: Pick<JobPresenter, 'render'>;
-      callbackAdmin: Pick<CallbackAdmin, 'list' | 'findMany' | 'describe'>;
+      callbackAdmin: Pick<CallbackAdmin, 'list' | 'findMany' | 'describe' | 'lastAttempts' | 'previewRecovery' | 'recover'>;
       destinations: Pick<DestinationGate, 'ofWorkspace'>;
       now?: () => number;
     },
   ) {}
 
   async list(workspaceId: string, q: RequestQuery): Promise<RequestList> {
-    if (q.q) return { data: await this.search(workspaceId, q.q.trim(), q), has_more: false };
-    if (q.callbackStatus || q.destination) return this.listByCallbacks(workspaceId, q);
+    const text = q.q?.trim();
+    if (text) return isId(text) ? { data: await this.findById(workspaceId, text, q), has_more: false } : this.search(workspaceId, text, q);
+    if (q.callbackStatus || q.destination || q.createdAfterMs !== undefined || q.createdBeforeMs !== undefined) return this.listByCallbacks(workspaceId, q);
     const kinds: JobKind[] = q.kind ? [q.kind] : ['image', 'video'];
     const cursor = q.after ? await this.deps.jobs.getForWorkspace(workspaceId, q.after) : undefined;
     if (q.after && !cursor) return { data: [], has_more: false };
@@ -77,6 +109,18 @@ export class RequestsView {
     }
     const merged = candidates.filter((job) => !cursor || newestFirst(cursor, job) < 0).sort(newestFirst);
     return { data: await this.rows(workspaceId, merged.slice(0, q.limit)), has_more: hasMore || merged.length > q.limit };
+  }
+
+  /** How many failed callbacks a recovery with these filters would retry now. */
+  async previewRecovery(workspaceId: string, filters: RecoveryFilters): Promise<FilteredRecoveryPreview> {
+    const preview = await this.deps.callbackAdmin.previewRecovery(workspaceId, recoveryWindow(filters));
+    return { filters, count: preview.count, rate_per_second: preview.ratePerSecond };
+  }
+
+  /** One manual attempt for each failed callback these filters list, through the one recovery (its pace and limits). */
+  async recover(workspaceId: string, filters: RecoveryFilters): Promise<FilteredRecoveryStarted> {
+    const recovery = await this.deps.callbackAdmin.recover(workspaceId, recoveryWindow(filters));
+    return { id: recovery.id, filters, count: recovery.count, rate_per_second: recovery.ratePerSecond };
   }
 
   async detail(workspaceId: string, id: string): Promise<RequestDetail | undefined> {
@@ -141,18 +185,78 @@ export class RequestsView {
     };
   }
 
-  private async search(workspaceId: string, id: string, q: RequestQuery): Promise<RequestRow[]> {
+  private async findById(workspaceId: string, id: string, q: RequestQuery): Promise<RequestRow[]> {
     let job: JobRecord | undefined;
     if (id.startsWith('msg_')) {
       const [callback] = await this.deps.callbackAdmin.findMany(workspaceId, [id]);
       if (callback) job = await this.deps.jobs.getForWorkspace(workspaceId, callback.job_id);
-    } else if (/^(req|video)_[A-Za-z0-9]+$/.test(id)) {
+    } else {
       job = await this.deps.jobs.getForWorkspace(workspaceId, id);
     }
     if (!job || (q.kind && job.kind !== q.kind)) return [];
-    const [row] = await this.rows(workspaceId, [job]);
-    if (q.destination && !(row.callback && sameOrigin(row.callback.url, q.destination))) return [];
-    return q.callbackStatus && row.callback?.status !== q.callbackStatus ? [] : [row];
+    const callbacks = await this.callbacksOf(workspaceId, [job]);
+    return matchesCallbackFilters(callbacks.get(job.id), q) ? this.rows(workspaceId, [job], callbacks) : [];
+  }
+
+  /**
+   * Text in prompts and callback URLs, ignoring case, among the newest {@link SEARCH_WINDOW}
+   * requests (of the chosen kind), then the other filters. Reads newest first in chunks, merging
+   * images and videos by time, and stops as soon as it has a page (and one more, for `has_more`):
+   * a search that matches often reads little. `after` pages on within the same window.
+   */
+  private async search(workspaceId: string, text: string, q: RequestQuery): Promise<RequestList> {
+    const needle = text.toLowerCase();
+    const streams = (q.kind ? [q.kind] : (['image', 'video'] as JobKind[])).map((kind) => ({
+      kind,
+      buffer: [] as JobRecord[],
+      after: undefined as string | undefined,
+      more: true,
+    }));
+    const callbackFiltered = q.callbackStatus !== undefined || q.destination !== undefined || q.createdAfterMs !== undefined || q.createdBeforeMs !== undefined;
+    const callbacks = new Map<string, CallbackRecord>();
+    const matched: JobRecord[] = [];
+    const unchecked: JobRecord[] = [];
+    // Callback filters need the callbacks: read for a batch of text matches at a time.
+    const check = async () => {
+      const found = await this.callbacksOf(workspaceId, unchecked);
+      for (const job of unchecked) if (matchesCallbackFilters(found.get(job.id), q)) matched.push(job);
+      for (const [jobId, cb] of found) callbacks.set(jobId, cb);
+      unchecked.length = 0;
+    };
+    let lookedThrough = 0;
+    let everything = false;
+    let passedCursor = q.after === undefined;
+    while (lookedThrough < SEARCH_WINDOW && matched.length <= q.limit) {
+      for (const stream of streams) {
+        while (stream.buffer.length === 0 && stream.more) {
+          const page = await this.deps.jobs.list(workspaceId, stream.kind, { limit: SEARCH_CHUNK, order: 'desc', after: stream.after });
+          stream.more = page.hasMore && page.ids.length > 0;
+          stream.after = page.ids.at(-1) ?? stream.after;
+          stream.buffer = await this.deps.jobs.getMany(page.ids);
+        }
+      }
+      const live = streams.filter((stream) => stream.buffer.length > 0);
+      if (live.length === 0) {
+        everything = true;
+        break;
+      }
+      const next = live.reduce((a, b) => (newestFirst(a.buffer[0]!, b.buffer[0]!) <= 0 ? a : b));
+      const job = next.buffer.shift()!;
+      lookedThrough++;
+      if (!passedCursor) {
+        passedCursor = job.id === q.after;
+        continue;
+      }
+      if (!job.prompt.toLowerCase().includes(needle) && !(job.callback_url ?? '').toLowerCase().includes(needle)) continue;
+      if (!callbackFiltered) matched.push(job);
+      else if (unchecked.push(job) >= SEARCH_CHECK_BATCH) await check();
+    }
+    if (unchecked.length > 0) await check();
+    if (!everything && lookedThrough === SEARCH_WINDOW && streams.every((stream) => stream.buffer.length === 0 && !stream.more)) everything = true;
+    const search = { window: SEARCH_WINDOW, looked_through: lookedThrough, complete: everything };
+    if (!passedCursor) return { data: [], has_more: false, search };
+    const page = matched.slice(0, q.limit);
+    return { data: await this.rows(workspaceId, page, callbackFiltered ? callbacks : undefined), has_more: matched.length > q.limit, search };
   }
 
   /**
@@ -167,15 +271,23 @@ export class RequestsView {
       after = cursor ? callbackIdOf(cursor) : undefined;
       if (!after) return { data: [], has_more: false };
     }
-    const filtered = q.kind !== undefined || q.destination !== undefined;
+    const failing = q.callbackStatus === 'failing';
+    const filtered = q.kind !== undefined || q.destination !== undefined || failing;
     const found: CallbackRecord[] = [];
     let scanned = 0;
     for (;;) {
-      const page = await this.deps.callbackAdmin.list(workspaceId, { state: q.callbackStatus, limit: filtered ? FILTER_CHUNK : q.limit, after });
+      const page = await this.deps.callbackAdmin.list(workspaceId, {
+        state: failing ? 'pending' : (q.callbackStatus as CallbackState | undefined),
+        createdAfterMs: q.createdAfterMs,
+        createdBeforeMs: q.createdBeforeMs,
+        limit: filtered ? FILTER_CHUNK : q.limit,
+        after,
+      });
       for (const callback of page.callbacks) {
         scanned++;
         if (q.kind && kindOfType(callback.type) !== q.kind) continue;
         if (q.destination && !sameOrigin(callback.url, q.destination)) continue;
+        if (failing && callback.attempt_count === 0) continue;
         if (found.length === q.limit) return { data: await this.rowsOfCallbacks(workspaceId, found), has_more: true };
         found.push(callback);
       }
@@ -183,7 +295,7 @@ export class RequestsView {
       if (!filtered) return { data: await this.rowsOfCallbacks(workspaceId, found), has_more: true };
       const last = page.callbacks.at(-1);
       after = last?.id;
-      if (q.destination && scanned >= DESTINATION_SCAN && last) {
+      if (scanned >= FILTER_SCAN && last) {
         return { data: await this.rowsOfCallbacks(workspaceId, found), has_more: true, next_after: last.job_id };
       }
     }
@@ -192,14 +304,22 @@ export class RequestsView {
   private async rowsOfCallbacks(workspaceId: string, callbacks: CallbackRecord[]): Promise<RequestRow[]> {
     const jobs = new Map((await this.deps.jobs.getMany(callbacks.map((cb) => cb.job_id))).map((j) => [j.id, j]));
     const ordered = callbacks.map((cb) => jobs.get(cb.job_id)).filter((j): j is JobRecord => j !== undefined && j.workspace_id === workspaceId);
-    return this.rows(workspaceId, ordered);
+    return this.rows(workspaceId, ordered, new Map(callbacks.map((cb) => [cb.job_id, cb])));
   }
 
-  private async rows(workspaceId: string, jobs: JobRecord[]): Promise<RequestRow[]> {
+  /** The callbacks of `jobs` that have one, by job id. */
+  private async callbacksOf(workspaceId: string, jobs: JobRecord[]): Promise<Map<string, CallbackRecord>> {
     const ids = jobs.map(callbackIdOf).filter((id): id is string => id !== undefined);
-    const callbacks = new Map((await this.deps.callbackAdmin.findMany(workspaceId, ids)).map((cb) => [cb.job_id, cb]));
+    return new Map((await this.deps.callbackAdmin.findMany(workspaceId, ids)).map((cb) => [cb.job_id, cb]));
+  }
+
+  private async rows(workspaceId: string, jobs: JobRecord[], known?: Map<string, CallbackRecord>): Promise<RequestRow[]> {
+    const callbacks = known ?? (await this.callbacksOf(workspaceId, jobs));
+    const present = jobs.map((job) => callbacks.get(job.id)).filter((cb): cb is CallbackRecord => cb !== undefined);
+    const last = await this.deps.callbackAdmin.lastAttempts(present);
     return jobs.map((job) => {
       const callback = callbacks.get(job.id);
+      const attempt = callback ? last.get(callback.id) : undefined;
       return {
         id: job.id,
         kind: job.kind,
@@ -210,9 +330,57 @@ export class RequestsView {
         prompt: job.prompt,
         callback: callback ? presentCallback(callback) : null,
         callback_url: job.callback_url,
+        last_attempt: attempt ? lastAttempt(attempt) : null,
+        failing: callback !== undefined && isFailing(callback),
       };
     });
   }
+}
+
+/** Pending and tried at least once: every attempt so far failed, or it would be delivered. */
+function isFailing(callback: CallbackRecord): boolean {
+  return callback.state === 'pending' && callback.attempt_count > 0;
+}
+
+/** An attempt's result as the list says it: the receiver's status and its reason phrase, or the error class in words. */
+export function attemptResultWords(attempt: Pick<CallbackAttempt, 'status' | 'error'>): string {
+  if (attempt.status !== null) {
+    const words = `${attempt.status} ${STATUS_CODES[attempt.status] ?? ''}`.trim();
+    return attempt.error === 'redirect' ? `${words} (redirect, not followed)` : words;
+  }
+  return attempt.error ? (ATTEMPT_ERROR_WORDS[attempt.error] ?? attempt.error) : 'delivered';
+}
+
+function lastAttempt(attempt: CallbackAttempt): LastAttempt {
+  return {
+    sent_at: seconds(attempt.sent_ms),
+    trigger: attempt.trigger,
+    status_code: attempt.status,
+    error: attempt.error,
+    result: attemptResultWords(attempt),
+  };
+}
+
+/** Whether a request's callback passes the callback filters of `q` (state, destination, creation time). */
+function matchesCallbackFilters(callback: CallbackRecord | undefined, q: RequestQuery): boolean {
+  const needsCallback = q.callbackStatus !== undefined || q.destination !== undefined || q.createdAfterMs !== undefined || q.createdBeforeMs !== undefined;
+  if (!callback) return !needsCallback;
+  if (q.callbackStatus === 'failing' ? !isFailing(callback) : q.callbackStatus !== undefined && callback.state !== q.callbackStatus) return false;
+  if (q.destination !== undefined && !sameOrigin(callback.url, q.destination)) return false;
+  if (q.createdAfterMs !== undefined && callback.created_ms < q.createdAfterMs) return false;
+  return q.createdBeforeMs === undefined || callback.created_ms < q.createdBeforeMs;
+}
+
+const isId = (text: string) => /^msg_[A-Za-z0-9]+$/.test(text) || /^(req|video)_[A-Za-z0-9]+$/.test(text);
+
+/** The Requests page's filters as the recovery's window: callbacks created in [after, before), to a destination, of a kind. */
+function recoveryWindow(filters: RecoveryFilters): { sinceMs: number; untilMs?: number; origin?: string; kind?: JobKind } {
+  return {
+    sinceMs: (filters.created_after ?? 0) * 1000,
+    untilMs: filters.created_before === undefined ? undefined : filters.created_before * 1000,
+    origin: filters.destination,
+    kind: filters.kind,
+  };
 }
 
 function destinationRow(status: DestinationStatus): DestinationRow {

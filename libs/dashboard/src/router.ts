@@ -25,7 +25,17 @@ import { CallbackNotFoundError, presentCallback, RecoveryTooLargeError, type Cal
 import { ApiError } from '@media/common';
 import { destinationOf, type JobPresenter } from '@media/domain';
 import type { ApiKeyInfo, DestinationGate, JobRepository, OverviewRepository } from '@media/storage';
-import type { ApiKeyRow, CallbackStatus, JobKind, KeysPage, OverviewWindow, RevealedSecrets, SessionInfo, TestCallbackResult } from './contract';
+import type {
+  ApiKeyRow,
+  CallbackFilter,
+  JobKind,
+  KeysPage,
+  OverviewWindow,
+  RecoveryFilters,
+  RevealedSecrets,
+  SessionInfo,
+  TestCallbackResult,
+} from './contract';
 import { OverviewView } from './overview';
 import { RequestsView } from './requests';
 
@@ -212,13 +222,26 @@ function apiRouter(deps: DashboardDeps): Router {
     res.json(
       await view.list(session(res).workspace.id, {
         kind: oneOf<JobKind>(query.kind, ['image', 'video'], 'kind'),
-        callbackStatus: oneOf<CallbackStatus>(query.callback_status, ['pending', 'delivered', 'failed'], 'callback_status'),
+        callbackStatus: oneOf<CallbackFilter>(query.callback_status, ['pending', 'failing', 'delivered', 'failed'], 'callback_status'),
         destination: origin(query.destination, 'destination', true),
+        createdAfterMs: milliseconds(unixSeconds(query.created_after, 'created_after')),
+        createdBeforeMs: milliseconds(unixSeconds(query.created_before, 'created_before')),
         q: optionalString(query.q, 'q'),
         after: optionalString(query.after, 'after'),
         limit: integer(query.limit, 'limit', 1, 100, 20),
       }),
     );
+  });
+
+  // Retrying the failed callbacks the page's filters list: counted first (GET), then done (POST).
+  // Open to every role, as a callback's Retry is; the recovery's pace and limits apply.
+  api.get('/requests/recovery', async (req, res) => {
+    res.json(await view.previewRecovery(session(res).workspace.id, recoveryFilters(req.query as Record<string, unknown>)).catch(toApiError));
+  });
+
+  api.post('/requests/recovery', async (req, res) => {
+    const filters = recoveryFilters((req.body ?? {}) as Record<string, unknown>);
+    res.status(202).json(await view.recover(session(res).workspace.id, filters).catch(toApiError));
   });
 
   api.get('/requests/:id', async (req, res) => {
@@ -380,6 +403,31 @@ export function readCookie(header: string | undefined, name: string): string | u
   }
   return undefined;
 }
+
+/** The Requests page's filters a recovery honours, from a query string or a JSON body. */
+function recoveryFilters(source: Record<string, unknown>): RecoveryFilters {
+  const text = (value: unknown) => (typeof value === 'number' ? String(value) : value);
+  const filters: RecoveryFilters = {
+    destination: origin(source.destination, 'destination', true),
+    kind: oneOf<JobKind>(source.kind, ['image', 'video'], 'kind'),
+    created_after: unixSeconds(text(source.created_after), 'created_after'),
+    created_before: unixSeconds(text(source.created_before), 'created_before'),
+  };
+  if (filters.created_after !== undefined && filters.created_before !== undefined && filters.created_after >= filters.created_before)
+    throw ApiError.invalid('created_before must be later than created_after.', 'created_before', 'invalid_value');
+  for (const key of Object.keys(filters) as (keyof RecoveryFilters)[]) if (filters[key] === undefined) delete filters[key];
+  return filters;
+}
+
+/** A time as the public API takes one: integer Unix seconds. */
+function unixSeconds(value: unknown, param: string): number | undefined {
+  const text = optionalString(value, param);
+  if (text === undefined) return undefined;
+  if (!/^\d{1,11}$/.test(text)) throw ApiError.invalid(`${param} must be a time in integer Unix seconds.`, param, 'invalid_value');
+  return Number(text);
+}
+
+const milliseconds = (unix: number | undefined) => (unix === undefined ? undefined : unix * 1000);
 
 function optionalString(value: unknown, param: string): string | undefined {
   if (value === undefined || value === '') return undefined;

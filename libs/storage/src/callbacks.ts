@@ -178,6 +178,28 @@ export class CallbackRepository {
     return raw.map(decodeAttempt).sort((a, b) => a.number - b.number);
   }
 
+  /**
+   * The latest attempt of each callback among `messageIds` (those with none are left out), read in
+   * one round trip: a list page shows why each callback stands where it does without a query per row.
+   * A log holds a handful of entries (six automatic attempts and the manual ones), so reading it
+   * whole costs little more than one entry would.
+   */
+  async lastAttempts(messageIds: string[]): Promise<Map<string, CallbackAttempt>> {
+    const last = new Map<string, CallbackAttempt>();
+    if (messageIds.length === 0) return last;
+    const pipeline = this.redis.pipeline();
+    for (const id of messageIds) pipeline.hvals(this.keys.callbackAttempts(id));
+    const replies = (await pipeline.exec()) ?? [];
+    replies.forEach(([err, raws], i) => {
+      if (err) throw err;
+      for (const attempt of (raws as string[]).map(decodeAttempt)) {
+        const seen = last.get(messageIds[i]!);
+        if (!seen || attempt.number > seen.number) last.set(messageIds[i]!, attempt);
+      }
+    });
+    return last;
+  }
+
   /** One attempt by the key it was recorded under, once it has been. */
   async attempt(messageId: string, attemptKey: string): Promise<CallbackAttempt | undefined> {
     const raw = await this.redis.hget(this.keys.callbackAttempts(messageId), attemptKey);

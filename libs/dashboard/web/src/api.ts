@@ -6,6 +6,8 @@ import type {
   CreatedApiKey,
   CreatedMember,
   DestinationList,
+  FilteredRecoveryPreview,
+  FilteredRecoveryStarted,
   JobKind,
   KeysPage,
   Member,
@@ -17,8 +19,9 @@ import type {
   RequestList,
   RevealedSecrets,
   Role,
+  RecoveryFilters,
   SessionInfo,
-  CallbackStatus,
+  CallbackFilter,
   TestCallbackResult,
   Usage,
 } from '../../src/contract';
@@ -46,9 +49,12 @@ export class ApiError extends Error {
 
 export interface RequestFilters {
   kind?: JobKind | '';
-  callback_status?: CallbackStatus | '';
+  callback_status?: CallbackFilter | '';
   /** An origin, `https://host:port`. */
   destination?: string;
+  /** Unix seconds: when the request's callback was created, from (inclusive) and to (exclusive). */
+  created_after?: number;
+  created_before?: number;
   q?: string;
   after?: string;
   limit?: number;
@@ -100,6 +106,12 @@ export class DashboardApi {
   }
   retryCallback(callbackId: string): Promise<CallbackObject> {
     return this.call('POST', `/callbacks/${encodeURIComponent(callbackId)}/retry`);
+  }
+  previewFilteredRecovery(filters: RecoveryFilters): Promise<FilteredRecoveryPreview> {
+    return this.call('GET', `/requests/recovery${query({ ...filters })}`);
+  }
+  recoverFiltered(filters: RecoveryFilters): Promise<FilteredRecoveryStarted> {
+    return this.call('POST', '/requests/recovery', filters);
   }
   destinations(): Promise<DestinationList> {
     return this.call('GET', '/destinations');

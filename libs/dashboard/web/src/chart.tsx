@@ -1,6 +1,6 @@
 /**
- * A small time chart in inline SVG: stacked bars and lines over time slots, sized to its container.
- * Hand-written rather than a chart library: the page needs three charts of one kind, the CSP allows
+ * A small time chart in inline SVG: stacked bars and lines over time slots (minutes to days), sized
+ * to its container. Hand-written rather than a chart library: the pages need a few charts of one kind, the CSP allows
  * no inline styles (colours come from classes in styles.css; SVG attributes are not styles), and
  * every number must also be on the page as text, in the table below each chart, for screen
  * readers, keyboards and anyone who cannot tell the colours apart.
@@ -210,7 +210,8 @@ function linearAxis(max: number): Axis {
 }
 
 function niceCeil(v: number): number {
-  if (v <= 1) return 1;
+  // Below 1 only for amounts of money (a few cents a day): counts are whole, and rates pass their own top.
+  if (v <= 0) return 1;
   const magnitude = 10 ** Math.floor(Math.log10(v));
   const step = [1, 2, 2.5, 5, 10].find((m) => m * magnitude >= v)!;
   return step * magnitude;
@@ -254,14 +255,18 @@ function xTicks(n: number): number[] {
 const clock = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
 const dayAndHour = new Intl.DateTimeFormat(undefined, { weekday: 'short', hour: '2-digit', minute: '2-digit' });
 const withDay = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
+// Days are UTC days (as the ledger sums them): named in UTC, or a day would carry the one before's name west of Greenwich.
+const utcDay = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' });
+const utcDate = new Intl.DateTimeFormat(undefined, { weekday: 'short', year: 'numeric', month: 'short', day: 'numeric', timeZone: 'UTC' });
 
 /** Axis labels short; table rows full (date, time and zone). */
 function timeLabel(at: number, stepSeconds: number, full = false): string {
   const date = new Date(at * 1000);
+  if (stepSeconds >= 86_400) return (full ? utcDate : utcDay).format(date);
   if (full) return withDay.format(date);
   return stepSeconds >= 3600 ? dayAndHour.format(date) : clock.format(date);
 }
 
 function stepWords(stepSeconds: number): string {
-  return stepSeconds >= 3600 ? 'hour' : stepSeconds >= 900 ? 'quarter hour' : 'minute';
+  return stepSeconds >= 86_400 ? 'UTC day' : stepSeconds >= 3600 ? 'hour' : stepSeconds >= 900 ? 'quarter hour' : 'minute';
 }

@@ -3,6 +3,7 @@ import type { ComponentChildren } from 'preact';
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, type DashboardApi, type SessionInfo } from './api';
+import { ATTEMPT_ERROR_WORDS } from '../../src/contract';
 import { formatAbsolute, formatRelative } from './time';
 
 export interface AppContextValue {
@@ -33,6 +34,7 @@ const STATE_WORDS: Record<string, string> = {
   pending: 'Pending',
   delivered: 'Delivered',
   failed: 'Failed',
+  failing: 'Failing, retrying',
   queued: 'Queued',
   in_progress: 'In progress',
   completed: 'Completed',
@@ -50,7 +52,7 @@ export function StateBadge({ state }: { state: string }) {
       ? '✓'
       : state === 'failed'
         ? '✕'
-        : state === 'saturated'
+        : state === 'saturated' || state === 'failing'
           ? '!'
           : state === 'none'
             ? '·'
@@ -63,19 +65,8 @@ export function StateBadge({ state }: { state: string }) {
   );
 }
 
-/** An attempt's error class in words (the classes of a callback's attempts). */
-export const ERROR_WORDS: Record<string, string> = {
-  timeout: 'no answer in time',
-  dns: 'name did not resolve',
-  refused: 'connection refused',
-  reset: 'connection reset',
-  tls: 'TLS failed',
-  redirect: 'redirect (not followed)',
-  blocked_address: 'address not allowed',
-  http_error: 'HTTP error',
-  dispatcher_error: 'not sent (dispatcher error)',
-  proxy: 'not sent (egress proxy failed)',
-};
+/** An attempt's error class in words: the server's list of them, so the list, the detail and the Overview agree. */
+export const ERROR_WORDS = ATTEMPT_ERROR_WORDS;
 
 /** A failed attempt in words: its HTTP status when the receiver answered one, else its error class. */
 export function failureWords(error: string | null, status: number | null): string {

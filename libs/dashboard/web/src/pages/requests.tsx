@@ -1,11 +1,28 @@
 import { useEffect, useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
-import type { CallbackStatus, JobKind, RequestRow } from '../api';
-import { formatMoney } from '../time';
+import type { CallbackFilter, FilteredRecoveryPreview, JobKind, RecoveryFilters, RequestList, RequestRow } from '../api';
+import { formatAbsolute, formatMoney, formatRelative } from '../time';
 import { EmptyRow, ErrorBanner, StateBadge, Time, useApp, useLoad } from '../ui';
 import { DestinationsPanel } from './destinations';
 
 const PAGE_SIZE = 25;
+
+const plural = (n: number, word: string) => `${n.toLocaleString('en')} ${word}${n === 1 ? '' : 's'}`;
+
+/** `datetime-local` values are the viewer's local time, minute precision; the URL keeps Unix seconds. */
+function toLocalInput(unixSeconds: string): string {
+  if (!unixSeconds) return '';
+  const d = new Date(Number(unixSeconds) * 1000);
+  if (Number.isNaN(d.getTime())) return '';
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}T${two(d.getHours())}:${two(d.getMinutes())}`;
+}
+
+function fromLocalInput(value: string): string {
+  if (!value) return '';
+  const ms = new Date(value).getTime();
+  return Number.isNaN(ms) ? '' : String(Math.floor(ms / 1000));
+}
 
 /** Every image and video request, newest first, with its callback. Filters live in the URL, so a view can be shared. */
 export function RequestsPage() {
@@ -14,18 +31,34 @@ export function RequestsPage() {
   const [, navigate] = useLocation();
   const params = new URLSearchParams(search);
   const kind = (params.get('kind') ?? '') as JobKind | '';
-  const callbackStatus = (params.get('callback_status') ?? '') as CallbackStatus | '';
+  const callbackStatus = (params.get('callback_status') ?? '') as CallbackFilter | '';
   const destination = params.get('destination') ?? '';
+  const createdAfter = params.get('created_after') ?? '';
+  const createdBefore = params.get('created_before') ?? '';
   const q = params.get('q') ?? '';
   const after = params.get('after') ?? '';
   const [qInput, setQInput] = useState(q);
   useEffect(() => setQInput(q), [q]);
   const [destinationInput, setDestinationInput] = useState(destination);
   useEffect(() => setDestinationInput(destination), [destination]);
+  const [fromInput, setFromInput] = useState(toLocalInput(createdAfter));
+  useEffect(() => setFromInput(toLocalInput(createdAfter)), [createdAfter]);
+  const [toInput, setToInput] = useState(toLocalInput(createdBefore));
+  useEffect(() => setToInput(toLocalInput(createdBefore)), [createdBefore]);
 
   const { data, error, loading, reload } = useLoad(
-    () => api.requests({ kind, callback_status: callbackStatus, destination, q, after, limit: PAGE_SIZE }),
-    [kind, callbackStatus, destination, q, after],
+    () =>
+      api.requests({
+        kind,
+        callback_status: callbackStatus,
+        destination,
+        created_after: createdAfter ? Number(createdAfter) : undefined,
+        created_before: createdBefore ? Number(createdBefore) : undefined,
+        q,
+        after,
+        limit: PAGE_SIZE,
+      }),
+    [kind, callbackStatus, destination, createdAfter, createdBefore, q, after],
   );
 
   // A callback on its ladder changes by itself: keep the first page fresh while someone watches it.
@@ -37,13 +70,15 @@ export function RequestsPage() {
     return () => clearInterval(timer);
   }, [reload, after]);
 
+  const current = { kind, callback_status: callbackStatus, destination, created_after: createdAfter, created_before: createdBefore, q };
   function go(next: Record<string, string>) {
-    const merged = new URLSearchParams({ kind, callback_status: callbackStatus, destination, q, ...next });
+    const merged = new URLSearchParams({ ...current, ...next });
     for (const [k, v] of [...merged.entries()]) if (!v) merged.delete(k);
     const s = merged.toString();
     navigate(`/requests${s ? `?${s}` : ''}`);
   }
 
+  const filtered = Object.values(current).some((v) => v !== '');
   const rows = data?.data ?? [];
   return (
     <>
@@ -53,13 +88,14 @@ export function RequestsPage() {
           {loading ? 'Refreshing…' : 'Refresh'}
         </button>
       </div>
-      {after || q || destination ? null : <DestinationsPanel />}
+      {after || filtered ? null : <DestinationsPanel />}
       <form
         class="filters"
         role="search"
+        aria-label="Filter requests"
         onSubmit={(e) => {
           e.preventDefault();
-          go({ q: qInput.trim(), destination: destinationInput.trim() });
+          go({ q: qInput.trim(), destination: destinationInput.trim(), created_after: fromLocalInput(fromInput), created_before: fromLocalInput(toInput) });
         }}
       >
         <div class="field">
@@ -67,6 +103,7 @@ export function RequestsPage() {
           <select id="f-callback" value={callbackStatus} onChange={(e) => go({ callback_status: e.currentTarget.value })}>
             <option value="">Any</option>
             <option value="pending">Pending</option>
+            <option value="failing">Failing, still retrying</option>
             <option value="delivered">Delivered</option>
             <option value="failed">Failed</option>
           </select>
@@ -90,22 +127,55 @@ export function RequestsPage() {
             onInput={(e) => setDestinationInput(e.currentTarget.value)}
           />
         </div>
-        <div class="field field-grow">
-          <label for="f-q">Find by id</label>
-          <input id="f-q" type="search" placeholder="req_…, video_… or msg_…" value={qInput} onInput={(e) => setQInput(e.currentTarget.value)} />
+        <div class="field">
+          <label for="f-from">Callback created from</label>
+          <input id="f-from" type="datetime-local" value={fromInput} onInput={(e) => setFromInput(e.currentTarget.value)} />
         </div>
-        <button type="submit" class="btn btn-primary">
-          Search
-        </button>
-        {kind || callbackStatus || destination || q ? (
-          <button type="button" class="btn" onClick={() => navigate('/requests')}>
-            Clear filters
+        <div class="field">
+          <label for="f-to">Callback created before</label>
+          <input id="f-to" type="datetime-local" value={toInput} onInput={(e) => setToInput(e.currentTarget.value)} />
+        </div>
+        <div class="field field-grow">
+          <label for="f-q">Search</label>
+          <input
+            id="f-q"
+            type="search"
+            placeholder="An id, or words of a prompt or destination"
+            aria-describedby="f-q-help"
+            value={qInput}
+            onInput={(e) => setQInput(e.currentTarget.value)}
+          />
+          <span id="f-q-help" class="muted small">
+            Ids are found however old; words are looked for in the newest 1,000 requests.
+          </span>
+        </div>
+        <div class="btn-row">
+          <button type="submit" class="btn btn-primary">
+            Search
           </button>
-        ) : null}
+          {filtered ? (
+            <button type="button" class="btn" onClick={() => navigate('/requests')}>
+              Clear filters
+            </button>
+          ) : null}
+        </div>
       </form>
+      <SearchNote data={data} q={q} />
+      {!q && (callbackStatus === '' || callbackStatus === 'failed') ? (
+        <RecoverMatching
+          key={`${kind}|${destination}|${createdAfter}|${createdBefore}`}
+          filters={{
+            ...(destination ? { destination } : {}),
+            ...(kind ? { kind } : {}),
+            ...(createdAfter ? { created_after: Number(createdAfter) } : {}),
+            ...(createdBefore ? { created_before: Number(createdBefore) } : {}),
+          }}
+          onDone={() => void reload()}
+        />
+      ) : null}
       <ErrorBanner error={error} />
       <div class="table-wrap">
-        <table class="table" aria-busy={loading}>
+        <table class="table table-stack requests" aria-busy={loading}>
           <caption class="sr-only">Requests, newest first</caption>
           <thead>
             <tr>
@@ -116,9 +186,7 @@ export function RequestsPage() {
               </th>
               <th scope="col">Created</th>
               <th scope="col">Callback</th>
-              <th scope="col" class="num">
-                Attempts
-              </th>
+              <th scope="col">Last attempt</th>
               <th scope="col">Next attempt</th>
             </tr>
           </thead>
@@ -130,7 +198,7 @@ export function RequestsPage() {
               <EmptyRow columns={7}>
                 {data?.next_after
                   ? 'None among the latest callbacks looked through: try Older.'
-                  : kind || callbackStatus || destination || q
+                  : filtered
                     ? 'No request matches these filters.'
                     : 'No requests yet.'}
               </EmptyRow>
@@ -154,11 +222,114 @@ export function RequestsPage() {
   );
 }
 
+/** A word search reads a bounded window: the page says how far it looked, so a miss is not taken for "never happened". */
+function SearchNote({ data, q }: { data: RequestList | undefined; q: string }) {
+  if (!q || !data?.search) return null;
+  const { window, looked_through: lookedThrough, complete } = data.search;
+  return (
+    <p class="muted" role="status" data-testid="search-note">
+      {complete
+        ? `Searched all ${plural(lookedThrough, 'request')} of this workspace for “${q}”.`
+        : `Words are looked for in the newest ${plural(window, 'request')} only; older ones are not searched (find them by id).`}
+    </p>
+  );
+}
+
+/** The filters in words, for the question asked before a recovery. */
+function filterWords(filters: RecoveryFilters): string {
+  const parts: string[] = [];
+  if (filters.kind) parts.push(filters.kind === 'image' ? 'of images' : 'of videos');
+  if (filters.destination) parts.push(`to ${filters.destination}`);
+  if (filters.created_after !== undefined) parts.push(`created from ${formatAbsolute(filters.created_after)}`);
+  if (filters.created_before !== undefined) parts.push(`created before ${formatAbsolute(filters.created_before)}`);
+  return parts.length ? parts.join(', ') : 'of this workspace, whatever their destination or time';
+}
+
+/**
+ * Retrying the failed callbacks the filters list, through the recovery of `POST /v1/callbacks/recover`:
+ * the count is asked for first and shown in the question; the attempts go out at the recovery's pace.
+ */
+function RecoverMatching({ filters, onDone }: { filters: RecoveryFilters; onDone: () => void }) {
+  const { api } = useApp();
+  const [preview, setPreview] = useState<FilteredRecoveryPreview | null>(null);
+  const [result, setResult] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+
+  async function ask() {
+    setBusy(true);
+    setError(null);
+    setResult(null);
+    try {
+      setPreview(await api.previewFilteredRecovery(filters));
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function confirm() {
+    setBusy(true);
+    try {
+      const started = await api.recoverFiltered(filters);
+      setResult(
+        started.count === 0
+          ? 'Nothing to retry: no callback matching these filters has ended failed.'
+          : `Retrying ${plural(started.count, 'failed callback')} matching these filters, ${started.rate_per_second} a second. Their attempts appear on each request.`,
+      );
+      setPreview(null);
+      onDone();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const label = 'Retry failed callbacks matching these filters';
+  return (
+    <section class="recover-matching" aria-label="Recovery">
+      {preview === null ? (
+        <button type="button" class="btn" onClick={() => void ask()} disabled={busy}>
+          {busy ? 'Counting…' : label}
+        </button>
+      ) : preview.count === 0 ? (
+        <span class="confirm" role="group" aria-label="Nothing to retry">
+          <span>No failed callback {filterWords(preview.filters)}: failures still on their retry ladder are retried by it.</span>
+          <button type="button" class="btn btn-small" onClick={() => setPreview(null)} ref={(el) => el?.focus()}>
+            OK
+          </button>
+        </span>
+      ) : (
+        <span class="confirm" role="group" aria-label={`Retry ${plural(preview.count, 'failed callback')}?`}>
+          <span class="confirm-question" data-testid="recovery-question">
+            Retry {plural(preview.count, 'failed callback')} {filterWords(preview.filters)}? They go out {preview.rate_per_second} a second.
+          </span>
+          <button type="button" class="btn btn-primary" disabled={busy} ref={(el) => el?.focus()} onClick={() => void confirm()}>
+            Retry {plural(preview.count, 'callback')}
+          </button>
+          <button type="button" class="btn" onClick={() => setPreview(null)}>
+            Cancel
+          </button>
+        </span>
+      )}
+      {result ? (
+        <p class="small" role="status">
+          {result}
+        </p>
+      ) : null}
+      <ErrorBanner error={error} />
+    </section>
+  );
+}
+
 function Row({ row, now }: { row: RequestRow; now: number }) {
   const cb = row.callback;
+  const last = row.last_attempt;
   return (
-    <tr>
-      <td>
+    <tr class={row.failing ? 'row-failing' : undefined} data-failing={row.failing ? 'true' : undefined}>
+      <td data-label="Request">
         <Link href={`/requests/${encodeURIComponent(row.id)}`} class="mono">
           {row.id}
         </Link>
@@ -166,17 +337,19 @@ function Row({ row, now }: { row: RequestRow; now: number }) {
           {row.kind === 'video' ? 'Video' : 'Image'} · {row.model} · {row.prompt}
         </div>
       </td>
-      <td>
+      <td data-label="Status">
         <StateBadge state={row.status} />
       </td>
-      <td class="num">{formatMoney(row.cost)}</td>
-      <td>
+      <td class="num" data-label="Cost">
+        {formatMoney(row.cost)}
+      </td>
+      <td data-label="Created">
         <Time at={row.created_at} now={now} />
       </td>
-      <td>
+      <td data-label="Callback">
         {cb ? (
           <>
-            <StateBadge state={cb.status} />
+            <StateBadge state={row.failing ? 'failing' : cb.status} />
             <div class="dest mono" title={cb.url}>
               {cb.url}
             </div>
@@ -192,8 +365,29 @@ function Row({ row, now }: { row: RequestRow; now: number }) {
           <span class="muted">None requested</span>
         )}
       </td>
-      <td class="num">{cb ? cb.attempt_count : '—'}</td>
-      <td>{cb ? <Time at={cb.next_attempt_at} now={now} empty={cb.status === 'pending' ? 'Being sent' : 'None scheduled'} /> : '—'}</td>
+      <td data-label="Last attempt" class="last-attempt">
+        {last && cb ? (
+          <>
+            <span class={last.error === null ? 'result-ok' : 'result-bad'}>
+              <span aria-hidden="true">{last.error === null ? '✓ ' : '✕ '}</span>
+              {last.result}
+            </span>
+            <div class="muted small">
+              {/* The count of every attempt, automatic and manual: the last one's number. */}
+              attempt {cb.attempt_count}
+              {last.trigger === 'manual' ? ' (manual)' : ''},{' '}
+              <time dateTime={new Date(last.sent_at * 1000).toISOString()} title={formatAbsolute(last.sent_at)}>
+                {formatRelative(last.sent_at, now)}
+              </time>
+            </div>
+          </>
+        ) : (
+          <span class="muted">{cb ? 'Not tried yet' : '—'}</span>
+        )}
+      </td>
+      <td data-label="Next attempt">
+        {cb ? <Time at={cb.next_attempt_at} now={now} empty={cb.status === 'pending' ? 'Being sent' : 'None scheduled'} /> : '—'}
+      </td>
     </tr>
   );
 }

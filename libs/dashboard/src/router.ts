@@ -5,6 +5,7 @@ import express, { Router, type NextFunction, type Request, type RequestHandler, 
 import {
   AccountsError,
   ApiKeyNotFoundError,
+  AsymmetricSigningOffError,
   can,
   InvalidAccountInputError,
   InvalidCredentialsError,
@@ -24,8 +25,18 @@ import { CallbackUrlRejectedError } from '@media/callback-guard';
 import { CallbackNotFoundError, presentCallback, RecoveryTooLargeError, type CallbackAdmin, type TestCallbacks } from '@media/callbacks';
 import { ApiError } from '@media/common';
 import { destinationOf, type JobPresenter } from '@media/domain';
-import type { ApiKeyInfo, DestinationGate, JobRepository, OverviewRepository } from '@media/storage';
-import type { ApiKeyRow, CallbackStatus, JobKind, KeysPage, OverviewWindow, RevealedSecrets, SessionInfo, TestCallbackResult } from './contract';
+import type { ApiKeyInfo, DestinationGate, JobRepository, OverviewRepository, PublicSigningKey, Role } from '@media/storage';
+import type {
+  ApiKeyRow,
+  AsymmetricSigningState,
+  CallbackStatus,
+  JobKind,
+  KeysPage,
+  OverviewWindow,
+  RevealedSecrets,
+  SessionInfo,
+  TestCallbackResult,
+} from './contract';
 import { OverviewView } from './overview';
 import { RequestsView } from './requests';
 
@@ -260,7 +271,11 @@ function apiRouter(deps: DashboardDeps): Router {
   // --- API keys and signing secrets -----------------------------------------------------------
   api.get('/keys', async (_req, res) => {
     const s = session(res);
-    const [keys, secrets] = await Promise.all([accounts.apiKeys(s.workspace.id), accounts.secrets(s.workspace.id)]);
+    const [keys, secrets, publicKeys] = await Promise.all([
+      accounts.apiKeys(s.workspace.id),
+      accounts.secrets(s.workspace.id),
+      accounts.publicSigningKeys(s.workspace.id),
+    ]);
     const page: KeysPage = {
       api_keys: keys.map(keyRow),
       signing: {
@@ -269,6 +284,7 @@ function apiRouter(deps: DashboardDeps): Router {
         can_rotate: can(s.role, 'rotate_secret'),
         can_end_overlap: can(s.role, 'end_overlap'),
       },
+      asymmetric: asymmetricState(publicKeys, s.role),
     };
     res.json(page);
   });
@@ -297,6 +313,19 @@ function apiRouter(deps: DashboardDeps): Router {
   api.post('/secrets/end-overlap', async (_req, res) => {
     allow(res, 'end_overlap');
     res.json(revealed(await accounts.endOverlap(session(res).workspace.id)));
+  });
+
+  // Who may rotate the secret may turn on and rotate the ed25519 key pair: both change what receivers verify with.
+  api.post('/signing-keys/enable', async (_req, res) => {
+    allow(res, 'rotate_secret');
+    const s = session(res);
+    res.json(asymmetricState((await accounts.enableAsymmetricSigning(s.workspace.id)).keys, s.role));
+  });
+
+  api.post('/signing-keys/rotate', async (_req, res) => {
+    allow(res, 'rotate_secret');
+    const s = session(res);
+    res.json(asymmetricState(await accounts.rotateSigningKey(s.workspace.id).catch(toApiError), s.role));
   });
 
   api.post('/test-callback', async (req, res) => {
@@ -349,6 +378,17 @@ function keyRow(key: ApiKeyInfo): ApiKeyRow {
   return { id: key.id, prefix: key.prefix, created_at: seconds(key.created_ms), last_used_at: secondsOrNull(key.last_used_ms) };
 }
 
+function asymmetricState(keys: PublicSigningKey[], role: Role): AsymmetricSigningState {
+  return {
+    public_keys: keys.map((k) => ({
+      public_key: k.public_key,
+      created_at: seconds(k.created_ms),
+      expires_at: k.expires_ms === 0 ? null : seconds(k.expires_ms),
+    })),
+    can_manage: can(role, 'rotate_secret'),
+  };
+}
+
 function revealed(secrets: SecretsView): RevealedSecrets {
   return {
     current: secrets.current.secret,
@@ -364,6 +404,7 @@ function toApiError(err: unknown): never {
   if (err instanceof InvalidAccountInputError) throw ApiError.invalid(err.message, err.param, 'invalid_value');
   if (err instanceof MemberExistsError) throw new ApiError(409, 'conflict_error', err.message, 'email', 'member_exists');
   if (err instanceof LastOwnerError) throw new ApiError(409, 'conflict_error', err.message, null, 'last_owner');
+  if (err instanceof AsymmetricSigningOffError) throw new ApiError(409, 'conflict_error', err.message, null, 'asymmetric_signing_off');
   if (err instanceof MemberNotFoundError || err instanceof ApiKeyNotFoundError || err instanceof WorkspaceNotFoundError) throw ApiError.notFound(err.message);
   if (err instanceof CallbackNotFoundError) throw ApiError.notFound(`No callback found with id '${err.messageId}'.`);
   if (err instanceof RecoveryTooLargeError)

@@ -225,10 +225,6 @@ export class WorkspaceRepository {
    * The workspace's ed25519 key pairs that sign now, secret keys opened: the current pair first,
    * then one still inside its rotation overlap. Empty while asymmetric signing is off.
    */
-  async signingKeys(workspaceId: string, now = Date.now()): Promise<SigningKeyPair[]> {
-    return this.openSigningKeys(workspaceId, await this.redis.get(this.keys.workspaceSigningKeys(workspaceId)), now);
-  }
-
   private openSigningKeys(workspaceId: string, raw: string | null, now: number): SigningKeyPair[] {
     return stillSigning(parseList<SigningKeyPair>(raw), now).map((k) => ({ ...k, secret_key: this.box.open(k.secret_key, signingKeyOwner(workspaceId)) }));
   }

@@ -120,17 +120,19 @@ it('keeps plain records working, seals them, and leaves nothing to read in a dum
   await redis.save();
   const dump = readFileSync(join(dir, 'dump.rdb'));
   expect(dump.length).toBeGreaterThan(1000);
+  // A list rewritten by a script went through Lua's cjson, which writes `/` as `\/`: look for both spellings.
+  const holds = (text: string) => dump.includes(text) || dump.includes(text.replaceAll('/', '\\/'));
   for (const secret of [plainSecret, rotated.signing_secret]) {
-    expect([secret, dump.includes(secret.slice('whsec_'.length))]).toEqual([secret, false]);
+    expect([secret, holds(secret.slice('whsec_'.length))]).toEqual([secret, false]);
   }
   expect(dump.includes('whsec_')).toBe(false);
   for (const secretKey of [plainPair.secretKey, newSecretKey]) {
     const raw = secretKey.slice('whsk_'.length);
-    expect([secretKey, dump.includes(raw), dump.includes(Buffer.from(raw, 'base64'))]).toEqual([secretKey, false, false]);
+    expect([secretKey, holds(raw), dump.includes(Buffer.from(raw, 'base64'))]).toEqual([secretKey, false, false]);
   }
   expect(dump.includes('whsk_')).toBe(false);
   // The public keys are there (they are public), so the search could have found the secret ones.
-  expect(dump.includes(rotatedKey.public_key)).toBe(true);
+  expect(holds(rotatedKey.public_key)).toBe(true);
   expect(dump.includes(PLAIN_LINK_KEY)).toBe(false);
   // The workspace's record is there, so the search looked at the right dump.
   expect(dump.includes(h.workspace.workspaceId)).toBe(true);

@@ -52,6 +52,36 @@ it('rotate-secret prints the new secret and when the previous one stops signing'
   expect(secrets).toEqual([out.signing_secret, ws.signing_secret]);
 });
 
+it('enable-asymmetric-signing prints the public key (the same one when run again); rotate-signing-key keeps the previous one for the overlap', async () => {
+  const ws = await admin('create-workspace', '--name', 'ed');
+  await expect(admin('rotate-signing-key', '--workspace', ws.workspace_id)).rejects.toMatchObject({
+    code: 2,
+    stderr: expect.stringContaining('turn asymmetric signing on first'),
+  });
+  await expect(admin('enable-asymmetric-signing', '--workspace', 'ws_nope')).rejects.toMatchObject({
+    code: 2,
+    stderr: expect.stringContaining('No workspace ws_nope'),
+  });
+  const on = await admin('enable-asymmetric-signing', '--workspace', ws.workspace_id);
+  expect(on).toEqual({
+    workspace_id: ws.workspace_id,
+    public_key: expect.stringMatching(/^whpk_[A-Za-z0-9+/]{43}=$/),
+    enabled_now: true,
+    public_keys: [{ public_key: on.public_key, created_at: expect.stringMatching(/Z$/), expires_at: null }],
+  });
+  expect(await admin('enable-asymmetric-signing', '--workspace', ws.workspace_id)).toEqual({ ...on, enabled_now: false });
+
+  const before = Date.now();
+  const rotated = await admin('rotate-signing-key', '--workspace', ws.workspace_id);
+  expect(rotated.public_key).not.toBe(on.public_key);
+  const ends = Date.parse(rotated.previous_key_expires_at);
+  expect(ends).toBeGreaterThanOrEqual(before + 3_600_000 - 1_000);
+  expect(ends).toBeLessThanOrEqual(Date.now() + 3_600_000);
+  expect(rotated.public_keys.map((k: { public_key: string }) => k.public_key)).toEqual([rotated.public_key, on.public_key]);
+  // The HMAC secret is left alone.
+  expect(await new WorkspaceRepository(redis, new StoreKeys(prefix)).activeSecrets(ws.workspace_id)).toEqual([ws.signing_secret]);
+});
+
 it('add-member prints credentials that sign in; remove-member removes; the last owner stays', async () => {
   const ws = await admin('create-workspace', '--name', 'team');
   const out = await admin('add-member', '--workspace', ws.workspace_id, '--email', 'Dev@Team.test', '--role', 'admin');

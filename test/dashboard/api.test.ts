@@ -146,6 +146,32 @@ describe('roles, secrets and keys', () => {
     expect(await h.stack.workspaces.activeSecrets(h.workspace.workspaceId)).toEqual([ownerRotated.json.current]);
   });
 
+  it('lets owners and admins turn on asymmetric signing (twice keeps the key) and rotate its key pair; a member sees the keys and gets 403', async () => {
+    expect((await member.call('GET', '/keys')).json.asymmetric).toEqual({ public_keys: [], can_manage: false });
+    expect((await admin.call('GET', '/keys')).json.asymmetric).toEqual({ public_keys: [], can_manage: true });
+    expectApiError(await member.call('POST', '/signing-keys/enable'), 403, { code: 'permission_denied' });
+    expectApiError(await admin.call('POST', '/signing-keys/rotate'), 409, { code: 'asymmetric_signing_off', type: 'conflict_error' });
+
+    const enabled = await admin.call('POST', '/signing-keys/enable');
+    expect(enabled.status).toBe(200);
+    expect(enabled.json).toEqual({
+      public_keys: [{ public_key: expect.stringMatching(/^whpk_[A-Za-z0-9+/]{43}=$/), created_at: expect.any(Number), expires_at: null }],
+      can_manage: true,
+    });
+    expect((await owner.call('POST', '/signing-keys/enable')).json.public_keys).toEqual(enabled.json.public_keys);
+    // What the page shows is what receivers fetch.
+    const served = (await (await fetch(`${h.stack.baseUrl}/v1/webhook-keys/${h.workspace.workspaceId}`)).json()) as { data: { public_key: string }[] };
+    expect(served.data.map((k) => k.public_key)).toEqual([enabled.json.public_keys[0].public_key]);
+    expect((await member.call('GET', '/keys')).json.asymmetric).toEqual({ public_keys: enabled.json.public_keys, can_manage: false });
+
+    expectApiError(await member.call('POST', '/signing-keys/rotate'), 403, { code: 'permission_denied' });
+    const rotated = await owner.call('POST', '/signing-keys/rotate');
+    expect(rotated.json.public_keys).toHaveLength(2);
+    expect(rotated.json.public_keys[1]).toEqual({ ...enabled.json.public_keys[0], expires_at: expect.any(Number) });
+    expect(rotated.json.public_keys[1].expires_at).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000) + 86_000);
+    expect(rotated.json.public_keys[0]).toMatchObject({ expires_at: null });
+  });
+
   it('creates a key shown once, lists it with its last use, and revokes it so that it gets 401', async () => {
     const created = await admin.call('POST', '/keys');
     expect(created.status).toBe(201);

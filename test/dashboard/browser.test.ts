@@ -184,6 +184,20 @@ describe('dashboard in a real browser', () => {
     await screenshot(page, 'api-keys.png');
   });
 
+  it('turns on asymmetric signing as the owner and shows the public key that receivers fetch', async () => {
+    const { page } = owner;
+    await page.getByTestId('asymmetric-off').waitFor();
+    await page.getByRole('button', { name: 'Turn on asymmetric signing' }).click();
+    await page.getByRole('button', { name: 'Turn on now' }).click();
+    const key = page.getByTestId('current-public-key');
+    await key.waitFor();
+    const shown = (await key.textContent())!.trim();
+    expect(shown).toMatch(/^whpk_[A-Za-z0-9+/]{43}=$/);
+    const served = (await (await fetch(`${h.stack.baseUrl}/v1/webhook-keys/${h.workspace.workspaceId}`)).json()) as { data: { public_key: string }[] };
+    expect(served.data.map((k) => k.public_key)).toEqual([shown]);
+    await page.getByRole('button', { name: 'Rotate signing key' }).waitFor();
+  });
+
   it('refuses a state-changing request without the CSRF token', async () => {
     const { page } = owner;
     const reveal = async () => {
@@ -210,6 +224,10 @@ describe('dashboard in a real browser', () => {
       await page.getByText('Only owners and admins can rotate the secret.').waitFor();
       expect(await page.getByRole('button', { name: 'Rotate secret' }).count()).toBe(0);
       expect(await page.getByRole('button', { name: 'End overlap now' }).count()).toBe(0);
+      // The public key is public: a member sees it, and cannot rotate it.
+      await page.getByTestId('current-public-key').waitFor();
+      await page.getByText('Only owners and admins can turn it on or rotate the key.').waitFor();
+      expect(await page.getByRole('button', { name: 'Rotate signing key' }).count()).toBe(0);
 
       // The member's own cookie and CSRF token: a well-formed request they are not allowed to make.
       const forged = await page.request.post('/dashboard/api/secrets/rotate', { data: {}, headers: { 'x-csrf-token': await csrfOf(page) } });

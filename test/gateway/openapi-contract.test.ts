@@ -277,6 +277,20 @@ describe('real responses match the document', () => {
     expectAnswer('POST /v1/callbacks/recover', text, 415, 'unsupported_media_type');
   });
 
+  it('the public webhook keys: 404 before asymmetric signing is on and for an unknown workspace, then the keys without an API key', async () => {
+    const ws = await h.stack.createWorkspace('v1a-contract');
+    expectAnswer('GET /v1/webhook-keys/{workspace_id}', await get(`/v1/webhook-keys/${ws.workspaceId}`), 404, 'not_found');
+    expectAnswer('GET /v1/webhook-keys/{workspace_id}', await get('/v1/webhook-keys/ws_nope'), 404, 'not_found');
+    expect((await h.admin(['enable-asymmetric-signing', '--workspace', ws.workspaceId])).code).toBe(0);
+    const one = await get(`/v1/webhook-keys/${ws.workspaceId}`);
+    expectAnswer('GET /v1/webhook-keys/{workspace_id}', one, 200);
+    expect(one.headers.get('x-ratelimit-limit-requests')).toBeNull();
+    expect((await h.admin(['rotate-signing-key', '--workspace', ws.workspaceId])).code).toBe(0);
+    const two = await get(`/v1/webhook-keys/${ws.workspaceId}`);
+    expectAnswer('GET /v1/webhook-keys/{workspace_id}', two, 200);
+    expect((two.json as { data: unknown[] }).data).toHaveLength(2);
+  });
+
   it('429 with Retry-After and the rate-limit headers once a workspace is over its limit', async () => {
     const ws = await h.stack.createWorkspace('limited');
     const lowered = await h.admin(['set-limits', '--workspace', ws.workspaceId, '--read-per-minute', '1']);

@@ -1,9 +1,10 @@
-// Signing secrets and the link-signing key at rest, as an attacker with a copy of Redis (a backup,
+// Signing secrets, ed25519 signing keys and the link-signing key at rest, as an attacker with a copy of Redis (a backup,
 // an RDB file, a replica) would read them. Records written before encryption was turned on (a
 // workspace's plain secret, a plain link key) keep working; the services seal the link key on
 // first read, `reencrypt-secrets` seals every workspace's secrets, and a rotation writes sealed.
-// Afterwards a dump of the whole Redis holds no `whsec_`, no secret's bytes and no link key,
-// while deliveries still verify, and the dashboard and the admin CLI still show the secrets.
+// Afterwards a dump of the whole Redis holds no `whsec_`, no secret's bytes, no `whsk_` nor an
+// ed25519 secret key's bytes, and no link key, while deliveries (v1 and v1a) still verify, and
+// the dashboard and the admin CLI still show the secrets.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
@@ -12,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { StoreKeys } from '@media/storage';
-import { verify } from '@media/webhooks';
+import { SecretBox, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { generateKeyPair, publicKeyOf, verify } from '@media/webhooks';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { DashboardClient } from '../dashboard/support/api-client';
 import { freePort, redisAnswers } from '../support/basics';
@@ -71,6 +72,18 @@ it('keeps plain records working, seals them, and leaves nothing to read in a dum
   expect(await redis.get(new StoreKeys(prefix).linkKey())).toMatch(/^enc1:/);
   // A link key stored plain, as before encryption.
   await redis.set(new StoreKeys(prefix).linkKey(), PLAIN_LINK_KEY);
+  // An ed25519 key pair stored plain, as before encryption (the tests' own repository seals nothing).
+  const plainAccounts = new WorkspaceRepository(redis, new StoreKeys(prefix));
+  const plainPair = generateKeyPair();
+  expect(
+    await plainAccounts.addFirstSigningKey(h.workspace.workspaceId, {
+      secret_key: plainPair.secretKey,
+      public_key: plainPair.publicKey,
+      created_ms: Date.now(),
+      expires_ms: 0,
+    }),
+  ).toBe(true);
+  expect(await redis.get(new StoreKeys(prefix).workspaceSigningKeys(h.workspace.workspaceId))).toContain(plainPair.secretKey);
 
   // The admin command seals every workspace's secrets; a rotation writes sealed.
   const env = { SECRETS_ENCRYPTION_KEYS: KEY };
@@ -78,6 +91,14 @@ it('keeps plain records working, seals them, and leaves nothing to read in a dum
   expect(await admin(env, 'reencrypt-secrets')).toMatchObject({ workspaces_resealed: 0 });
   const rotated = await admin(env, 'rotate-secret', '--workspace', h.workspace.workspaceId);
   expect(rotated.signing_secret).toMatch(/^whsec_/);
+  expect(await redis.get(new StoreKeys(prefix).workspaceSigningKeys(h.workspace.workspaceId))).not.toContain(plainPair.secretKey);
+  // The key pair rotated by the CLI: the new secret key is written sealed.
+  const rotatedKey = await admin(env, 'rotate-signing-key', '--workspace', h.workspace.workspaceId);
+  expect(rotatedKey.public_key).toMatch(/^whpk_/);
+  const [newSecretKey, oldSecretKey] = (
+    await new WorkspaceRepository(redis, new StoreKeys(prefix), SecretBox.of([Buffer.from(KEY, 'base64')])).activeSigners(h.workspace.workspaceId)
+  ).secretKeys;
+  expect([publicKeyOf(newSecretKey), oldSecretKey]).toEqual([rotatedKey.public_key, plainPair.secretKey]);
 
   // Deliveries sign with both (the rotation overlap), and each verifies.
   const second = await h.jobs.image(h.receiver.url('/sealed'));
@@ -85,6 +106,10 @@ it('keeps plain records working, seals them, and leaves nothing to read in a dum
   const last = h.receiver.requests.filter((r) => r.path === '/sealed').at(-1)!;
   expect(verify(last.body, last.headers, rotated.signing_secret)).toMatchObject({ data: { id: second } });
   expect(verify(last.body, last.headers, plainSecret)).toMatchObject({ data: { id: second } });
+  // And with both ed25519 keys (v1a), each public key on its own.
+  expect(last.headers['webhook-signature'].split(' ').filter((e) => e.startsWith('v1a,'))).toHaveLength(2);
+  for (const publicKey of [rotatedKey.public_key, plainPair.publicKey])
+    expect(verify(last.body, last.headers, publicKey)).toMatchObject({ data: { id: second } });
 
   // Those allowed still see them: the dashboard's Reveal, and the admin CLI.
   const dashboard = await DashboardClient.signedIn(h.stack.baseUrl, h.workspace.owner.email, h.workspace.owner.password);
@@ -95,10 +120,19 @@ it('keeps plain records working, seals them, and leaves nothing to read in a dum
   await redis.save();
   const dump = readFileSync(join(dir, 'dump.rdb'));
   expect(dump.length).toBeGreaterThan(1000);
+  // A list rewritten by a script went through Lua's cjson, which writes `/` as `\/`: look for both spellings.
+  const holds = (text: string) => dump.includes(text) || dump.includes(text.replaceAll('/', '\\/'));
   for (const secret of [plainSecret, rotated.signing_secret]) {
-    expect([secret, dump.includes(secret.slice('whsec_'.length))]).toEqual([secret, false]);
+    expect([secret, holds(secret.slice('whsec_'.length))]).toEqual([secret, false]);
   }
   expect(dump.includes('whsec_')).toBe(false);
+  for (const secretKey of [plainPair.secretKey, newSecretKey]) {
+    const raw = secretKey.slice('whsk_'.length);
+    expect([secretKey, holds(raw), dump.includes(Buffer.from(raw, 'base64'))]).toEqual([secretKey, false, false]);
+  }
+  expect(dump.includes('whsk_')).toBe(false);
+  // The public keys are there (they are public), so the search could have found the secret ones.
+  expect(holds(rotatedKey.public_key)).toBe(true);
   expect(dump.includes(PLAIN_LINK_KEY)).toBe(false);
   // The workspace's record is there, so the search looked at the right dump.
   expect(dump.includes(h.workspace.workspaceId)).toBe(true);

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { FailureCounter, hashApiKey, SessionRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { FailureCounter, hashApiKey, SecretBox, SessionRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { publicKeyOf } from '@media/webhooks';
 import { SIGN_IN_LIMITS, WorkspaceAccounts } from './accounts';
-import { InvalidCredentialsError, LastOwnerError, MemberExistsError, MemberNotFoundError, SignInThrottledError } from './errors';
+import { AsymmetricSigningOffError, InvalidCredentialsError, LastOwnerError, MemberExistsError, MemberNotFoundError, SignInThrottledError } from './errors';
 import { hashPassword, verifyPassword } from './passwords';
 import { can } from './permissions';
 
@@ -228,6 +229,73 @@ describe('WorkspaceAccounts', () => {
     const second = await accounts.rotateSecret(id);
     expect(second.previous?.secret).toBe(first.current.secret);
     expect(await workspaces.activeSecrets(id, clock + 1_000)).toEqual([second.current.secret, first.current.secret]);
+  });
+
+  it('turns asymmetric signing on once, keeping the first key pair when asked again', async () => {
+    const { workspace } = await accounts.createWorkspace('ed25519', 'o@ed.test');
+    expect(await accounts.publicSigningKeys(workspace.id)).toEqual([]);
+    expect(await workspaces.activeSigners(workspace.id)).toMatchObject({ secretKeys: [] });
+    await expect(accounts.rotateSigningKey(workspace.id)).rejects.toBeInstanceOf(AsymmetricSigningOffError);
+
+    const first = await accounts.enableAsymmetricSigning(workspace.id);
+    expect(first.enabled_now).toBe(true);
+    expect(first.keys).toEqual([{ public_key: expect.stringMatching(/^whpk_[A-Za-z0-9+/]{43}=$/), created_ms: clock, expires_ms: 0 }]);
+    const again = await accounts.enableAsymmetricSigning(workspace.id);
+    expect(again).toEqual({ enabled_now: false, keys: first.keys });
+
+    const { secretKeys } = await workspaces.activeSigners(workspace.id);
+    expect(secretKeys).toHaveLength(1);
+    expect(secretKeys[0]).toMatch(/^whsk_/);
+    expect(publicKeyOf(secretKeys[0])).toBe(first.keys[0].public_key);
+  });
+
+  it('rotates the key pair with the secrets’ overlap: both sign until it ends, and the third rotation drops the first', async () => {
+    const { workspace } = await accounts.createWorkspace('ed25519-rotate', 'o@edr.test');
+    const id = workspace.id;
+    const [first] = (await accounts.enableAsymmetricSigning(id)).keys;
+    const rotated = await accounts.rotateSigningKey(id);
+    expect(rotated).toHaveLength(2);
+    expect(rotated[1]).toEqual({ ...first, expires_ms: clock + 86_400_000 });
+    expect(rotated[0]).toMatchObject({ expires_ms: 0 });
+    expect(rotated[0].public_key).not.toBe(first.public_key);
+    const during = await workspaces.activeSigners(id, clock + 1_000);
+    expect(during.secretKeys.map(publicKeyOf)).toEqual(rotated.map((k) => k.public_key));
+    const after = await workspaces.activeSigners(id, clock + 86_400_001);
+    expect(after.secretKeys.map(publicKeyOf)).toEqual([rotated[0].public_key]);
+    expect((await workspaces.publicSigningKeys(id, clock + 86_400_001)).map((k) => k.public_key)).toEqual([rotated[0].public_key]);
+
+    const again = await accounts.rotateSigningKey(id);
+    expect(again.map((k) => k.public_key)).not.toContain(first.public_key);
+    expect(again[1].public_key).toBe(rotated[0].public_key);
+  });
+
+  it('seals ed25519 secret keys at rest, opens them, and re-seals them under a newer key', async () => {
+    const olderKey = randomBytes(32);
+    const older = SecretBox.of([olderKey]);
+    const sealing = new WorkspaceAccounts({
+      workspaces: new WorkspaceRepository(redis, keys, older),
+      sessions: new SessionRepository(redis, keys),
+      failures: new FailureCounter(redis, keys, SIGN_IN_LIMITS),
+      rotationOverlapSeconds: 86_400,
+      now: () => clock,
+    });
+    const { workspace } = await sealing.createWorkspace('sealed-keys', 'o@sk.test');
+    const [key] = (await sealing.enableAsymmetricSigning(workspace.id)).keys;
+    const stored = (await redis.get(keys.workspaceSigningKeys(workspace.id)))!;
+    const sealedRepo = new WorkspaceRepository(redis, keys, older);
+    const [secretKey] = (await sealedRepo.activeSigners(workspace.id)).secretKeys;
+    expect(publicKeyOf(secretKey)).toBe(key.public_key);
+    expect(stored).not.toContain('whsk_');
+    expect(stored).not.toContain(secretKey.slice('whsk_'.length));
+    expect(stored).toContain(key.public_key);
+
+    // A newest key first: the re-seal rewrites the key pair too, and it opens under the new box alone afterwards.
+    const newest = randomBytes(32);
+    await expect(new WorkspaceRepository(redis, keys, SecretBox.of([newest])).activeSigners(workspace.id)).rejects.toThrow('does not hold');
+    const rotatedBox = new WorkspaceRepository(redis, keys, SecretBox.of([newest, olderKey]));
+    expect(await rotatedBox.resealSecrets(workspace.id)).toBe(true);
+    expect(await rotatedBox.resealSecrets(workspace.id)).toBe(false);
+    expect((await new WorkspaceRepository(redis, keys, SecretBox.of([newest])).activeSigners(workspace.id)).secretKeys).toEqual([secretKey]);
   });
 
   it('gives each role its permissions', () => {

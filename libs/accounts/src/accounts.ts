@@ -4,6 +4,7 @@ import {
   hashApiKey,
   type ApiKeyInfo,
   type FailureCounter,
+  type PublicSigningKey,
   type SignInLimits,
   type Role,
   type SessionRepository,
@@ -14,6 +15,7 @@ import {
 } from '@media/storage';
 import {
   ApiKeyNotFoundError,
+  AsymmetricSigningOffError,
   InvalidAccountInputError,
   InvalidCredentialsError,
   LastOwnerError,
@@ -366,6 +368,57 @@ export class WorkspaceAccounts {
     await this.deps.workspaces.endSecretOverlap(workspaceId);
     return this.secrets(workspaceId);
   }
+
+  // --- asymmetric (v1a) signing keys ----------------------------------------------------------
+
+  /** The workspace's `whpk_…` keys that verify deliveries now, current first; empty while asymmetric signing is off. */
+  publicSigningKeys(workspaceId: string): Promise<PublicSigningKey[]> {
+    return this.deps.workspaces.publicSigningKeys(workspaceId, this.now());
+  }
+
+  /**
+   * Deliveries carry a `v1a` (ed25519) entry beside `v1` from now on. Idempotent: when the
+   * workspace has a key pair already it is kept (a receiver may hold its public key).
+   */
+  async enableAsymmetricSigning(workspaceId: string): Promise<AsymmetricSigning> {
+    await this.workspace(workspaceId);
+    const pair = mint.signingKeyPair();
+    const enabled = await this.deps.workspaces.addFirstSigningKey(workspaceId, {
+      secret_key: pair.secretKey,
+      public_key: pair.publicKey,
+      created_ms: this.now(),
+      expires_ms: 0,
+    });
+    return { enabled_now: enabled, keys: await this.publicSigningKeys(workspaceId) };
+  }
+
+  /**
+   * A new current key pair at once; the previous one keeps signing (a second `v1a` entry) for the
+   * same overlap as a rotated secret, so receivers have time to fetch the new public key.
+   *
+   * @throws AsymmetricSigningOffError when the workspace has no key pair to rotate
+   */
+  async rotateSigningKey(workspaceId: string): Promise<PublicSigningKey[]> {
+    await this.workspace(workspaceId);
+    if ((await this.publicSigningKeys(workspaceId)).length === 0) throw new AsymmetricSigningOffError(workspaceId);
+    const pair = mint.signingKeyPair();
+    const now = this.now();
+    await this.deps.workspaces.rotateSigningKey(
+      workspaceId,
+      { secret_key: pair.secretKey, public_key: pair.publicKey, created_ms: now, expires_ms: 0 },
+      this.deps.rotationOverlapSeconds,
+      now,
+    );
+    return this.publicSigningKeys(workspaceId);
+  }
+}
+
+/** What turning asymmetric signing on did. */
+export interface AsymmetricSigning {
+  /** False when it was on already: the existing key pair is kept. */
+  enabled_now: boolean;
+  /** The public keys that verify deliveries now, current first. */
+  keys: PublicSigningKey[];
 }
 
 /** Constant-time comparison of two tokens (CSRF); different lengths are simply unequal. */

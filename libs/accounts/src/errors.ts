@@ -52,6 +52,14 @@ export class WorkspaceNotFoundError extends AccountsError {
   }
 }
 
+/** A signing key pair was to be rotated, but the workspace does not sign asymmetrically (turn it on first). */
+export class AsymmetricSigningOffError extends AccountsError {
+  override readonly name = 'AsymmetricSigningOffError';
+  constructor(readonly workspaceId: string) {
+    super(`Workspace ${workspaceId} does not sign with an ed25519 key (v1a); turn asymmetric signing on first.`);
+  }
+}
+
 export class InvalidAccountInputError extends AccountsError {
   override readonly name = 'InvalidAccountInputError';
   constructor(

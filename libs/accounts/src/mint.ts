@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { newId } from '@media/domain';
-import { generateSecret } from '@media/webhooks';
+import { generateKeyPair, generateSecret } from '@media/webhooks';
 
 /**
  * Minting credentials, kept apart from storing them (`@media/storage` only ever sees hashes of
@@ -15,6 +15,8 @@ export const mint = {
   /** Shown once to the member; 16 characters, typed rarely (the browser keeps it). */
   password: (): string => randomBytes(12).toString('base64url'),
   signingSecret: (): string => generateSecret(),
+  /** An ed25519 pair for `v1a` signatures: `whsk_…` stays sealed in the store, `whpk_…` is published. */
+  signingKeyPair: (): { secretKey: string; publicKey: string } => generateKeyPair(),
   /** The session cookie's value; only its SHA-256 is stored. */
   sessionToken: (): string => randomBytes(32).toString('base64url'),
   csrfToken: (): string => randomBytes(32).toString('base64url'),

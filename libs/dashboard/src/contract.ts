@@ -157,6 +157,7 @@ export interface DestinationList {
 export interface KeysPage {
   api_keys: ApiKeyRow[];
   signing: SigningState;
+  asymmetric: AsymmetricSigningState;
 }
 
 export interface ApiKeyRow {
@@ -180,6 +181,29 @@ export interface SigningState {
   /** Whether this member may rotate (owner, admin) and end the overlap (owner). */
   can_rotate: boolean;
   can_end_overlap: boolean;
+}
+
+/**
+ * The workspace's `v1a` (ed25519) signing: its public keys (public by nature, so shown without a
+ * reveal step), current first; empty while asymmetric signing is off. The same keys are served
+ * to receivers at `GET /v1/webhook-keys/{workspace_id}`.
+ *
+ * `POST /signing-keys/enable` (owner, admin) → the same, turned on (a second call keeps the key).
+ * `POST /signing-keys/rotate` (owner, admin) → the same, a new key current and the previous one in
+ * its overlap; 409 `asymmetric_signing_off` while it is off.
+ */
+export interface AsymmetricSigningState {
+  public_keys: PublicKeyRow[];
+  /** Whether this member may turn it on and rotate the key pair (owner, admin). */
+  can_manage: boolean;
+}
+
+export interface PublicKeyRow {
+  /** `whpk_…`: what receivers verify `v1a` entries with. */
+  public_key: string;
+  created_at: number;
+  /** During a rotation overlap, when the previous key stops signing; null for the current key. */
+  expires_at: number | null;
 }
 
 /**

@@ -5,6 +5,7 @@ import express, { Router, type NextFunction, type Request, type RequestHandler, 
 import {
   AccountsError,
   ApiKeyNotFoundError,
+  AsymmetricSigningOffError,
   can,
   InvalidAccountInputError,
   InvalidCredentialsError,
@@ -24,9 +25,10 @@ import { CallbackUrlRejectedError } from '@media/callback-guard';
 import { CallbackNotFoundError, presentCallback, RecoveryTooLargeError, type CallbackAdmin, type TestCallbacks } from '@media/callbacks';
 import { ApiError } from '@media/common';
 import { destinationOf, type JobPresenter } from '@media/domain';
-import type { ApiKeyInfo, DestinationGate, JobRepository, OverviewRepository } from '@media/storage';
+import type { ApiKeyInfo, DestinationGate, JobRepository, OverviewRepository, PublicSigningKey, Role } from '@media/storage';
 import type {
   ApiKeyRow,
+  AsymmetricSigningState,
   CallbackFilter,
   JobKind,
   KeysPage,
@@ -283,7 +285,11 @@ function apiRouter(deps: DashboardDeps): Router {
   // --- API keys and signing secrets -----------------------------------------------------------
   api.get('/keys', async (_req, res) => {
     const s = session(res);
-    const [keys, secrets] = await Promise.all([accounts.apiKeys(s.workspace.id), accounts.secrets(s.workspace.id)]);
+    const [keys, secrets, publicKeys] = await Promise.all([
+      accounts.apiKeys(s.workspace.id),
+      accounts.secrets(s.workspace.id),
+      accounts.publicSigningKeys(s.workspace.id),
+    ]);
     const page: KeysPage = {
       api_keys: keys.map(keyRow),
       signing: {
@@ -292,6 +298,7 @@ function apiRouter(deps: DashboardDeps): Router {
         can_rotate: can(s.role, 'rotate_secret'),
         can_end_overlap: can(s.role, 'end_overlap'),
       },
+      asymmetric: asymmetricState(publicKeys, s.role),
     };
     res.json(page);
   });
@@ -320,6 +327,19 @@ function apiRouter(deps: DashboardDeps): Router {
   api.post('/secrets/end-overlap', async (_req, res) => {
     allow(res, 'end_overlap');
     res.json(revealed(await accounts.endOverlap(session(res).workspace.id)));
+  });
+
+  // Who may rotate the secret may turn on and rotate the ed25519 key pair: both change what receivers verify with.
+  api.post('/signing-keys/enable', async (_req, res) => {
+    allow(res, 'rotate_secret');
+    const s = session(res);
+    res.json(asymmetricState((await accounts.enableAsymmetricSigning(s.workspace.id)).keys, s.role));
+  });
+
+  api.post('/signing-keys/rotate', async (_req, res) => {
+    allow(res, 'rotate_secret');
+    const s = session(res);
+    res.json(asymmetricState(await accounts.rotateSigningKey(s.workspace.id).catch(toApiError), s.role));
   });
 
   api.post('/test-callback', async (req, res) => {
@@ -372,6 +392,17 @@ function keyRow(key: ApiKeyInfo): ApiKeyRow {
   return { id: key.id, prefix: key.prefix, created_at: seconds(key.created_ms), last_used_at: secondsOrNull(key.last_used_ms) };
 }
 
+function asymmetricState(keys: PublicSigningKey[], role: Role): AsymmetricSigningState {
+  return {
+    public_keys: keys.map((k) => ({
+      public_key: k.public_key,
+      created_at: seconds(k.created_ms),
+      expires_at: k.expires_ms === 0 ? null : seconds(k.expires_ms),
+    })),
+    can_manage: can(role, 'rotate_secret'),
+  };
+}
+
 function revealed(secrets: SecretsView): RevealedSecrets {
   return {
     current: secrets.current.secret,
@@ -387,6 +418,7 @@ function toApiError(err: unknown): never {
   if (err instanceof InvalidAccountInputError) throw ApiError.invalid(err.message, err.param, 'invalid_value');
   if (err instanceof MemberExistsError) throw new ApiError(409, 'conflict_error', err.message, 'email', 'member_exists');
   if (err instanceof LastOwnerError) throw new ApiError(409, 'conflict_error', err.message, null, 'last_owner');
+  if (err instanceof AsymmetricSigningOffError) throw new ApiError(409, 'conflict_error', err.message, null, 'asymmetric_signing_off');
   if (err instanceof MemberNotFoundError || err instanceof ApiKeyNotFoundError || err instanceof WorkspaceNotFoundError) throw ApiError.notFound(err.message);
   if (err instanceof CallbackNotFoundError) throw ApiError.notFound(`No callback found with id '${err.messageId}'.`);
   if (err instanceof RecoveryTooLargeError)

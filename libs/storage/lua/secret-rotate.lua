@@ -1,14 +1,16 @@
 --[[
-  Makes a new signing secret current. The previous current secret gets its end time and keeps
-  signing until then; any older one is dropped at once, so a rotation always leaves exactly two
+  Makes a new signing secret current (or a new ed25519 signing key pair: its list has the same
+  shape). The previous current secret gets its end time and keeps signing until then; any older
+  one is dropped at once, so a rotation always leaves exactly two
   secrets signing (spec 4.5: two signatures during the overlap) and rotating twice after a leak
   ends the leaked secret. Read and write in one step, so two rotations at once cannot both keep
   their own previous secret.
 
   Input:
-    KEYS[1] the workspace's signing secrets (JSON list of {secret, created_ms, expires_ms})
+    KEYS[1] the workspace's signing secrets (JSON list of {secret, created_ms, expires_ms}), or its
+            signing key pairs (JSON list of {secret_key, public_key, created_ms, expires_ms})
 
-    ARGV[1] the new secret's entry (JSON, expires_ms 0)
+    ARGV[1] the new entry (JSON, expires_ms 0)
     ARGV[2] now ms
     ARGV[3] the overlap, ms: how long the previous secret keeps signing
 

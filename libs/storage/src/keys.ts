@@ -12,6 +12,8 @@ export class StoreKeys {
   }
   workspace = (id: string) => `${this.prefix}:ws:${id}`;
   workspaceSecrets = (id: string) => `${this.prefix}:ws:${id}:secrets`;
+  /** The workspace's ed25519 key pairs for `v1a` signatures (JSON list like the secrets'); absent until turned on. */
+  workspaceSigningKeys = (id: string) => `${this.prefix}:ws:${id}:signing-keys`;
   workspaceMembers = (id: string) => `${this.prefix}:ws:${id}:members`;
   workspaceVideos = (id: string) => `${this.prefix}:ws:${id}:videos`;
   workspaceImages = (id: string) => `${this.prefix}:ws:${id}:images`;

@@ -20,6 +20,27 @@ export interface SigningSecret {
   expires_ms: number;
 }
 
+/**
+ * An ed25519 key pair that signs `v1a` entries: the `whsk_…` secret key (sealed at rest like the
+ * signing secrets) and its `whpk_…` public key (public by nature, stored as it is).
+ */
+export interface SigningKeyPair {
+  secret_key: string;
+  public_key: string;
+  created_ms: number;
+  /** 0 while it is the current pair; otherwise when it stops signing. */
+  expires_ms: number;
+}
+
+/** A key pair as anyone may see it: no secret key. */
+export type PublicSigningKey = Omit<SigningKeyPair, 'secret_key'>;
+
+/** What one attempt signs with: the HMAC secrets (`v1`) and the ed25519 secret keys (`v1a`, none when off), current first. */
+export interface ActiveSigners {
+  secrets: string[];
+  secretKeys: string[];
+}
+
 /** An API key as stored: never the key, only its SHA-256 and a recognisable prefix. */
 export interface StoredApiKey {
   id: string;
@@ -77,6 +98,21 @@ const CHANGE_MEMBER = storeScript('member-change');
 
 /** What a workspace's secrets are bound to when sealed: a sealed secret moved to another workspace does not open. */
 const secretOwner = (workspaceId: string) => `workspace:${workspaceId}`;
+/** Likewise for its ed25519 secret keys, apart from the HMAC secrets: neither opens in the other's list. */
+const signingKeyOwner = (workspaceId: string) => `workspace:${workspaceId}:ed25519`;
+
+/** Those still signing at `now`, the current one first, then the one inside its rotation overlap. */
+function stillSigning<T extends { expires_ms: number }>(list: T[], now: number): T[] {
+  return list
+    .filter((s) => s.expires_ms === 0 || s.expires_ms > now)
+    .sort((a, b) => (a.expires_ms === 0 ? -1 : b.expires_ms === 0 ? 1 : b.expires_ms - a.expires_ms));
+}
+
+/** A stored list; Lua's cjson writes an empty one as `{}`. */
+function parseList<T>(raw: string | null): T[] {
+  const parsed = raw ? (JSON.parse(raw) as unknown) : [];
+  return Array.isArray(parsed) ? (parsed as T[]) : [];
+}
 
 /**
  * Workspaces, their hashed API keys, signing secrets and dashboard members: storage only. What is
@@ -178,31 +214,75 @@ export class WorkspaceRepository {
 
   /** Secrets that sign now, with their times: the current one first, then any still inside its rotation overlap. */
   async signingSecrets(workspaceId: string, now = Date.now()): Promise<SigningSecret[]> {
-    const raw = await this.redis.get(this.keys.workspaceSecrets(workspaceId));
-    if (!raw) return [];
-    const list = JSON.parse(raw) as SigningSecret[];
-    return list
-      .filter((s) => s.expires_ms === 0 || s.expires_ms > now)
-      .sort((a, b) => (a.expires_ms === 0 ? -1 : b.expires_ms === 0 ? 1 : b.expires_ms - a.expires_ms))
-      .map((s) => ({ ...s, secret: this.box.open(s.secret, secretOwner(workspaceId)) }));
+    return this.openSecrets(workspaceId, await this.redis.get(this.keys.workspaceSecrets(workspaceId)), now);
+  }
+
+  private openSecrets(workspaceId: string, raw: string | null, now: number): SigningSecret[] {
+    return stillSigning(parseList<SigningSecret>(raw), now).map((s) => ({ ...s, secret: this.box.open(s.secret, secretOwner(workspaceId)) }));
   }
 
   /**
-   * Seals every secret of the workspace under the newest key-encryption key (those stored before
-   * sealing, and those sealed under an older key). Compare-and-set: a rotation meanwhile makes it
-   * start over. Returns whether anything was rewritten.
+   * The workspace's ed25519 key pairs that sign now, secret keys opened: the current pair first,
+   * then one still inside its rotation overlap. Empty while asymmetric signing is off.
+   */
+  private openSigningKeys(workspaceId: string, raw: string | null, now: number): SigningKeyPair[] {
+    return stillSigning(parseList<SigningKeyPair>(raw), now).map((k) => ({ ...k, secret_key: this.box.open(k.secret_key, signingKeyOwner(workspaceId)) }));
+  }
+
+  /** The public halves of {@link signingKeys}; no secret key is opened (the unauthenticated key listing reads this). */
+  async publicSigningKeys(workspaceId: string, now = Date.now()): Promise<PublicSigningKey[]> {
+    const raw = await this.redis.get(this.keys.workspaceSigningKeys(workspaceId));
+    return stillSigning(parseList<SigningKeyPair>(raw), now).map(({ public_key, created_ms, expires_ms }) => ({ public_key, created_ms, expires_ms }));
+  }
+
+  /** Everything an attempt signs with, read in one round trip. */
+  async activeSigners(workspaceId: string, now = Date.now()): Promise<ActiveSigners> {
+    const [secrets, keys] = await this.redis.mget(this.keys.workspaceSecrets(workspaceId), this.keys.workspaceSigningKeys(workspaceId));
+    return {
+      secrets: this.openSecrets(workspaceId, secrets, now).map((s) => s.secret),
+      secretKeys: this.openSigningKeys(workspaceId, keys, now).map((k) => k.secret_key),
+    };
+  }
+
+  /**
+   * Stores `pair` (minted by the caller) as the workspace's first signing key pair; false, and
+   * nothing written, when the workspace has one already (turning it on twice keeps the first key).
+   */
+  async addFirstSigningKey(workspaceId: string, pair: SigningKeyPair): Promise<boolean> {
+    const sealed = { ...pair, secret_key: this.box.seal(pair.secret_key, signingKeyOwner(workspaceId)) };
+    return (await this.redis.set(this.keys.workspaceSigningKeys(workspaceId), JSON.stringify([sealed]), 'NX')) === 'OK';
+  }
+
+  /**
+   * Makes `pair` the current signing key pair; the previous one keeps signing for `overlapSeconds`,
+   * as {@link rotateSecret} does for the HMAC secret. Returns when the previous pair stops signing (ms), 0 when none.
+   */
+  async rotateSigningKey(workspaceId: string, pair: SigningKeyPair, overlapSeconds: number, now = Date.now()): Promise<number> {
+    const entry = { ...pair, secret_key: this.box.seal(pair.secret_key, signingKeyOwner(workspaceId)), created_ms: now, expires_ms: 0 };
+    return (await ROTATE.run(this.redis, [this.keys.workspaceSigningKeys(workspaceId)], [JSON.stringify(entry), now, overlapSeconds * 1000])) as number;
+  }
+
+  /**
+   * Seals every secret of the workspace (HMAC secrets and ed25519 secret keys) under the newest
+   * key-encryption key (those stored before sealing, and those sealed under an older key).
+   * Compare-and-set: a rotation meanwhile makes it start over. Returns whether anything was rewritten.
    */
   async resealSecrets(workspaceId: string): Promise<boolean> {
-    const key = this.keys.workspaceSecrets(workspaceId);
+    const secrets = await this.reseal<SigningSecret>(this.keys.workspaceSecrets(workspaceId), 'secret', secretOwner(workspaceId));
+    const keys = await this.reseal<SigningKeyPair>(this.keys.workspaceSigningKeys(workspaceId), 'secret_key', signingKeyOwner(workspaceId));
+    return secrets || keys;
+  }
+
+  private async reseal<T extends object>(key: string, field: keyof T & string, owner: string): Promise<boolean> {
     for (;;) {
       const watching = duplicateRedis(this.redis, {});
       try {
         await watching.watch(key);
         const raw = await watching.get(key);
         if (!raw) return false;
-        const list = JSON.parse(raw) as SigningSecret[];
-        if (list.every((s) => this.box.isCurrent(s.secret))) return false;
-        const resealed = list.map((s) => this.sealed(workspaceId, { ...s, secret: this.box.open(s.secret, secretOwner(workspaceId)) }));
+        const list = parseList<Record<string, string>>(raw);
+        if (list.every((s) => this.box.isCurrent(s[field]))) return false;
+        const resealed = list.map((s) => ({ ...s, [field]: this.box.seal(this.box.open(s[field], owner), owner) }));
         if (await watching.multi().set(key, JSON.stringify(resealed)).exec()) return true;
       } finally {
         watching.disconnect();

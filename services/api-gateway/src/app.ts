@@ -20,6 +20,7 @@ import { fileRoutes } from './routes/files';
 import { imageRoutes } from './routes/images';
 import { modelRoutes } from './routes/models';
 import { videoRoutes } from './routes/videos';
+import { webhookKeyRoutes } from './routes/webhook-keys';
 
 export interface GatewayDeps {
   redis: Redis;
@@ -106,6 +107,7 @@ export function createApp(deps: GatewayDeps): Express {
 
   app.use('/v1', traceRequests());
   app.use('/v1/files', fileRoutes(deps.links, deps.blobs));
+  app.use('/v1/webhook-keys', requireRedis(deps.redis), webhookKeyRoutes(deps.accounts));
 
   const v1 = express.Router();
   v1.use(requireRedis(deps.redis));

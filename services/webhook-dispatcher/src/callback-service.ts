@@ -19,6 +19,7 @@ import {
 } from '@media/domain';
 import {
   attemptKey,
+  type ActiveSigners,
   CorruptRecordError,
   type DestinationGate,
   type CallbackRepository,
@@ -66,7 +67,7 @@ export interface DeliveryRequest {
 export interface CallbackServiceDeps {
   callbacks: CallbackRepository;
   jobs: Pick<JobRepository, 'get'>;
-  workspaces: Pick<WorkspaceRepository, 'activeSecrets'>;
+  workspaces: Pick<WorkspaceRepository, 'activeSigners'>;
   presenter: Pick<JobPresenter, 'render'>;
   guard: { check(url: string): Promise<CheckedTarget> };
   sender: { send(target: CheckedTarget, body: Buffer, headers: Record<string, string>): Promise<Exchange> };
@@ -155,7 +156,7 @@ export class CallbackService {
     const type = eventTypeFor(job);
     const now = this.now();
     // Read beside the create (one round trip for both): attempt 1 signs with them right after.
-    const secrets = this.deps.workspaces.activeSecrets(job.workspace_id, now);
+    const secrets = this.deps.workspaces.activeSigners(job.workspace_id, now);
     secrets.catch(() => undefined); // awaited (and its error thrown) only if attempt 1 is made here
     const { created, callback } = await this.deps.callbacks.create({
       id: callbackIdFor(job.id, type),
@@ -478,13 +479,13 @@ export class CallbackService {
     }
   }
 
-  /** One POST: check the URL afresh, render with fresh links, sign with every active secret, send. */
+  /** One POST: check the URL afresh, render with fresh links, sign with every active secret and key, send. */
   private async attempt(callback: CallbackRecord, known?: KnownInputs): Promise<Exchange> {
     const checkedAt = this.now();
     // The job, the secrets and the address check need nothing from each other: one wait for all.
     const inputs = Promise.all([
       known?.job ?? this.readJob(callback.job_id, () => new UndeliverableCallbackError(callback.id, `job ${callback.job_id} cannot be read`)),
-      known?.secrets ?? this.deps.workspaces.activeSecrets(callback.workspace_id, checkedAt),
+      known?.secrets ?? this.deps.workspaces.activeSigners(callback.workspace_id, checkedAt),
     ]);
     inputs.catch(() => undefined); // awaited below unless the address is refused first
     let target: CheckedTarget;
@@ -509,13 +510,13 @@ export class CallbackService {
         retryAfterMs: null,
       };
     }
-    const [job, secrets] = await inputs;
+    const [job, { secrets, secretKeys }] = await inputs;
     if (!job) throw new UndeliverableCallbackError(callback.id, `job ${callback.job_id} no longer exists`);
     const sentMs = this.now();
     if (secrets.length === 0) throw new UndeliverableCallbackError(callback.id, `workspace ${callback.workspace_id} has no signing secret`);
     const timestampSeconds = Math.floor(sentMs / 1000);
     const body = buildBody(callback.type, callback.event_ms, this.deps.presenter.render(job, timestampSeconds));
-    const headers = buildHeaders({ messageId: callback.id, timestampSeconds, body, secrets, docsUrl: this.deps.docsUrl });
+    const headers = buildHeaders({ messageId: callback.id, timestampSeconds, body, secrets, secretKeys, docsUrl: this.deps.docsUrl });
     return this.deps.sender.send(target, body, headers);
   }
 }
@@ -526,8 +527,8 @@ const QUIET: DestinationSignal = { slow: false, throttleMs: 0 };
 /** What a caller of an attempt may have read already; each is read by the attempt otherwise. */
 interface KnownInputs {
   job?: JobRecord;
-  /** The workspace's active signing secrets, read at most a few ms before the attempt. */
-  secrets?: Promise<string[]>;
+  /** The workspace's active signing secrets and keys, read at most a few ms before the attempt. */
+  secrets?: Promise<ActiveSigners>;
 }
 
 function isDelivery(payload: object): payload is DeliveryRequest {

@@ -1,5 +1,6 @@
 import type { ImageRequestObject } from '@media/domain';
-import { verify } from '@media/webhooks';
+import { createPublicKey, verify as edVerify } from 'node:crypto';
+import { generateKeyPair, verify } from '@media/webhooks';
 import { buildBody, buildHeaders } from './envelope';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -60,6 +61,30 @@ describe('buildHeaders', () => {
       const alone = { ...headers, 'webhook-signature': entries[index] };
       expect(() => verify(body, alone, secret, { now: () => 1_700_000_010 })).not.toThrow();
     }
+  });
+
+  it('adds a v1a entry per ed25519 key after the v1 entries, each verifying with node:crypto from the raw public key', () => {
+    const keys = [generateKeyPair(), generateKeyPair()];
+    const headers = buildHeaders({
+      messageId: 'msg_abc',
+      timestampSeconds: 1_700_000_010,
+      body,
+      secrets: [SECRET],
+      secretKeys: keys.map((k) => k.secretKey),
+      docsUrl: 'https://d',
+    });
+    const entries = headers['webhook-signature'].split(' ');
+    expect(entries.map((e) => e.split(',')[0])).toEqual(['v1', 'v1a', 'v1a']);
+    const signed = Buffer.concat([Buffer.from('msg_abc.1700000010.'), body]);
+    for (const [index, { publicKey }] of keys.entries()) {
+      const raw = Buffer.from(publicKey.slice('whpk_'.length), 'base64');
+      const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw.toString('base64url') }, format: 'jwk' });
+      const signature = Buffer.from(entries[index + 1].slice('v1a,'.length), 'base64');
+      expect(edVerify(null, signed, key, signature)).toBe(true);
+      expect(edVerify(null, Buffer.concat([signed, Buffer.from(' ')]), key, signature)).toBe(false);
+    }
+    // The v1 entry is untouched by the v1a ones.
+    expect(() => verify(body, headers, SECRET, { now: () => 1_700_000_010 })).not.toThrow();
   });
 
   it('refuses to sign without a secret', () => {

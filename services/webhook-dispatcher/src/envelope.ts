@@ -21,8 +21,10 @@ export interface SignedHeadersInput {
   /** This attempt's send time, Unix seconds. */
   timestampSeconds: number;
   body: Buffer;
-  /** Current secret first, then any still inside a rotation overlap: one signature each. */
+  /** Current secret first, then any still inside a rotation overlap: one `v1` signature each. */
   secrets: string[];
+  /** The workspace's ed25519 secret keys (`whsk_…`), current first: one `v1a` signature each; none while asymmetric signing is off. */
+  secretKeys?: readonly string[];
   docsUrl: string;
 }
 
@@ -33,6 +35,6 @@ export function buildHeaders(input: SignedHeadersInput): Record<string, string> 
     'user-agent': userAgent(input.docsUrl),
     'webhook-id': input.messageId,
     'webhook-timestamp': String(input.timestampSeconds),
-    'webhook-signature': signatureHeader(input.secrets, input.messageId, input.timestampSeconds, input.body),
+    'webhook-signature': signatureHeader(input.secrets, input.messageId, input.timestampSeconds, input.body, input.secretKeys),
   };
 }

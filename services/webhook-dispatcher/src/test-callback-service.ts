@@ -8,7 +8,7 @@ import type { Exchange } from './webhook-sender';
 
 export interface TestCallbackServiceDeps {
   store: Pick<TestCallbackRepository, 'getRequest' | 'saveOutcome'>;
-  workspaces: Pick<WorkspaceRepository, 'activeSecrets'>;
+  workspaces: Pick<WorkspaceRepository, 'activeSigners'>;
   guard: { check(url: string): Promise<CheckedTarget> };
   sender: { send(target: CheckedTarget, body: Buffer, headers: Record<string, string>): Promise<Exchange> };
   logger: Logger;
@@ -70,11 +70,11 @@ export class TestCallbackService {
       };
     }
     const sentMs = this.now();
-    const secrets = await this.deps.workspaces.activeSecrets(workspaceId, sentMs);
+    const { secrets, secretKeys } = await this.deps.workspaces.activeSigners(workspaceId, sentMs);
     if (secrets.length === 0) throw new PermanentJobError('no_signing_secret', `workspace ${workspaceId} has no signing secret`);
     const timestampSeconds = Math.floor(sentMs / 1000);
     const body = buildBody('image.completed', sentMs, sampleImage(timestampSeconds, this.deps.docsUrl, url));
-    const headers = buildHeaders({ messageId: webhookId, timestampSeconds, body, secrets, docsUrl: this.deps.docsUrl });
+    const headers = buildHeaders({ messageId: webhookId, timestampSeconds, body, secrets, secretKeys, docsUrl: this.deps.docsUrl });
     return this.deps.sender.send(target, body, headers);
   }
 }

@@ -10,6 +10,7 @@ import {
   StoreKeys,
   WorkspaceRepository,
   type LimitName,
+  type PublicSigningKey,
 } from '@media/storage';
 import { retryCallback } from './callback-commands';
 import type { AdminContext } from './context';
@@ -65,6 +66,29 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
       };
     },
   },
+  'enable-asymmetric-signing': {
+    usage: 'enable-asymmetric-signing --workspace ID',
+    // Idempotent: run again, it keeps the key pair it made the first time (receivers may hold its public key).
+    run: async (ctx, flags) => {
+      const workspaceId = required(flags, 'workspace');
+      const { enabled_now, keys } = await ctx.accounts.enableAsymmetricSigning(workspaceId);
+      return { workspace_id: workspaceId, public_key: keys[0].public_key, enabled_now, public_keys: keys.map(publicKeyRow) };
+    },
+  },
+  'rotate-signing-key': {
+    usage: 'rotate-signing-key --workspace ID',
+    run: async (ctx, flags) => {
+      const workspaceId = required(flags, 'workspace');
+      const keys = await ctx.accounts.rotateSigningKey(workspaceId);
+      const previous = keys.find((k) => k.expires_ms !== 0);
+      return {
+        workspace_id: workspaceId,
+        public_key: keys[0].public_key,
+        previous_key_expires_at: previous ? new Date(previous.expires_ms).toISOString() : null,
+        public_keys: keys.map(publicKeyRow),
+      };
+    },
+  },
   'add-member': {
     usage: 'add-member --workspace ID --email EMAIL --role owner|admin|member',
     run: async (ctx, flags) => {
@@ -88,7 +112,8 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   'reencrypt-secrets': {
     usage: 'reencrypt-secrets',
     // After SECRETS_ENCRYPTION_KEYS gains a newest key (or is set for the first time): every
-    // workspace's signing secrets and the link-signing key sealed under it, so older keys can go.
+    // workspace's signing secrets and ed25519 secret keys, and the link-signing key, sealed under
+    // it, so older keys can go.
     run: async (ctx) => {
       if (ctx.config.secretsEncryptionKeys.length === 0) throw new UsageError('SECRETS_ENCRYPTION_KEYS is not set: there is no key to seal under');
       const box = SecretBox.of(ctx.config.secretsEncryptionKeys);
@@ -151,6 +176,15 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     },
   },
 };
+
+/** A public signing key as the CLI prints it; times in ISO 8601 like the rest of its output. */
+function publicKeyRow(key: PublicSigningKey): { public_key: string; created_at: string; expires_at: string | null } {
+  return {
+    public_key: key.public_key,
+    created_at: new Date(key.created_ms).toISOString(),
+    expires_at: key.expires_ms === 0 ? null : new Date(key.expires_ms).toISOString(),
+  };
+}
 
 export function parseFlags(args: string[]): Record<string, string> {
   // No prototype: a flag named like an Object method must not read as set.

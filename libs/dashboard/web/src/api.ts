@@ -3,6 +3,7 @@
  * (libs/dashboard/src/contract.ts). Components call these methods, never fetch().
  */
 import type {
+  AsymmetricSigningState,
   CreatedApiKey,
   CreatedMember,
   DestinationList,
@@ -135,6 +136,12 @@ export class DashboardApi {
   }
   endOverlap(): Promise<RevealedSecrets> {
     return this.call('POST', '/secrets/end-overlap');
+  }
+  enableAsymmetricSigning(): Promise<AsymmetricSigningState> {
+    return this.call('POST', '/signing-keys/enable');
+  }
+  rotateSigningKey(): Promise<AsymmetricSigningState> {
+    return this.call('POST', '/signing-keys/rotate');
   }
   testCallback(url: string): Promise<TestCallbackResult> {
     return this.call('POST', '/test-callback', { url });

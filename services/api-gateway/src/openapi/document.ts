@@ -384,6 +384,24 @@ function paths(s: OpenApiSettings): Record<string, PathItemObject> {
         errors: [403, 404, 503],
       }),
     },
+    '/v1/webhook-keys/{workspace_id}': {
+      get: operation({
+        tag: 'Webhooks',
+        operationId: 'listWebhookKeys',
+        summary: "A workspace's public keys for v1a signatures",
+        description: `No API key: what a receiver fetches to verify \`v1a\` (ed25519) signatures, for a workspace that has turned asymmetric signing on. Two keys for ${humanDuration(s.secretRotationOverlapSeconds * 1000)} after a key rotation, the current one first; both sign meanwhile. An unknown workspace and one that does not sign asymmetrically are both 404. Not rate-limited: one small read, cacheable for 5 min.`,
+        auth: false,
+        parameters: [{ name: 'workspace_id', in: 'path', required: true, description: 'The `ws_…` id of the workspace.', schema: { type: 'string' } }],
+        ok: {
+          200: {
+            description: 'The public keys that verify deliveries now.',
+            headers: { 'cache-control': { schema: { type: 'string', const: 'public, max-age=300' } } },
+            content: json(ref('WebhookKeyList')),
+          },
+        },
+        errors: [404, 503],
+      }),
+    },
     '/v1/callbacks': {
       get: operation({
         tag: 'Callbacks',
@@ -477,10 +495,10 @@ function overview(s: OpenApiSettings): string {
   return [
     'Generates images and videos, and reports finished jobs to a `callback_url` with signed callbacks (see `webhooks`).',
     '',
-    '- **Authentication**: `Authorization: Bearer <API_KEY>` on every `/v1` call except this document and signed file links.',
+    '- **Authentication**: `Authorization: Bearer <API_KEY>` on every `/v1` call except this document, signed file links and the webhook verification keys (`GET /v1/webhook-keys/{workspace_id}`).',
     "- **Request ids**: every response carries `x-request-id: req_…`; an image request's id is the `x-request-id` of its creation call.",
     '- **Errors**: `{"error": {"message", "type", "param", "code"}}` with a matching status; each response lists its codes. Bytes that are not HTTP answer 400 `invalid_http_request`, a request that does not arrive in time 408 `request_timeout`, headers over 16 KiB 431 `request_header_fields_too_large`, on any path.',
-    `- **Limits**: per workspace, shared by every gateway replica: a create bucket (${s.rateLimitCreatePerMinute}/min by default) for creation calls, retries and recoveries, a read bucket (${s.rateLimitReadPerMinute}/min) for reads of jobs and callbacks; at most ${s.maxWaitingJobsPerWorkspace} unfinished jobs. Models, files, health and this document are not limited.`,
+    `- **Limits**: per workspace, shared by every gateway replica: a create bucket (${s.rateLimitCreatePerMinute}/min by default) for creation calls, retries and recoveries, a read bucket (${s.rateLimitReadPerMinute}/min) for reads of jobs and callbacks; at most ${s.maxWaitingJobsPerWorkspace} unfinished jobs. Models, files, webhook keys, health and this document are not limited.`,
     `- **Bodies**: JSON up to 1 MiB (${s.maxJsonBytes} bytes for \`/v1/images/edits\`), uploads up to ${s.maxUploadBytes} bytes a file; unknown fields are refused.`,
     `- **Dependency outage**: 503 \`service_unavailable\` with \`Retry-After: ${OUTAGE_RETRY_AFTER_SECONDS}\`, never a 500.`,
     `- **Retention**: a finished job (its record, its files and its callback) is kept ${humanDuration(s.mediaRetentionSeconds * 1000)} after it ends (a video's \`expires_at\`); links are valid ${humanDuration(s.linkTtlSeconds * 1000)}, never past \`expires_at\`.`,

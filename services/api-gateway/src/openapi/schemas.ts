@@ -418,6 +418,25 @@ const objects: Record<string, SchemaObject> = {
     count: { type: 'integer', minimum: 0, description: 'Failed callbacks found, each given one manual attempt.' },
     rate_per_second: { type: 'integer', minimum: 1, description: 'How fast the attempts go out.' },
   }),
+  WebhookKey: closedObject(
+    {
+      object: { type: 'string', const: 'webhook_key' },
+      public_key: {
+        type: 'string',
+        pattern: '^whpk_[A-Za-z0-9+/]{43}=$',
+        description: 'The ed25519 public key: `whpk_` and the base64 of its 32 bytes. Verifies the `v1a` entries of `webhook-signature`.',
+      },
+      created_at: unixSeconds('When the key pair was made'),
+      expires_at: orNull(unixSeconds('When it stops signing, during a rotation overlap; null for the current key')),
+    },
+    undefined,
+    { description: "One of a workspace's public keys for `v1a` signatures." },
+  ),
+  WebhookKeyList: closedObject(
+    { object: { type: 'string', const: 'list' }, data: { type: 'array', items: ref('WebhookKey'), minItems: 1, maxItems: 2 } },
+    undefined,
+    { description: 'The current key first, then the previous one while it still signs (a rotation overlap).' },
+  ),
   Health: closedObject({ status: { type: 'string', const: 'ok' } }),
   Readiness: closedObject({ status: { type: 'string', enum: ['ready', 'redis unreachable'] } }),
 };

@@ -1,6 +1,6 @@
 import type { ParameterObject, PathItemObject } from 'openapi3-ts/oas31';
 import { EVENT_TYPES, LADDER_ATTEMPTS, type EventType, type RetrySchedule } from '@media/domain';
-import { DEFAULT_TOLERANCE_SECONDS, SECRET_PREFIX, SIGNATURE_VERSION, userAgent } from '@media/webhooks';
+import { ASYMMETRIC_VERSION, DEFAULT_TOLERANCE_SECONDS, PUBLIC_KEY_PREFIX, SECRET_PREFIX, SIGNATURE_VERSION, userAgent } from '@media/webhooks';
 import { humanDuration, ref } from './schema-kit';
 import { eventSchemaName } from './schemas';
 
@@ -20,7 +20,7 @@ const WHEN: Record<EventType, string> = {
 };
 
 const base64 = '[A-Za-z0-9+/]+={0,2}';
-const signatureEntry = `${SIGNATURE_VERSION},${base64}`;
+const signatureEntry = `(${SIGNATURE_VERSION}|${ASYMMETRIC_VERSION}),${base64}`;
 
 function headers(settings: WebhookSettings): ParameterObject[] {
   const overlap = humanDuration(settings.secretRotationOverlapSeconds * 1000);
@@ -43,7 +43,7 @@ function headers(settings: WebhookSettings): ParameterObject[] {
       name: 'webhook-signature',
       in: 'header',
       required: true,
-      description: `Space-separated \`${SIGNATURE_VERSION},<base64>\` entries: one per signing secret in use, so two (the new secret first) during the ${overlap} after a secret rotation. Accept the delivery when any \`${SIGNATURE_VERSION}\` entry matches.`,
+      description: `Space-separated \`${SIGNATURE_VERSION},<base64>\` entries: one per signing secret in use, so two (the new secret first) during the ${overlap} after a secret rotation. Accept the delivery when any \`${SIGNATURE_VERSION}\` entry matches. A workspace that signs asymmetrically adds a \`${ASYMMETRIC_VERSION},<base64>\` entry (ed25519) per signing key pair in use, after the \`${SIGNATURE_VERSION}\` entries: two during the ${overlap} after a key rotation.`,
       schema: { type: 'string', pattern: `^${signatureEntry}( ${signatureEntry})*$` },
     },
     {
@@ -72,6 +72,8 @@ export function webhooksDescription(settings: WebhookSettings): string {
     `A job created with \`callback_url\` is reported there once it ends: one POST per event, body \`{type, timestamp, data}\` as JSON (\`content-type: application/json\`), \`data\` being the job as the API shows it with links valid ${humanDuration(settings.linkTtlSeconds * 1000)} from the attempt, never past the job's removal (always links, never base64).`,
     '',
     `**Signing** ([Standard Webhooks](https://www.standardwebhooks.com/)): each \`${SIGNATURE_VERSION}\` entry of \`webhook-signature\` is the base64 of HMAC-SHA256 over \`<webhook-id>.<webhook-timestamp>.<raw body>\`, keyed with the base64-decoded part of the workspace signing secret after \`${SECRET_PREFIX}\`. Verify the raw bytes (re-serialised JSON changes them), compare in constant time, and reject a \`webhook-timestamp\` more than ${DEFAULT_TOLERANCE_SECONDS} s away from now.`,
+    '',
+    `**Asymmetric signing** (opt-in per workspace): deliveries also carry \`${ASYMMETRIC_VERSION}\` entries, each the base64 of an ed25519 signature over the same \`<webhook-id>.<webhook-timestamp>.<raw body>\`, verified with a public key \`${PUBLIC_KEY_PREFIX}<base64 of the 32-byte key>\` from \`GET /v1/webhook-keys/{workspace_id}\` (no API key): a receiver that holds it cannot sign.`,
     '',
     `**Answer** with any 2xx within ${humanDuration(settings.webhookTimeoutMs)}; redirects are not followed. Anything else (another status, a redirect, no answer in time, no connection) is a failed attempt, and the next one follows this ladder; after attempt ${LADDER_ATTEMPTS} the callback is \`failed\`. A manual retry (\`POST /v1/callbacks/{id}/retry\`) sends it again, with the same \`webhook-id\`, for as long as the callback and its job are kept.`,
     '',

@@ -1,5 +1,6 @@
+import { Fragment } from 'preact';
 import { useState } from 'preact/hooks';
-import type { CreatedApiKey, RevealedSecrets, TestCallbackResult } from '../api';
+import type { AsymmetricSigningState, CreatedApiKey, RevealedSecrets, TestCallbackResult } from '../api';
 import { formatDuration } from '../time';
 import { ConfirmButton, CopyButton, EmptyRow, ErrorBanner, Notice, StateBadge, Time, useApp, useLoad } from '../ui';
 
@@ -213,8 +214,96 @@ export function KeysPage() {
         {signing && !signing.can_rotate ? <p class="small muted">Only owners and admins can rotate the secret.</p> : null}
       </section>
 
+      {data ? <AsymmetricSection initial={data.asymmetric} workspaceId={session.workspace.id} /> : null}
+
       <TestCallbackSection />
     </>
+  );
+}
+
+/** Opt-in `v1a` (ed25519) signatures: the public keys receivers verify with, shown as they are (they are public). */
+function AsymmetricSection({ initial, workspaceId }: { initial: AsymmetricSigningState; workspaceId: string }) {
+  const { api, now } = useApp();
+  const [state, setState] = useState<AsymmetricSigningState>(initial);
+  const [error, setError] = useState<unknown>(null);
+  const [note, setNote] = useState<string | null>(null);
+  const enabled = state.public_keys.length > 0;
+
+  async function act(what: () => Promise<AsymmetricSigningState>, done: string): Promise<void> {
+    setError(null);
+    setNote(null);
+    try {
+      setState(await what());
+      setNote(done);
+    } catch (err) {
+      setError(err);
+    }
+  }
+
+  return (
+    <section class="card" aria-labelledby="asymmetric-title">
+      <div class="section-head">
+        <h2 id="asymmetric-title">Asymmetric signatures (v1a)</h2>
+        {state.can_manage ? (
+          <div class="btn-row">
+            {!enabled ? (
+              <ConfirmButton
+                label="Turn on asymmetric signing"
+                confirmLabel="Turn on now"
+                danger={false}
+                question="Sign every callback with an ed25519 key too? Callbacks keep their v1 signature."
+                onConfirm={() => act(() => api.enableAsymmetricSigning(), 'Asymmetric signing is on: callbacks now carry a v1a signature beside v1.')}
+              />
+            ) : (
+              <ConfirmButton
+                label="Rotate signing key"
+                confirmLabel="Rotate key now"
+                danger={false}
+                question="Make a new key pair? The old one keeps signing for 24 hours."
+                onConfirm={() => act(() => api.rotateSigningKey(), 'Signing key rotated. Callbacks carry both v1a signatures until the old key stops signing.')}
+              />
+            )}
+          </div>
+        ) : null}
+      </div>
+      {note ? <Notice>{note}</Notice> : null}
+      <ErrorBanner error={error} />
+      <p class="muted">
+        Receivers verify a <code>v1a</code> signature with a public key, which cannot sign: it may be shared freely. The keys are also served, without an API
+        key, at <code>{`/v1/webhook-keys/${workspaceId}`}</code>.
+      </p>
+      {enabled ? (
+        <dl class="fields" data-testid="public-keys">
+          {state.public_keys.map((k) => (
+            <Fragment key={k.public_key}>
+              <dt>{k.expires_at === null ? 'Current public key' : 'Previous public key'}</dt>
+              <dd>
+                <span class="secret-line">
+                  <code class="secret" data-testid={k.expires_at === null ? 'current-public-key' : 'previous-public-key'}>
+                    {k.public_key}
+                  </code>{' '}
+                  <CopyButton text={k.public_key} />
+                </span>
+                <div class="small muted">
+                  {k.expires_at === null ? (
+                    <>
+                      Made <Time at={k.created_at} now={now} inline />
+                    </>
+                  ) : (
+                    <>
+                      Still signing alongside the current one. Stops signing <Time at={k.expires_at} now={now} inline />
+                    </>
+                  )}
+                </div>
+              </dd>
+            </Fragment>
+          ))}
+        </dl>
+      ) : (
+        <p data-testid="asymmetric-off">Off: callbacks carry HMAC (v1) signatures only.</p>
+      )}
+      {!state.can_manage ? <p class="small muted">Only owners and admins can turn it on or rotate the key.</p> : null}
+    </section>
   );
 }
 

@@ -95,6 +95,7 @@ export async function steadyIntakeThroughFailover(h: DispatcherHarness, failover
   const submit = async (i: number) => {
     const headers = { authorization: `Bearer ${h.workspace.apiKey}`, 'content-type': 'application/json', 'idempotency-key': `failover-${i}` };
     const body = JSON.stringify({ model: 'pixel-1', prompt: `failover #${i}`, size: '256x256', callback_url: callbackUrl });
+    let lastAnswer = '';
     for (;;) {
       const sentMs = Date.now();
       try {
@@ -102,13 +103,26 @@ export async function steadyIntakeThroughFailover(h: DispatcherHarness, failover
         const text = await res.text();
         if (res.status === 202) return void accepted.push({ id: (JSON.parse(text) as { id: string }).id, atMs: Date.now(), tookMs: Date.now() - sentMs });
         if (res.status < 500 && res.status !== 429) throw new Error(`submission ${i}: ${res.status} ${text}`);
+        lastAnswer = `${res.status} ${text.slice(0, 300)}`;
       } catch (err) {
         if (String(err).includes('submission')) throw err;
+        lastAnswer = String(err);
       }
       // Intake must come back well within this; past it the failover itself failed (no promotion),
       // which is said here rather than left to the test's time-out.
-      if (Date.now() - started > SUBMIT_FOR_MS + INTAKE_GIVE_UP_MS)
-        throw new Error(`submission ${i}: intake did not answer 202 again within ${INTAKE_GIVE_UP_MS / 1000} s`);
+      if (Date.now() - started > SUBMIT_FOR_MS + INTAKE_GIVE_UP_MS) {
+        const readyz = await fetch(`${h.stack.baseUrl}/readyz`).then(
+          async (r) => `${r.status} ${await r.text()}`,
+          (err: unknown) => String(err),
+        );
+        const gatewayLog = (h.stack.services.get('api-gateway')?.lines ?? [])
+          .slice(-8)
+          .map((l) => JSON.stringify(l).slice(0, 400))
+          .join('\n');
+        throw new Error(
+          `submission ${i}: intake did not answer 202 again within ${INTAKE_GIVE_UP_MS / 1000} s; last answer: ${lastAnswer}; gateway /readyz: ${readyz}\ngateway's last log lines:\n${gatewayLog}`,
+        );
+      }
       retries++;
       await pause(250);
     }

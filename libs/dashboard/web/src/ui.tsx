@@ -126,6 +126,115 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
   return { data, error, loading, reload: run };
 }
 
+/** "3 failed callbacks", "1 failed callback". */
+export const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString('en')} ${n === 1 ? one : many}`;
+
+/** What a bulk recovery counted before it is confirmed, and what it started. */
+interface RecoveryCount {
+  count: number;
+  rate_per_second: number;
+}
+
+/**
+ * A bulk retry of failed callbacks: counts first, then asks in place with the count in the question
+ * (the count is what the person agrees to), then says what it started. The words name the set.
+ */
+export function CountThenRetry<P extends RecoveryCount>({
+  label,
+  buttonLabel = label,
+  count,
+  retry,
+  onDone,
+  words,
+  small = false,
+}: {
+  label: string;
+  /** The button's accessible name, when the label alone is ambiguous (one button per table row). */
+  buttonLabel?: string;
+  count: () => Promise<P>;
+  retry: () => Promise<RecoveryCount>;
+  onDone: () => void;
+  words: {
+    /** The group's name and text when nothing has ended failed. */
+    noneLabel: string;
+    none: (preview: P) => string;
+    /** The question, with the count and pace in it; `questionLabel` names the group. */
+    question: (preview: P) => string;
+    questionLabel: (preview: P) => string;
+    started: (started: RecoveryCount) => string;
+    startedNone: string;
+  };
+  small?: boolean;
+}) {
+  const [preview, setPreview] = useState<P | null>(null);
+  const [result, setResult] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const size = small ? ' btn-small' : '';
+
+  async function ask() {
+    setBusy(true);
+    setError(null);
+    setResult(null);
+    try {
+      setPreview(await count());
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function confirm() {
+    setBusy(true);
+    try {
+      const started = await retry();
+      setResult(started.count === 0 ? words.startedNone : words.started(started));
+      setPreview(null);
+      onDone();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <>
+      {preview === null ? (
+        <button type="button" class={`btn${size}`} onClick={() => void ask()} disabled={busy} aria-label={buttonLabel}>
+          {busy ? 'Counting…' : label}
+        </button>
+      ) : preview.count === 0 ? (
+        <span class="confirm" role="group" aria-label={words.noneLabel}>
+          <span>{words.none(preview)}</span>
+          <button type="button" class="btn btn-small" onClick={() => setPreview(null)} ref={(el) => el?.focus()}>
+            OK
+          </button>
+        </span>
+      ) : (
+        <span class="confirm" role="group" aria-label={words.questionLabel(preview)}>
+          <span class="confirm-question" data-testid="recovery-question">
+            {words.question(preview)}
+          </span>
+          <button type="button" class={`btn btn-primary${size}`} disabled={busy} ref={(el) => el?.focus()} onClick={() => void confirm()}>
+            Retry {plural(preview.count, 'callback')}
+          </button>
+          <button type="button" class={`btn${size}`} onClick={() => setPreview(null)}>
+            Cancel
+          </button>
+        </span>
+      )}
+      {result ? (
+        <p class="small" role="status">
+          {result}
+        </p>
+      ) : null}
+      <ErrorBanner error={error} />
+    </>
+  );
+}
+
 /** A destructive action asks once more in place (no browser dialog): the second button does it. */
 export function ConfirmButton({
   label,

@@ -1,10 +1,10 @@
 import type { ComponentChildren } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import type { Overview, OverviewDestination, OverviewPoint, OverviewWindow, RecoveryPreview } from '../api';
 import { TimeChart } from '../chart';
 import { formatDuration, formatMoney } from '../time';
-import { EmptyRow, ErrorBanner, failureWords, Time, useApp, useLoad } from '../ui';
+import { CountThenRetry, EmptyRow, ErrorBanner, failureWords, plural, Time, useApp, useLoad } from '../ui';
 
 const WINDOWS: { value: OverviewWindow; label: string; words: string }[] = [
   { value: '1h', label: 'Last hour', words: 'in the last hour' },
@@ -13,7 +13,6 @@ const WINDOWS: { value: OverviewWindow; label: string; words: string }[] = [
 ];
 
 const count = (n: number) => n.toLocaleString('en');
-const plural = (n: number, one: string, many = `${one}s`) => `${count(n)} ${n === 1 ? one : many}`;
 const percent = (rate: number | null) => (rate === null ? '—' : `${(Math.floor(rate * 1000) / 10).toLocaleString('en')} %`);
 const latency = (ms: number | null, cap: number) => (ms === null ? '—' : `${ms >= cap ? '≥ ' : ''}${formatDuration(ms)}`);
 
@@ -330,78 +329,28 @@ function DestinationRow({ d, now, onRecovered }: { d: OverviewDestination; now: 
   );
 }
 
-/** Counts first, then asks in place: the count is what the person agrees to. */
+/** Retries the destination's failed callbacks, through the recovery scoped to one origin. */
 function RetryDestination({ origin, onDone }: { origin: string; onDone: () => void }) {
   const { api } = useApp();
-  const [preview, setPreview] = useState<RecoveryPreview | null>(null);
-  const [result, setResult] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-
-  async function ask() {
-    setBusy(true);
-    setError(null);
-    setResult(null);
-    try {
-      setPreview(await api.previewRecovery(origin));
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  }
-
-  async function confirm() {
-    setBusy(true);
-    try {
-      const started = await api.recover(origin);
-      setResult(
-        started.count === 0
-          ? 'Nothing to retry: no callback to this destination has ended failed.'
-          : `Retrying ${plural(started.count, 'failed callback')} to this destination, ${started.rate_per_second} a second.`,
-      );
-      setPreview(null);
-      onDone();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  }
-
   const label = 'Retry all failed callbacks to this destination';
   return (
     <div class="retry-dest">
-      {preview === null ? (
-        <button type="button" class="btn btn-small" onClick={() => void ask()} disabled={busy} aria-label={`${label}: ${origin}`}>
-          {busy ? 'Counting…' : label}
-        </button>
-      ) : preview.count === 0 ? (
-        <span class="confirm" role="group" aria-label={`Retry to ${origin}`}>
-          <span>No callback to this destination has ended failed: its failures are still on their retry ladder.</span>
-          <button type="button" class="btn btn-small" onClick={() => setPreview(null)} ref={(el) => el?.focus()}>
-            OK
-          </button>
-        </span>
-      ) : (
-        <span class="confirm" role="group" aria-label={`Retry ${plural(preview.count, 'failed callback')} to ${origin}?`}>
-          <span class="confirm-question">
-            Retry {plural(preview.count, 'failed callback')} to this destination? They go out {preview.rate_per_second} a second.
-          </span>
-          <button type="button" class="btn btn-primary btn-small" disabled={busy} ref={(el) => el?.focus()} onClick={() => void confirm()}>
-            Retry {plural(preview.count, 'callback')}
-          </button>
-          <button type="button" class="btn btn-small" onClick={() => setPreview(null)}>
-            Cancel
-          </button>
-        </span>
-      )}
-      {result ? (
-        <p class="small" role="status">
-          {result}
-        </p>
-      ) : null}
-      <ErrorBanner error={error} />
+      <CountThenRetry<RecoveryPreview>
+        label={label}
+        buttonLabel={`${label}: ${origin}`}
+        small
+        count={() => api.previewRecovery(origin)}
+        retry={() => api.recover(origin)}
+        onDone={onDone}
+        words={{
+          noneLabel: `Retry to ${origin}`,
+          none: () => 'No callback to this destination has ended failed: its failures are still on their retry ladder.',
+          questionLabel: (p) => `Retry ${plural(p.count, 'failed callback')} to ${origin}?`,
+          question: (p) => `Retry ${plural(p.count, 'failed callback')} to this destination? They go out ${p.rate_per_second} a second.`,
+          startedNone: 'Nothing to retry: no callback to this destination has ended failed.',
+          started: (s) => `Retrying ${plural(s.count, 'failed callback')} to this destination, ${s.rate_per_second} a second.`,
+        }}
+      />
     </div>
   );
 }

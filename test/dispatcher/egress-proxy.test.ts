@@ -44,6 +44,12 @@ it('delivers through the proxy: CONNECT names the checked address, the attempt r
   const port = new URL(h.receiver.url('/via-proxy')).port;
   expect(proxy.targets).toContain(`127.0.0.1:${port}`);
   expect(proxy.targets.some((t) => t.startsWith('localhost'))).toBe(false);
+  // The receiver saw the proxy's address as its peer: the socket went through the proxy.
+  const received = h.receiver.requestsTo('/via-proxy');
+  expect(received.at(-1)?.remoteAddress).toMatch(/127\.0\.0\.2$/);
+  console.log(
+    `through the proxy: attempt recorded address ${attempts[0].address}, CONNECT targets ${JSON.stringify(proxy.targets)}, receiver's peer ${received.at(-1)?.remoteAddress}`,
+  );
 }, 30_000);
 
 it('fails an attempt as `proxy` while the proxy is down, and delivers on the ladder once it is back', async () => {

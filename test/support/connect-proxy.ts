@@ -43,7 +43,9 @@ export class ConnectProxy {
       }
       const open = () => {
         const [, host, port] = /^\[?([^\]]+)\]?:(\d+)$/.exec(target) ?? [];
-        const upstream = connect(Number(port), host, () => {
+        // Out from the proxy's own address, as an egress proxy with a published source address does:
+        // the receiver then sees that address as its peer.
+        const upstream = connect({ port: Number(port), host, localAddress: this.host }, () => {
           client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
           if (head.length > 0) upstream.write(head);
           upstream.pipe(client);

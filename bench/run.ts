@@ -84,10 +84,10 @@ interface Row {
 const GOALS = {
   /** Redis CPU per job, at most this many times BullMQ's own two-hop floor. */
   redisCostVsBullmq: 2,
-  dispatcherVsKeepAlive: 0.7,
-  gatewayVsExpress: 0.5,
+  dispatcherVsKeepAlive: 0.9,
+  gatewayVsExpress: 0.75,
   latencyP50Ms: 5,
-  latencyP99Ms: 25,
+  latencyP99Ms: 10,
   memoryBytes: 1.5 * 1024,
   /** Another workspace's backlog may cost a small job this many of the backlog's render times, at most (p50, p99). */
   isolationRendersP50: 3,

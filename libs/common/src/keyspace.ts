@@ -1,4 +1,4 @@
-import type { QueueName } from './queues';
+import type { QueueName } from './queues/catalogue';
 
 /**
  * How keys map to Redis Cluster slots. The same layout is used on a single Redis, where hash tags

@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Logger } from './logger';
-import { QUEUE_STATES, withTimeout, type QueueDepth } from './queue-depth';
-import type { QueueName } from './queues';
+import { QUEUE_STATES, withTimeout, type QueueDepth } from './queues/depth';
+import type { QueueName } from './queues/catalogue';
 
 /**
  * Prometheus metrics. The names are a contract (design section 2, the KEDA scalers and the

@@ -1,6 +1,6 @@
 import { PRIORITY_LIMIT, type JobsOptions } from 'bullmq';
 import { generationJobName, isSynchronous, parseScheduledAttempt, scheduledAttemptId, type AttemptTrigger, type JobRecord } from '@media/domain';
-import type { AppConfig } from './config';
+import type { AppConfig } from '../config';
 
 /**
  * The one job catalogue: every queue, the job names it carries and their payloads. Producers and

@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { scheduledAttemptId } from '@media/domain';
-import { createLogger } from './logger';
-import { bullPrefix, scheduleKey } from './keyspace';
+import { createLogger } from '../logger';
+import { bullPrefix, scheduleKey } from '../keyspace';
 import { JobQueue } from './queue';
-import { QueueDepth } from './queue-depth';
-import { SchedulePromoter } from './queue-schedule';
+import { QueueDepth } from './depth';
+import { SchedulePromoter } from './schedule';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
 const prefix = `test-${randomBytes(6).toString('hex')}`;

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { bullKey, scheduleKey } from './keyspace';
-import { LuaScript } from './lua-script';
-import type { QueueName } from './queues';
+import { bullKey, scheduleKey } from '../keyspace';
+import { LuaScript } from '../lua-script';
+import type { QueueName } from './catalogue';
 
 /** The states of `media_queue_jobs`; `delayed_due` is part of `delayed`, not beside it. */
 export const QUEUE_STATES = ['waiting', 'prioritized', 'delayed', 'delayed_due', 'active', 'failed'] as const;
@@ -28,7 +28,7 @@ const DELAYED_SCORE_FACTOR = 0x1000;
 const MAX_PRIORITY_LEVELS = 5_000;
 
 // The prioritized job that has waited longest; the header of lua/queue-oldest-prioritized.lua says why it takes a script.
-const OLDEST_PRIORITIZED = LuaScript.load(join(__dirname, '..', 'lua'), 'queue-oldest-prioritized');
+const OLDEST_PRIORITIZED = LuaScript.load(join(__dirname, '..', '..', 'lua'), 'queue-oldest-prioritized');
 
 /**
  * Reads one queue's depth straight from BullMQ's keys in one round trip. BullMQ's own getCounts

@@ -1,6 +1,6 @@
 import { PRIORITY_LIMIT } from 'bullmq';
 import { scheduledAttemptId, type ImageJob, type VideoJob } from '@media/domain';
-import { ASYNC_PRIORITY_BAND, generationPriority, generationQueueEntry, jobIds, QUEUE_SCHEDULES } from './queues';
+import { ASYNC_PRIORITY_BAND, generationPriority, generationQueueEntry, jobIds, QUEUE_SCHEDULES } from './catalogue';
 
 describe('generationPriority', () => {
   const sync = (rank: number) => generationPriority({ synchronous: true, rank });

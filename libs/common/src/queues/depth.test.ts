@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { bullPrefix } from './keyspace';
-import { QueueDepth } from './queue-depth';
+import { bullPrefix } from '../keyspace';
+import { QueueDepth } from './depth';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
 const prefix = `test-${randomBytes(6).toString('hex')}`;

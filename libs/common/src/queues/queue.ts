@@ -1,13 +1,22 @@
 import { Job, Queue, Worker, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { PermanentJobError } from './errors';
-import type { Logger } from './logger';
-import { QueueDepth, withTimeout } from './queue-depth';
-import { SchedulePromoter } from './queue-schedule';
-import { hasSchedule, JOB_SCHEDULERS, QUEUE_DEFAULTS, type JobNameOf, type JobScheduler, type PayloadOf, type QueueName, type ScheduledQueue } from './queues';
-import type { AppConfig } from './config';
-import { bullKey, bullPrefix } from './keyspace';
-import { duplicateRedis, logRedisErrors } from './redis';
+import { PermanentJobError } from '../errors';
+import type { Logger } from '../logger';
+import { QueueDepth, withTimeout } from './depth';
+import { SchedulePromoter } from './schedule';
+import {
+  hasSchedule,
+  JOB_SCHEDULERS,
+  QUEUE_DEFAULTS,
+  type JobNameOf,
+  type JobScheduler,
+  type PayloadOf,
+  type QueueName,
+  type ScheduledQueue,
+} from './catalogue';
+import type { AppConfig } from '../config';
+import { bullKey, bullPrefix } from '../keyspace';
+import { duplicateRedis, logRedisErrors } from '../redis';
 
 /** A producer for one queue of the catalogue. */
 export class JobQueue<Q extends QueueName> {

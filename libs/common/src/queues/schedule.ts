@@ -1,8 +1,8 @@
 import type { JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { scheduleKey } from './keyspace';
-import type { Logger } from './logger';
-import { QUEUE_SCHEDULES, type JobNameOf, type PayloadOf, type ScheduledJob, type ScheduledQueue } from './queues';
+import { scheduleKey } from '../keyspace';
+import type { Logger } from '../logger';
+import { QUEUE_SCHEDULES, type JobNameOf, type PayloadOf, type ScheduledJob, type ScheduledQueue } from './catalogue';
 
 /** Where a promoter adds the due jobs: the queue that runs it (`JobQueue.addBulk` in ./queue). */
 export interface ScheduleTarget<Q extends ScheduledQueue> {

@@ -2,6 +2,7 @@ import { CLOCK_SKEW_SECONDS, LinkSigner } from './links';
 import { describeSize, findModel, imageCost, imagePrice, videoCost, type ImageModel, type VideoModel } from './models';
 import { JobPresenter } from './presenter';
 import { isSynchronous, type ImageJob, type VideoJob } from './jobs';
+import { asyncImage, syncImage, video } from './test-support/jobs';
 
 const signer = new LinkSigner('k'.repeat(32), 'https://api.example.com', 86_400);
 
@@ -160,42 +161,6 @@ describe('JobPresenter', () => {
 });
 
 describe('synchronous calls', () => {
-  const base = {
-    id: 'img_1',
-    workspace_id: 'ws_1',
-    model: 'pixel-1',
-    prompt: 'p',
-    seed: 1,
-    status: 'in_progress' as const,
-    created_ms: 1,
-    finished_ms: null,
-    cost: null,
-    error: null,
-    callback_url: null,
-    request_id: 'req_1',
-    n: 1,
-    size: '256x256',
-    output_format: 'png' as const,
-    response_format: 'url' as const,
-    inputs: [],
-    mask: null,
-    outputs: [],
-  };
-  const syncImage: ImageJob = { ...base, kind: 'image', operation: 'generation' };
-  const asyncImage: ImageJob = { ...syncImage, callback_url: 'https://example.com/hook' };
-  const video: VideoJob = {
-    ...base,
-    id: 'video_1',
-    model: 'motion-1',
-    kind: 'video',
-    status: 'queued',
-    seconds: 1,
-    size: '640x360',
-    generate_audio: false,
-    progress: 0,
-    output: null,
-  };
-
   it('calls only an image request without a callback URL synchronous', () => {
     expect(isSynchronous(syncImage)).toBe(true);
     expect(isSynchronous({ ...syncImage, operation: 'edit' })).toBe(true);

@@ -1,5 +1,6 @@
 import { PRIORITY_LIMIT } from 'bullmq';
-import { scheduledAttemptId, type ImageJob, type VideoJob } from '@media/domain';
+import { scheduledAttemptId } from '@media/domain';
+import { asyncImage, syncImage, video } from '../../../domain/src/test-support/jobs';
 import { ASYNC_PRIORITY_BAND, generationPriority, generationQueueEntry, jobIds, QUEUE_SCHEDULES } from './catalogue';
 
 describe('generationPriority', () => {
@@ -34,42 +35,6 @@ describe('generationPriority', () => {
 });
 
 describe('generation queue entries', () => {
-  const base = {
-    id: 'img_1',
-    workspace_id: 'ws_1',
-    model: 'pixel-1',
-    prompt: 'p',
-    seed: 1,
-    status: 'in_progress' as const,
-    created_ms: 1,
-    finished_ms: null,
-    cost: null,
-    error: null,
-    callback_url: null,
-    request_id: 'req_1',
-    n: 1,
-    size: '256x256',
-    output_format: 'png' as const,
-    response_format: 'url' as const,
-    inputs: [],
-    mask: null,
-    outputs: [],
-  };
-  const syncImage: ImageJob = { ...base, kind: 'image', operation: 'generation' };
-  const asyncImage: ImageJob = { ...syncImage, callback_url: 'https://example.com/hook' };
-  const video: VideoJob = {
-    ...base,
-    id: 'video_1',
-    model: 'motion-1',
-    kind: 'video',
-    status: 'queued',
-    seconds: 1,
-    size: '640x360',
-    generate_audio: false,
-    progress: 0,
-    output: null,
-  };
-
   it("queues a job under its own id, named for its kind, at its band's priority for its rank", () => {
     expect(generationQueueEntry(syncImage, 3)).toEqual({
       name: 'generate-image',

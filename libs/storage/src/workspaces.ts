@@ -229,7 +229,7 @@ export class WorkspaceRepository {
     return stillSigning(parseList<SigningKeyPair>(raw), now).map((k) => ({ ...k, secret_key: this.box.open(k.secret_key, signingKeyOwner(workspaceId)) }));
   }
 
-  /** The public halves of {@link signingKeys}; no secret key is opened (the unauthenticated key listing reads this). */
+  /** The public halves of the key pairs that sign now; no secret key is opened (the unauthenticated key listing reads this). */
   async publicSigningKeys(workspaceId: string, now = Date.now()): Promise<PublicSigningKey[]> {
     const raw = await this.redis.get(this.keys.workspaceSigningKeys(workspaceId));
     return stillSigning(parseList<SigningKeyPair>(raw), now).map(({ public_key, created_ms, expires_ms }) => ({ public_key, created_ms, expires_ms }));

@@ -8,7 +8,7 @@
  * the marginal cost of one more pending callback, broken down by key kind.
  */
 import type { Redis } from 'ioredis';
-import { bullKey, scheduleKey, type QueueName } from '@media/common';
+import { bullKey, scheduleKey, storeShards, type QueueName } from '@media/common';
 import { StoreKeys } from '@media/storage';
 import { BenchStack, createWorkspace, dropPrefix, envNumber, newPrefix, serviceEnv, sleep, submitImage, waitUntil, type BenchContext } from './support';
 
@@ -185,7 +185,6 @@ export async function benchMemory(ctx: BenchContext): Promise<MemoryResult> {
     const replies = (await redis
       .pipeline()
       .zcard(bull('callback-deliveries', 'delayed'))
-      .zcard(scheduleKey(prefix, 'callback-deliveries'))
       .llen(bull('generation', 'wait'))
       .llen(bull('generation', 'active'))
       .zcard(bull('generation', 'prioritized'))
@@ -194,7 +193,8 @@ export async function benchMemory(ctx: BenchContext): Promise<MemoryResult> {
       .llen(bull('callback-deliveries', 'wait'))
       .llen(bull('callback-deliveries', 'active'))
       .exec())!.map(([, v]) => Number(v));
-    return replies[0] + replies[1] >= total && replies.slice(2).every((v) => v === 0);
+    const scheduled = await Promise.all(storeShards(prefix).map((shard) => redis.zcard(scheduleKey(prefix, 'callback-deliveries', shard))));
+    return replies[0] + scheduled.reduce((a, b) => a + b, 0) >= total && replies.slice(1).every((v) => v === 0);
   };
 
   try {

@@ -1,5 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { bullKey, jobIds } from '@media/common';
+import { callbackIdFor, LEGACY_SHARD, newIdBeside, shardOfId, STORE_SHARDS } from '@media/domain';
 import { api, BLOB_STORES, eventually } from '../support/stack';
 import { TestRedisCluster } from '../support/redis-cluster';
 import { DispatcherHarness } from '../dispatcher/support/harness';
@@ -85,7 +86,7 @@ describe.each(BLOB_STORES)('the stack on Redis Cluster, media on %s', (blobStore
     const jobId = await h.jobs.image(h.receiver.url('/ladder'));
     const messageId = await h.messageIdOf(jobId);
     await h.attempts(messageId, 1);
-    const schedule = h.stack.keys.callbackSchedule();
+    const schedule = h.stack.keys.callbackSchedule(shardOfId(messageId));
     const second = jobIds.delivery(messageId, 2, 'scheduled');
     await eventually(async () => ((await h.stack.redis.zscore(schedule, second)) !== null ? true : undefined), 20_000, 'attempt 2 scheduled');
 
@@ -194,24 +195,34 @@ describe.each(BLOB_STORES)('the stack on Redis Cluster, media on %s', (blobStore
     }
   });
 
-  it('keeps the store in one slot and gives each queue a slot of its own', async () => {
+  it("keeps a workspace's traffic in one slot, spreads the store's shards over the slot range, and gives each queue a slot of its own", async () => {
     const keys = h.stack.keys;
-    const storeSlots = new Set(
+    const ws = h.workspace.workspaceId;
+    const shard = shardOfId(ws);
+    expect(shard).not.toBe(LEGACY_SHARD);
+    const jobId = newIdBeside(ws, 'video');
+    const workspaceSlots = new Set(
       await Promise.all(
         [
-          keys.workspace(h.workspace.workspaceId),
-          keys.intake(),
-          keys.jobExpiry(),
-          keys.endedCallbacks(),
-          keys.callbackSchedule(),
-          keys.job('img_x'),
-          keys.callback('msg_x'),
+          keys.workspaceVideos(ws),
+          keys.workspaceCallbacks(ws),
+          keys.workspaceUnfinished(ws),
+          keys.intake(shard),
+          keys.jobExpiry(shard),
+          keys.endedCallbacks(shard),
+          keys.callbackSchedule(shard),
+          keys.job(jobId),
+          keys.callback(callbackIdFor(jobId, 'video.completed')),
         ].map(slotOf),
       ),
     );
-    expect(storeSlots.size).toBe(1);
+    expect(workspaceSlots.size).toBe(1);
+    // Each shard's slot lies in its own sixteenth of the range: an even share of shards per primary.
+    const shardSlots = await Promise.all(Array.from({ length: STORE_SHARDS }, (_, s) => slotOf(keys.intake(s))));
+    expect(shardSlots.map((slot) => Math.floor(slot / 1024))).toEqual(Array.from({ length: STORE_SHARDS }, (_, s) => s));
+    const storeSlots = new Set([await slotOf(keys.workspace(ws)), ...shardSlots]);
     const queueSlots = await Promise.all((['generation', 'job-events', 'callback-deliveries'] as const).map((q) => slotOf(bullKey(h.stack.prefix, q, 'wait'))));
-    expect(new Set([...storeSlots, ...queueSlots]).size).toBe(4);
+    expect(new Set([...storeSlots, ...queueSlots]).size).toBe(storeSlots.size + 3);
     // And the data really is spread: with slots split in thirds, every primary holds keys of this stack.
     const nodes = cluster.nodeClients();
     try {

@@ -76,7 +76,7 @@ describe('callback events', () => {
       expect(request.headers['content-type']).toBe('application/json');
       expect(request.headers['user-agent']).toBe('Service-Webhooks/1.0 (+https://docs.media.test/webhooks)');
       expect(request.headers['webhook-id']).toBe(messageId);
-      expect(messageId).toMatch(/^msg_[a-z0-9]{24}$/);
+      expect(messageId).toMatch(/^msg_[a-z0-9]{25}$/);
       expect(Math.abs(Number(request.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(60);
       expect(request.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+={0,2}$/);
 

@@ -1,6 +1,7 @@
 import { jobIds } from '@media/common';
 import { eventually } from '../support/stack';
 import { DispatcherHarness } from './support/harness';
+import { shardOfId } from '@media/domain';
 
 /**
  * A manual retry in the middle of the ladder. The gaps are long so that the automatic attempt 2
@@ -25,7 +26,7 @@ describe('manual retry mid-ladder', () => {
     const deliveries = h.queue('callback-deliveries');
     try {
       const secondId = jobIds.delivery(messageId, 2, 'scheduled');
-      const schedule = h.stack.keys.callbackSchedule();
+      const schedule = h.stack.keys.callbackSchedule(shardOfId(messageId));
       await eventually(async () => ((await h.stack.redis.zscore(schedule, secondId)) !== null ? true : undefined), 20_000, 'attempt 2 scheduled');
       const pending = (await h.callbacks.get(messageId))!;
       expect(pending).toMatchObject({ state: 'pending', ladder_attempt: 1 });

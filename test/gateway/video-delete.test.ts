@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { api, BLOB_STORES, eventually, TestStack } from '../support/stack';
+import { shardOfId } from '@media/domain';
 
 // `DELETE /v1/videos/{id}` (the SDK's `videos.delete`): the video's media and record go at once,
 // its charge stays; a video that is still being made cannot be deleted.
@@ -53,7 +54,7 @@ describe.each(BLOB_STORES)('deleting a video (%s blob store)', (blobStore) => {
     // A link minted before the delete no longer finds the file.
     expect((await fetch(link)).status).toBe(404);
     expect(stored.kind === 'video' && (await stack.blobs.size(stored.output!))).toBeUndefined();
-    expect(await stack.redis.zscore(stack.keys.jobExpiry(), created.id)).toBeNull();
+    expect(await stack.redis.zscore(stack.keys.jobExpiry(shardOfId(created.id)), created.id)).toBeNull();
     expect((await stack.jobs.ledger(workspaceId)).map((e) => e.job_id)).toContain(created.id);
 
     const again = await call(`/v1/videos/${created.id}`, { method: 'DELETE' });

@@ -1,6 +1,7 @@
 import { bullKey, type CrashPoint } from '@media/common';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { api, type ServiceName } from '../support/stack';
+import { shardOfId } from '@media/domain';
 
 /**
  * A SIGKILL between any two writes of acceptance, completion and delivery loses and duplicates
@@ -82,7 +83,7 @@ describe('acceptance', () => {
     await expectEndedOnce(retried.json.id, path);
     // One job for the key: the workspace's image index holds it once.
     expect(await h.stack.redis.zscore(h.stack.keys.workspaceImages(h.workspace.workspaceId), retried.json.id)).not.toBeNull();
-    expect(await h.stack.redis.zscore(h.stack.keys.intake(), retried.json.id)).toBeNull();
+    expect(await h.stack.redis.zscore(h.stack.keys.intake(shardOfId(retried.json.id)), retried.json.id)).toBeNull();
   });
 });
 
@@ -109,7 +110,7 @@ describe('acceptance when queueing fails after the job was stored', () => {
       if (hadMeta) await h.stack.redis.rename(savedKey, metaKey);
     }
     expect(accepted.status).toBe(202);
-    expect(await h.stack.redis.zscore(h.stack.keys.intake(), accepted.json.id)).not.toBeNull();
+    expect(await h.stack.redis.zscore(h.stack.keys.intake(shardOfId(accepted.json.id)), accepted.json.id)).not.toBeNull();
     await restart('generator');
     await expectEndedOnce(accepted.json.id, path);
   });

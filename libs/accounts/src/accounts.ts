@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { newId } from '@media/domain';
+import { newWorkspaceId } from '@media/domain';
 import {
   hashApiKey,
   type ApiKeyInfo,
@@ -131,7 +131,7 @@ export class WorkspaceAccounts {
   async createWorkspace(name: string, ownerEmail: string): Promise<NewWorkspace> {
     const email = normalizeEmail(ownerEmail);
     const now = this.now();
-    const workspace: Workspace = { id: newId('ws'), name, created_ms: now };
+    const workspace: Workspace = { id: newWorkspaceId(), name, created_ms: now };
     const key = mint.apiKey();
     const signingSecret = mint.signingSecret();
     const password = mint.password();

@@ -19,7 +19,7 @@ export { PermanentJobError } from './errors';
 export { CRASH_POINTS, FaultInjector, type CrashPoint } from './faults';
 export { createLogger, warnIfCallbackChecksRelaxed, warnIfSecretsUnsealed, type Logger } from './logger';
 export { coalesceWrites, createRedis, duplicateRedis, isCluster, logRedisErrors, pingRedis, storeAnswers } from './redis';
-export { bullKey, bullPrefix, hasHashTag, scheduleKey, storePrefix } from './keyspace';
+export { bullKey, bullPrefix, hasHashTag, scheduleKey, storePrefix, storeShardPrefix, storeShards } from './keyspace';
 export { LuaScript, type ScriptCall, type ScriptReply } from './lua-script';
 export {
   createMetricsRegistry,

@@ -1,3 +1,4 @@
+import { LEGACY_SHARD, STORE_SHARDS } from '@media/domain';
 import type { QueueName } from './queues/catalogue';
 
 /**
@@ -14,16 +15,62 @@ import type { QueueName } from './queues/catalogue';
  *   {queue:callback-deliveries} 8520, {queue:generation} 15301. (Plain `{generation}`,
  *   `{job-events}` and `{callback-deliveries}` all fall in the middle third, with `{store}`.) The quiet
  *   `{queue:maintenance}` (one sweep a minute) is slot 1632, beside job-events.
- * The store is one slot: splitting it per workspace would mean a schedule and an intake set per
- * slot group; that is the next step if one primary cannot carry the store.
+ * - the store is split into shards (`STORE_SHARDS`, `@media/domain`), each with a tag of its own
+ *   (`SHARD_TAGS`): a workspace, its jobs, callbacks, indexes, charge and aggregates live on one
+ *   shard, and the sets that used to be deployment-wide (intake, expiry, awaiting callback, ended
+ *   callbacks, the ladder's schedule, recent destinations) are kept per shard and walked shard by
+ *   shard by their sweepers. Workspaces spread over the shards, so the store spreads over a
+ *   cluster's primaries instead of loading the one that holds `{store}`;
+ * - `{store}` itself (`LEGACY_SHARD`) keeps what is not a workspace's traffic (accounts, API keys,
+ *   sessions, secrets, the link key) and everything written before the split: the ids of a
+ *   workspace made then name no shard, so it stays there whole, jobs and callbacks included.
  *
  * A `KEY_PREFIX` that carries its own `{…}` tag overrides all of this: every key then shares that
  * tag (one slot), which an operator may want to keep a deployment on one node of a shared cluster.
  */
 export const hasHashTag = (keyPrefix: string): boolean => /\{[^{}]+\}/.test(keyPrefix);
 
-/** Prefix of every key of the store (`StoreKeys`) and of the queues' schedules. */
+/** Prefix of the store's keys that belong to no shard (`StoreKeys`), and of the legacy shard's. */
 export const storePrefix = (keyPrefix: string): string => (hasHashTag(keyPrefix) ? keyPrefix : `${keyPrefix}:{store}`);
+
+/**
+ * The shards' hash tags, chosen so that shard k's slot lies in the k-th sixteenth of the 16,384
+ * slots: a cluster whose primaries hold even runs of slots (as `redis-cli --cluster create` makes
+ * them) gets an even share of shards on each. Renaming one moves its data out of reach.
+ */
+const SHARD_TAGS = [
+  'store-0.41', // slot 600
+  'store-1.42', // 1167
+  'store-2.61', // 2386
+  'store-3.62', // 3973
+  'store-4.2', // 4111
+  'store-5.1', // 5980
+  'store-6', // 6738
+  'store-7.12', // 7395
+  'store-8.61', // 8697
+  'store-9.62', // 10030
+  'store-a.21', // 11121
+  'store-b.3', // 11328
+  'store-c.13', // 13064
+  'store-d.23', // 14198
+  'store-e.2', // 14833
+  'store-f.10', // 16174
+] as const satisfies { length: typeof STORE_SHARDS };
+
+/** Prefix of the keys of one store shard (`LEGACY_SHARD` is `storePrefix`'s `{store}`). */
+export function storeShardPrefix(keyPrefix: string, shard: number): string {
+  if (hasHashTag(keyPrefix) || shard === LEGACY_SHARD) return storePrefix(keyPrefix);
+  const tag = SHARD_TAGS[shard];
+  if (tag === undefined) throw new Error(`no store shard ${shard}`);
+  return `${keyPrefix}:{${tag}}`;
+}
+
+/**
+ * Every shard whose per-shard sets a sweeper must walk: the legacy one and the sixteen, or only one
+ * when `KEY_PREFIX` pins every key to its own tag (all shards then share the same keys).
+ */
+export const storeShards = (keyPrefix: string): readonly number[] =>
+  hasHashTag(keyPrefix) ? [LEGACY_SHARD] : [LEGACY_SHARD, ...Array.from({ length: STORE_SHARDS }, (_, i) => i)];
 
 /** BullMQ's `prefix` option for one queue: BullMQ then names its keys `<prefix>:<queue>:<suffix>`. */
 export const bullPrefix = (keyPrefix: string, queue: QueueName): string => (hasHashTag(keyPrefix) ? `${keyPrefix}:bull` : `${keyPrefix}:bull:{queue:${queue}}`);
@@ -33,7 +80,9 @@ export const bullKey = (keyPrefix: string, queue: QueueName, suffix: string): st
 
 /**
  * Where a queue's scheduled jobs wait (`SchedulePromoter`): one sorted-set entry each, member = the
- * BullMQ job id the job will get, score = when it is due (Unix ms). Outside BullMQ's own key space,
+ * BullMQ job id the job will get, score = when it is due (Unix ms). One per store shard, beside the
+ * records whose scripts write it (a callback's next attempt is scheduled in the script that records
+ * its last). Outside BullMQ's own key space,
  * so no BullMQ job id or internal key can ever collide with it.
  */
-export const scheduleKey = (keyPrefix: string, queue: QueueName): string => `${storePrefix(keyPrefix)}:schedule:${queue}`;
+export const scheduleKey = (keyPrefix: string, queue: QueueName, shard: number): string => `${storeShardPrefix(keyPrefix, shard)}:schedule:${queue}`;

@@ -1,9 +1,12 @@
 /** Callback records as stored, beside the job records; `@media/callbacks` renders the API objects from them. */
-import { derivedId } from './ids';
+import { derivedIdBeside } from './ids';
 import type { EventType } from './jobs';
 
-/** The `msg_` id of a job's callback: derived, so a replayed job-finished event finds the same callback. */
-export const callbackIdFor = (jobId: string, type: EventType): string => derivedId('msg', jobId, type);
+/**
+ * The `msg_` id of a job's callback: derived, so a replayed job-finished event finds the same
+ * callback, and on the job's shard, so the callback is stored beside its job and workspace.
+ */
+export const callbackIdFor = (jobId: string, type: EventType): string => derivedIdBeside(jobId, 'msg', jobId, type);
 
 /** How an attempt came about: a step of the automatic retry ladder, or a person's request. */
 export type AttemptTrigger = 'scheduled' | 'manual';

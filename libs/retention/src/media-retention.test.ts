@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createLogger } from '@media/common';
-import { callbackIdFor, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
+import { callbackIdFor, type ImageJob, type JobRecord, shardOfId, type VideoJob } from '@media/domain';
 import { FileBlobStore, type BlobStore } from '@media/blob-store';
 import { CallbackRepository, IdempotencyRepository, idempotencyKeyHash, JobRepository, StoreKeys, type CallbackRecord } from '@media/storage';
 import { S3TestServer } from '../../blob-store/src/test-support/s3-server';
@@ -144,7 +144,7 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
     expect(await blobCount(job)).toBe(0);
     expect(await blobs.size(`${ws}/${job.id}/2.png`)).toBeUndefined();
     expect(await listed(job.id)).toBe(false);
-    expect(await redis.zscore(keys.jobExpiry(), job.id)).toBeNull();
+    expect(await redis.zscore(keys.jobExpiry(shardOfId(job.id)), job.id)).toBeNull();
     expect(await redis.exists(claim)).toBe(0);
     expect((await jobs.ledger(ws)).map((e) => e.job_id)).toContain(job.id);
     // Again: nothing to do, nothing fails.
@@ -159,7 +159,7 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
     expect(await retention.sweep()).toMatchObject({ jobsRemoved: 0, jobsHeld: 1 });
     // Held for the links of the attempts to come (their TTL) and an hour, in the record and the index alike.
     const heldUntil = clock + 25 * HOUR;
-    expect(Number(await redis.zscore(keys.jobExpiry(), job.id))).toBe(heldUntil);
+    expect(Number(await redis.zscore(keys.jobExpiry(shardOfId(job.id)), job.id))).toBe(heldUntil);
     expect((await jobs.get(job.id))?.expires_ms).toBe(heldUntil);
 
     // The dispatcher handled the event: the callback is on its ladder.
@@ -191,7 +191,7 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
     expect(await retention.sweep()).toMatchObject({ jobsRemoved: 1, callbacksRemoved: 1 });
     expect(await jobs.get(job.id)).toBeUndefined();
     expect(await callbacks.get(callback.id)).toBeUndefined();
-    for (const index of [keys.workspaceCallbacks(ws), keys.workspaceCallbacksInState(ws, 'delivered'), keys.endedCallbacks()]) {
+    for (const index of [keys.workspaceCallbacks(ws), keys.workspaceCallbacksInState(ws, 'delivered'), keys.endedCallbacks(shardOfId(callback.id))]) {
       expect(await redis.zscore(index, callback.id)).toBeNull();
     }
   });
@@ -218,7 +218,7 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
     expect(await failing.due()).toEqual({ jobs: 0, callbacks: 0 });
     expect(await jobs.get(fine.id)).toBeUndefined();
     expect(await jobs.get(broken.id)).toBeDefined();
-    expect(Number(await redis.zscore(keys.jobExpiry(), broken.id))).toBe(clock + HOUR);
+    expect(Number(await redis.zscore(keys.jobExpiry(shardOfId(broken.id)), broken.id))).toBe(clock + HOUR);
     clock += HOUR;
     expect(await retention.sweep()).toMatchObject({ jobsRemoved: 1, errors: 0 });
   });
@@ -226,14 +226,14 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
   it('leaves a callback whose record cannot be read, and looks at it again a day later', async () => {
     const id = 'msg_corrupt1';
     await redis.set(keys.callback(id), '{not json');
-    await redis.zadd(keys.endedCallbacks(), clock - 3 * HOUR, id);
+    await redis.zadd(keys.endedCallbacks(shardOfId(id)), clock - 3 * HOUR, id);
     expect(await retention.sweep()).toMatchObject({ callbacksRemoved: 0, errors: 1, complete: true });
     expect(await redis.get(keys.callback(id))).toBe('{not json');
     // Due again a day from now, not at every sweep in between.
-    expect(Number(await redis.zscore(keys.endedCallbacks(), id))).toBe(clock + 24 * HOUR - 2 * HOUR);
+    expect(Number(await redis.zscore(keys.endedCallbacks(shardOfId(id)), id))).toBe(clock + 24 * HOUR - 2 * HOUR);
     expect(await retention.sweep()).toMatchObject({ errors: 0 });
     await redis.del(keys.callback(id));
-    await redis.zrem(keys.endedCallbacks(), id);
+    await redis.zrem(keys.endedCallbacks(shardOfId(id)), id);
   });
 
   it('removes an ended callback with its attempts and every index entry only after its retention, counted from its last attempt', async () => {
@@ -268,12 +268,12 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
     expect(await retention.sweep()).toMatchObject({ callbacksRemoved: 1 });
     expect(await callbacks.get(failed.id)).toBeUndefined();
     expect(await redis.exists(keys.callbackAttempts(failed.id))).toBe(0);
-    for (const index of [...indexes, keys.endedCallbacks()]) expect(await redis.zscore(index, failed.id)).toBeNull();
+    for (const index of [...indexes, keys.endedCallbacks(shardOfId(failed.id))]) expect(await redis.zscore(index, failed.id)).toBeNull();
   });
 
   it('never lists a pending callback as ended, and sweeps a backlog larger than one batch', async () => {
     const pending = await callbackFor(await finishedImage(`req_${kind}d`, { expires: clock + 1_000 * HOUR, callback: true }), 'pending');
-    expect(await redis.zscore(keys.endedCallbacks(), pending.id)).toBeNull();
+    expect(await redis.zscore(keys.endedCallbacks(shardOfId(pending.id)), pending.id)).toBeNull();
     const many = await Promise.all(Array.from({ length: 230 }, (_, i) => finishedImage(`req_${kind}e${i}`, { expires: clock + 1 })));
     clock += 2;
     const report = await retention.sweep();
@@ -312,6 +312,6 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
     expect(await removeJob({ jobs, callbacks, blobs }, video)).toEqual({ blobs: 0, callbacks: 0, record: true });
     expect(await jobs.get(video.id)).toBeUndefined();
     expect(await redis.zscore(keys.workspaceVideos(ws), video.id)).toBeNull();
-    expect(await redis.zscore(keys.jobExpiry(), video.id)).toBeNull();
+    expect(await redis.zscore(keys.jobExpiry(shardOfId(video.id)), video.id)).toBeNull();
   });
 });

@@ -6,7 +6,7 @@ import { CorruptRecordError, type CallbackRepository, type JobRepository } from 
 export interface RetentionDeps {
   jobs: Pick<
     JobRepository,
-    'get' | 'getMany' | 'dueForRemoval' | 'countDueForRemoval' | 'holdUntil' | 'postponeRemoval' | 'forgetRemoval' | 'remove' | 'awaitsCallback'
+    'shards' | 'get' | 'getMany' | 'dueForRemoval' | 'countDueForRemoval' | 'holdUntil' | 'postponeRemoval' | 'forgetRemoval' | 'remove' | 'awaitsCallback'
   >;
   callbacks: Pick<CallbackRepository, 'get' | 'endedBefore' | 'countEndedBefore' | 'remove' | 'postponeRemoval'>;
   blobs: Pick<BlobStore, 'removeAll'>;
@@ -82,25 +82,30 @@ export class MediaRetention {
     const report: SweepReport = { jobsRemoved: 0, jobsHeld: 0, blobsRemoved: 0, callbacksRemoved: 0, errors: 0, complete: false };
     const goOn = () => !this.stopping && this.now() - started <= budgetMs;
     // Jobs first: a held job waits on its callback, which ends (and is then swept) only later.
-    for (;;) {
-      const ids = await this.deps.jobs.dueForRemoval(this.now(), BATCH);
-      const found = new Map((await this.deps.jobs.getMany(ids)).map((job) => [job.id, job]));
-      for (const id of ids) {
-        if (!goOn()) return this.done(report);
-        await this.isolated(report, 'job', id, () => this.sweepJob(id, found.get(id), report));
+    // Shard by shard: each keeps its own expiry and ended sets (keys.ts).
+    for (const shard of this.deps.jobs.shards) {
+      for (;;) {
+        const ids = await this.deps.jobs.dueForRemoval(shard, this.now(), BATCH);
+        const found = new Map((await this.deps.jobs.getMany(ids)).map((job) => [job.id, job]));
+        for (const id of ids) {
+          if (!goOn()) return this.done(report);
+          await this.isolated(report, 'job', id, () => this.sweepJob(id, found.get(id), report));
+        }
+        if (ids.length < BATCH) break;
       }
-      if (ids.length < BATCH) break;
     }
-    for (;;) {
-      const cutoff = this.now() - this.deps.callbackRetentionMs;
-      const ids = await this.deps.callbacks.endedBefore(cutoff, BATCH);
-      for (const id of ids) {
-        if (!goOn()) return this.done(report);
-        await this.isolated(report, 'callback', id, async () => {
-          if (await this.deps.callbacks.remove(id, cutoff)) report.callbacksRemoved++;
-        });
+    for (const shard of this.deps.jobs.shards) {
+      for (;;) {
+        const cutoff = this.now() - this.deps.callbackRetentionMs;
+        const ids = await this.deps.callbacks.endedBefore(shard, cutoff, BATCH);
+        for (const id of ids) {
+          if (!goOn()) return this.done(report);
+          await this.isolated(report, 'callback', id, async () => {
+            if (await this.deps.callbacks.remove(id, cutoff)) report.callbacksRemoved++;
+          });
+        }
+        if (ids.length < BATCH) break;
       }
-      if (ids.length < BATCH) break;
     }
     report.complete = true;
     return this.done(report);

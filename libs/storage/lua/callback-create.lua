@@ -10,7 +10,7 @@
     KEYS[2] the workspace's callbacks (sorted set: id -> created ms)
     KEYS[3] the workspace's callbacks of its type
     KEYS[4] the workspace's callbacks in its state
-    KEYS[5] jobs awaiting their callback (set)
+    KEYS[5] its shard's jobs awaiting their callback (set)
 
     ARGV[1] the record (JSON)
     ARGV[2] created ms

@@ -9,8 +9,8 @@
     KEYS[3] the workspace's pending callbacks
     KEYS[4] the workspace's delivered callbacks
     KEYS[5] the workspace's failed callbacks
-    KEYS[6] the ladder's schedule (the deliveries queue's)
-    KEYS[7] ended callbacks (sorted set: id -> last activity ms)
+    KEYS[6] its shard's part of the ladder's schedule (the deliveries queue's)
+    KEYS[7] its shard's ended callbacks (sorted set: id -> last activity ms)
 
     ARGV[1] now ms
     ARGV[2] the ladder's separator in a scheduled attempt's name (SCHEDULED_ATTEMPT_SEPARATOR)

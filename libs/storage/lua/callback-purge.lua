@@ -12,8 +12,8 @@
     KEYS[5] the workspace's failed callbacks
     KEYS[6] the workspace's callbacks
     KEYS[7] the workspace's callbacks of its type
-    KEYS[8] ended callbacks
-    KEYS[9] the ladder's schedule
+    KEYS[8] its shard's ended callbacks
+    KEYS[9] its shard's part of the ladder's schedule
 
     ARGV[1] callback id
     ARGV[2] cutoff ms, or '' to remove it whatever its state

@@ -6,8 +6,7 @@
     KEYS[1] the destination's leases
     KEYS[2] its parked attempts
     KEYS[3] its state
-    KEYS[4] every destination with recent activity (sorted set: id -> last activity ms)
-    KEYS[5] the workspace's destinations (sorted set: id -> last use ms)
+    KEYS[4] the destinations of its shard with recent activity (sorted set: id -> last activity ms)
 
     ARGV[1] destination id
     ARGV[2] lease id: the id of the job making the attempt (a slot reserved for it is found under it)
@@ -41,10 +40,6 @@ local keep_ms = tonumber(ARGV[9])
 redis.call('ZADD', KEYS[4], now, ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - keep_ms)
 redis.call('PEXPIRE', KEYS[4], keep_ms)
-redis.call('ZADD', KEYS[5], now, ARGV[1])
--- A workspace sending to ever new hosts keeps only its latest few on record.
-redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -51)
-redis.call('PEXPIRE', KEYS[5], keep_ms)
 redis.call('HSET', KEYS[3], 'origin', ARGV[8])
 redis.call('PEXPIRE', KEYS[3], keep_ms)
 

@@ -7,7 +7,7 @@
   Input:
     KEYS[1] the job's record
     KEYS[2] the workspace's image or video index
-    KEYS[3] the intake set (jobs stored and not yet queued)
+    KEYS[3] its shard's intake set (jobs stored and not yet queued)
     KEYS[4] the workspace's unfinished jobs (set)
     KEYS[5] the workspace's limit overrides (hash)
     KEYS[6] (optional) the Idempotency-Key's entry

@@ -10,9 +10,9 @@
     KEYS[1] the job's record
     KEYS[2] the workspace's charge ledger (list)
     KEYS[3] the workspace's unfinished jobs (set)
-    KEYS[4] the intake set (jobs stored and not yet queued)
-    KEYS[5] the expiry index (sorted set: job id -> when its retention ends, ms)
-    KEYS[6] jobs awaiting their callback (set)
+    KEYS[4] its shard's intake set (jobs stored and not yet queued)
+    KEYS[5] its shard's expiry index (sorted set: job id -> when its retention ends, ms)
+    KEYS[6] its shard's jobs awaiting their callback (set)
 
     ARGV[1] the finished record (JSON)
     ARGV[2] the charge (JSON), or '' for none

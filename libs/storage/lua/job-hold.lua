@@ -5,7 +5,7 @@
 
   Input:
     KEYS[1] the job's record
-    KEYS[2] the expiry index (sorted set: job id -> when its retention ends, ms)
+    KEYS[2] its shard's expiry index (sorted set: job id -> when its retention ends, ms)
 
     ARGV[1] job id
     ARGV[2] the expires_ms read with the record ('' when it had none)

@@ -7,8 +7,8 @@
   Input:
     KEYS[1] the job's record
     KEYS[2] the workspace's image or video index
-    KEYS[3] the expiry index
-    KEYS[4] jobs awaiting their callback (set)
+    KEYS[3] its shard's expiry index
+    KEYS[4] its shard's jobs awaiting their callback (set)
     KEYS[5] (optional) the Idempotency-Key's entry
 
     ARGV[1] job id

@@ -5,7 +5,7 @@
 
   Input:
     KEYS[1] the callback's record
-    KEYS[2] the ended callbacks' index
+    KEYS[2] its shard's ended callbacks' index
     KEYS[3..] the Overview buckets of the give-up's time (includes/overview-buckets)
 
     ARGV[1] the callback's id

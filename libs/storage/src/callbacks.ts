@@ -11,6 +11,7 @@ import {
   type CallbackState,
   type EventType,
   SCHEDULED_ATTEMPT_SEPARATOR,
+  shardOfId,
 } from '@media/domain';
 import type { StoreKeys } from './keys';
 import { readIndexPage } from './index-page';
@@ -18,6 +19,7 @@ import { OverviewCounters } from './overview';
 import { CorruptRecordError } from './jobs';
 import { encodeRecord } from './record-json';
 import { storeScript } from './lua';
+import { mgetByShard } from './shards';
 
 // The records are domain types; re-exported so that a caller of the repository imports from one place.
 export type { AttemptErrorClass, AttemptTiming, CallbackAttempt, CallbackRecord, CallbackState } from '@media/domain';
@@ -147,7 +149,7 @@ export class CallbackRepository {
           this.keys.workspaceCallbacks(callback.workspace_id),
           this.keys.workspaceCallbacksOfType(callback.workspace_id, callback.type),
           this.keys.workspaceCallbacksInState(callback.workspace_id, callback.state),
-          this.keys.awaitingCallback(),
+          this.keys.awaitingCallback(shardOfId(callback.id)),
         ],
         args: [encodeRecord(callback), callback.created_ms, callback.id, callback.job_id],
       },
@@ -296,24 +298,25 @@ export class CallbackRepository {
       this.keys.workspaceCallbacksInState(workspaceId, 'pending'),
       this.keys.workspaceCallbacksInState(workspaceId, 'delivered'),
       this.keys.workspaceCallbacksInState(workspaceId, 'failed'),
-      this.keys.callbackSchedule(),
-      this.keys.endedCallbacks(),
+      this.keys.callbackSchedule(shardOfId(id)),
+      this.keys.endedCallbacks(shardOfId(id)),
     ];
   }
 
   /** Moves an ended callback's place in the ended index to `lastActivityMs` (retention could not remove it now); one not there stays out. */
   async postponeRemoval(messageId: string, lastActivityMs: number): Promise<void> {
-    await this.redis.zadd(this.keys.endedCallbacks(), 'XX', lastActivityMs, messageId);
+    await this.redis.zadd(this.keys.endedCallbacks(shardOfId(messageId)), 'XX', lastActivityMs, messageId);
   }
 
-  /** How many ended callbacks had their last activity at or before `cutoffMs`. */
+  /** How many ended callbacks, over every shard, had their last activity at or before `cutoffMs`. */
   async countEndedBefore(cutoffMs: number): Promise<number> {
-    return this.redis.zcount(this.keys.endedCallbacks(), '-inf', cutoffMs);
+    const counts = await Promise.all(this.keys.shards.map((shard) => this.redis.zcount(this.keys.endedCallbacks(shard), '-inf', cutoffMs)));
+    return counts.reduce((a, b) => a + b, 0);
   }
 
-  /** Ids of ended callbacks whose last activity was at or before `cutoffMs`, oldest first. */
-  async endedBefore(cutoffMs: number, limit: number): Promise<string[]> {
-    return this.redis.zrangebyscore(this.keys.endedCallbacks(), '-inf', cutoffMs, 'LIMIT', 0, limit);
+  /** Ids of the shard's ended callbacks whose last activity was at or before `cutoffMs`, oldest first. */
+  async endedBefore(shard: number, cutoffMs: number, limit: number): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.endedCallbacks(shard), '-inf', cutoffMs, 'LIMIT', 0, limit);
   }
 
   /**
@@ -332,13 +335,16 @@ export class CallbackRepository {
       throw new CorruptRecordError(messageId);
     }
     // Without its record the indexes cannot be named; the script then only drops the ended entry.
-    const [workspaceId, type] = record ? [record.workspace_id, record.type] : ['-', '-'];
+    // Its own id stands in for the workspace's: index keys that do not exist, on the callback's
+    // shard (a script's keys must share one slot).
+    const [workspaceId, type] = record ? [record.workspace_id, record.type] : [messageId, '-'];
+    const shard = shardOfId(messageId);
     const keys = [
       ...this.scriptKeys({ id: messageId, workspace_id: workspaceId }).slice(0, 5),
       this.keys.workspaceCallbacks(workspaceId),
       this.keys.workspaceCallbacksOfType(workspaceId, type),
-      this.keys.endedCallbacks(),
-      this.keys.callbackSchedule(),
+      this.keys.endedCallbacks(shard),
+      this.keys.callbackSchedule(shard),
     ];
     const result = await PURGE.run(this.redis, keys, [messageId, cutoffMs === 'with-its-job' ? '' : cutoffMs, SCHEDULED_ATTEMPT_SEPARATOR]);
     if (result === -1) throw new CorruptRecordError(messageId);
@@ -403,7 +409,7 @@ export class CallbackRepository {
 
   async getMany(ids: string[]): Promise<CallbackRecord[]> {
     if (ids.length === 0) return [];
-    const raws = await this.redis.mget(ids.map((id) => this.keys.callback(id)));
+    const raws = await mgetByShard(this.redis, ids, this.keys.callback);
     return raws.filter((r): r is string => r !== null).map((r) => JSON.parse(r) as CallbackRecord);
   }
 

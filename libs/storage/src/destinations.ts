@@ -7,11 +7,21 @@ import { storeScript } from './lua';
 const ACQUIRE = storeScript('destination-acquire');
 const RELEASE = storeScript('destination-release');
 const STATUS = storeScript('destination-status');
+const TOUCH_WORKSPACE = storeScript('workspace-destination-touch');
 
 /** Keys of a destination that sees no traffic go after this long; a day covers the ladder's longest gap. */
 const IDLE_KEEP_MS = 86_400_000;
 /** What metrics and the dashboard call recent activity. */
 const RECENT_MS = 15 * 60_000;
+/** How many destinations a workspace's list keeps (the latest used). */
+const WORKSPACE_DESTINATIONS_KEPT = 50;
+/**
+ * How often one process notes the same workspace's use of the same destination: the list is read
+ * by the day, so a note a minute is plenty, and the attempts in between cost no write for it.
+ */
+const WORKSPACE_TOUCH_EVERY_MS = 60_000;
+/** Notes remembered per process before the memory is cleared (a busy dispatcher sees many pairs). */
+const WORKSPACE_TOUCHES_REMEMBERED = 10_000;
 
 /** The isolation settings of a deployment, as every process that builds a {@link DestinationGate} reads them. */
 export const destinationLimits = (
@@ -49,6 +59,8 @@ export type SlotAnswer =
  */
 export class DestinationGate {
   private readonly leaseMs: number;
+  /** When this process last noted a workspace's use of a destination, by `workspace destination`. */
+  private readonly touched = new Map<string, number>();
 
   constructor(
     private readonly redis: Redis,
@@ -60,30 +72,44 @@ export class DestinationGate {
 
   async acquire(request: SlotRequest): Promise<SlotAnswer> {
     const { destination: d } = request;
-    const reply = (await ACQUIRE.run(
-      this.redis,
-      [
-        this.keys.destinationLeases(d.id),
-        this.keys.destinationParked(d.id),
-        this.keys.destinationState(d.id),
-        this.keys.destinations(),
-        this.keys.workspaceDestinations(request.workspaceId),
-      ],
-      [
-        d.id,
-        request.leaseId,
-        request.nowMs,
-        this.leaseMs,
-        request.dueMs,
-        this.limits.maxInFlight,
-        this.limits.slowMaxInFlight,
-        d.origin,
-        IDLE_KEEP_MS,
-        request.parkAs,
-      ],
-    )) as (number | string)[];
+    const [reply] = (await Promise.all([
+      ACQUIRE.run(
+        this.redis,
+        [
+          this.keys.destinationLeases(d.id),
+          this.keys.destinationParked(d.id),
+          this.keys.destinationState(d.id),
+          this.keys.destinations(this.keys.destinationShard(d.id)),
+        ],
+        [
+          d.id,
+          request.leaseId,
+          request.nowMs,
+          this.leaseMs,
+          request.dueMs,
+          this.limits.maxInFlight,
+          this.limits.slowMaxInFlight,
+          d.origin,
+          IDLE_KEEP_MS,
+          request.parkAs,
+        ],
+      ),
+      this.noteWorkspaceUse(request.workspaceId, d.id, request.nowMs),
+    ])) as [(number | string)[], void];
     if (reply[0] === 1) return { granted: true, woken: reply.slice(2).map(String) };
     return { granted: false, wakeAtMs: Number(reply[1]), limit: Number(reply[2]), position: Number(reply[3]), woken: reply.slice(4).map(String) };
+  }
+
+  /**
+   * Lists the destination among the workspace's, at most once a minute per pair and process. A
+   * separate write because the two live on different shards (keys.ts); it runs beside the slot's.
+   */
+  private async noteWorkspaceUse(workspaceId: string, destinationId: string, nowMs: number): Promise<void> {
+    const pair = `${workspaceId} ${destinationId}`;
+    if (nowMs - (this.touched.get(pair) ?? -Infinity) < WORKSPACE_TOUCH_EVERY_MS) return;
+    if (this.touched.size >= WORKSPACE_TOUCHES_REMEMBERED) this.touched.clear();
+    this.touched.set(pair, nowMs);
+    await TOUCH_WORKSPACE.run(this.redis, [this.keys.workspaceDestinations(workspaceId)], [destinationId, nowMs, IDLE_KEEP_MS, WORKSPACE_DESTINATIONS_KEPT]);
   }
 
   /** Gives the slot back with what the attempt said about the destination; returns the parked attempts woken. */
@@ -101,10 +127,10 @@ export class DestinationGate {
     return (await this.redis.zscore(this.keys.destinationLeases(destination.id), leaseId)) !== null;
   }
 
-  /** Destinations with activity in the last quarter hour, over every workspace (metrics). */
+  /** Destinations with activity in the last quarter hour, over every workspace and shard (metrics). */
   async recent(nowMs: number): Promise<DestinationStatus[]> {
-    const ids = await this.redis.zrangebyscore(this.keys.destinations(), nowMs - RECENT_MS, '+inf');
-    return this.statuses(ids, nowMs);
+    const perShard = await Promise.all(this.keys.shards.map((shard) => this.redis.zrangebyscore(this.keys.destinations(shard), nowMs - RECENT_MS, '+inf')));
+    return this.statuses(perShard.flat(), nowMs);
   }
 
   /** The destinations a workspace's callbacks went to lately, most recent first (its dashboard). */

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { LuaScript } from '@media/common';
-import { isFinished, type JobRecord, type LedgerEntry } from '@media/domain';
+import { isFinished, shardOfId, type JobRecord, type LedgerEntry } from '@media/domain';
 import { readIndexPage, type IndexPage } from './index-page';
 import type { IdempotencyEntry } from './idempotency';
 import type { StoreKeys } from './keys';
@@ -8,6 +8,7 @@ import { NO_REPLICA_WAIT, type ReplicaWait } from './replica-wait';
 import { encodeRecord } from './record-json';
 import { storeScript } from './lua';
 import { OverviewCounters } from './overview';
+import { groupByShard, mgetByShard } from './shards';
 
 // lua/<name>.lua: each file's header gives the script's KEYS, ARGV, answers, and why it is one step.
 const FINISH = storeScript('job-finish');
@@ -70,6 +71,11 @@ export class JobRepository {
     this.overview = new OverviewCounters(keys);
   }
 
+  /** The store's shards, which the sweepers of the per-shard sets walk one by one. */
+  get shards(): readonly number[] {
+    return this.keys.shards;
+  }
+
   /**
    * Stores a new job; false when a job with that id already exists (an idempotent replay).
    *
@@ -83,7 +89,7 @@ export class JobRepository {
       .multi()
       .set(this.keys.job(job.id), encodeRecord(job), 'NX')
       .zadd(index, 'NX', job.created_ms, job.id)
-      .zadd(this.keys.intake(), 'NX', job.created_ms, job.id)
+      .zadd(this.keys.intake(shardOfId(job.id)), 'NX', job.created_ms, job.id)
       .sadd(this.keys.workspaceUnfinished(job.workspace_id), job.id)
       .exec()) as [[Error | null, unknown], ...unknown[]];
     if (error) throw error;
@@ -98,14 +104,14 @@ export class JobRepository {
    * record was never stored) is not counted twice.
    *
    * Keys touched: the job's record; the workspace's index, unfinished set, limits and
-   * Idempotency-Key entry; and the deployment-wide intake set.
+   * Idempotency-Key entry; and its shard's intake set.
    */
   async admit(job: JobRecord, options: AdmitOptions): Promise<Admission> {
     const index = this.keys.workspaceJobs(job.workspace_id, job.kind);
     const keys = [
       this.keys.job(job.id),
       index,
-      this.keys.intake(),
+      this.keys.intake(shardOfId(job.id)),
       this.keys.workspaceUnfinished(job.workspace_id),
       this.keys.workspaceLimits(job.workspace_id),
     ];
@@ -134,14 +140,14 @@ export class JobRepository {
     }
   }
 
-  /** The job is on the generation queue: it no longer needs the intake repair. */
+  /** The jobs are on the generation queue: they no longer need the intake repair. */
   async markQueued(...ids: string[]): Promise<void> {
-    if (ids.length > 0) await this.redis.zrem(this.keys.intake(), ...ids);
+    await Promise.all([...groupByShard(ids)].map(([shard, inShard]) => this.redis.zrem(this.keys.intake(shard), ...inShard)));
   }
 
-  /** Ids of jobs stored before `beforeMs` and not yet marked queued, oldest first. */
-  async unqueuedSince(beforeMs: number, limit: number): Promise<string[]> {
-    return this.redis.zrangebyscore(this.keys.intake(), '-inf', beforeMs, 'LIMIT', 0, limit);
+  /** Ids of the shard's jobs stored before `beforeMs` and not yet marked queued, oldest first. */
+  async unqueuedSince(shard: number, beforeMs: number, limit: number): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.intake(shard), '-inf', beforeMs, 'LIMIT', 0, limit);
   }
 
   /** How many jobs of the workspace are accepted and not finished (the waiting-jobs cap; a queued job's rank). */
@@ -184,9 +190,9 @@ export class JobRepository {
           this.keys.job(job.id),
           this.keys.workspaceLedger(job.workspace_id),
           this.keys.workspaceUnfinished(job.workspace_id),
-          this.keys.intake(),
-          this.keys.jobExpiry(),
-          this.keys.awaitingCallback(),
+          this.keys.intake(shardOfId(job.id)),
+          this.keys.jobExpiry(shardOfId(job.id)),
+          this.keys.awaitingCallback(shardOfId(job.id)),
         ],
         args: [
           encodeRecord(job),
@@ -209,19 +215,20 @@ export class JobRepository {
     return result === 1;
   }
 
-  /** Ids of finished jobs whose retention ended at or before `nowMs`, soonest first. */
-  async dueForRemoval(nowMs: number, limit: number): Promise<string[]> {
-    return this.redis.zrangebyscore(this.keys.jobExpiry(), '-inf', nowMs, 'LIMIT', 0, limit);
+  /** Ids of the shard's finished jobs whose retention ended at or before `nowMs`, soonest first. */
+  async dueForRemoval(shard: number, nowMs: number, limit: number): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.jobExpiry(shard), '-inf', nowMs, 'LIMIT', 0, limit);
   }
 
-  /** How many finished jobs are due for removal at `nowMs` and not yet removed (held ones are not due). */
+  /** How many finished jobs, over every shard, are due for removal at `nowMs` and not yet removed (held ones are not due). */
   async countDueForRemoval(nowMs: number): Promise<number> {
-    return this.redis.zcount(this.keys.jobExpiry(), '-inf', nowMs);
+    const counts = await Promise.all(this.keys.shards.map((shard) => this.redis.zcount(this.keys.jobExpiry(shard), '-inf', nowMs)));
+    return counts.reduce((a, b) => a + b, 0);
   }
 
   /** Moves a job's next look to `untilMs` without changing its record (one that cannot be read); a job not in the index stays out. */
   async postponeRemoval(jobId: string, untilMs: number): Promise<void> {
-    await this.redis.zadd(this.keys.jobExpiry(), 'XX', untilMs, jobId);
+    await this.redis.zadd(this.keys.jobExpiry(shardOfId(jobId)), 'XX', untilMs, jobId);
   }
 
   /**
@@ -234,7 +241,7 @@ export class JobRepository {
     return (
       (await HOLD.run(
         this.redis,
-        [this.keys.job(job.id), this.keys.jobExpiry()],
+        [this.keys.job(job.id), this.keys.jobExpiry(shardOfId(job.id))],
         [job.id, String(job.expires_ms ?? ''), encodeRecord(held), held.expires_ms],
       )) === 1
     );
@@ -242,12 +249,12 @@ export class JobRepository {
 
   /** Whether a finished job's callback is still to be created (its job-finished event not yet handled). */
   async awaitsCallback(jobId: string): Promise<boolean> {
-    return (await this.redis.sismember(this.keys.awaitingCallback(), jobId)) === 1;
+    return (await this.redis.sismember(this.keys.awaitingCallback(shardOfId(jobId)), jobId)) === 1;
   }
 
   /** Drops an expiry entry whose record is gone already (nothing else can be found for it). */
   async forgetRemoval(jobId: string): Promise<void> {
-    await this.redis.zrem(this.keys.jobExpiry(), jobId);
+    await this.redis.zrem(this.keys.jobExpiry(shardOfId(jobId)), jobId);
   }
 
   /**
@@ -258,7 +265,8 @@ export class JobRepository {
    */
   async remove(job: JobRecord, dueBeforeMs?: number): Promise<boolean> {
     const index = this.keys.workspaceJobs(job.workspace_id, job.kind);
-    const keys = [this.keys.job(job.id), index, this.keys.jobExpiry(), this.keys.awaitingCallback()];
+    const shard = shardOfId(job.id);
+    const keys = [this.keys.job(job.id), index, this.keys.jobExpiry(shard), this.keys.awaitingCallback(shard)];
     if (job.idempotency_key_hash) keys.push(this.keys.idempotency(job.workspace_id, job.idempotency_key_hash));
     return (await PURGE.run(this.redis, keys, [job.id, dueBeforeMs ?? ''])) === 1;
   }
@@ -275,7 +283,7 @@ export class JobRepository {
 
   async getMany(ids: string[]): Promise<JobRecord[]> {
     if (ids.length === 0) return [];
-    const raws = await this.redis.mget(ids.map((id) => this.keys.job(id)));
+    const raws = await mgetByShard(this.redis, ids, this.keys.job);
     // A list shows what it can read: one unreadable record must not hide the rest.
     return raws.flatMap((raw, i) => {
       if (raw === null) return [];

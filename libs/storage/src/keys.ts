@@ -1,38 +1,65 @@
-import { scheduleKey, storePrefix } from '@media/common';
+import { scheduleKey, storePrefix, storeShardPrefix, storeShards } from '@media/common';
+import { shardOfId, shardOfName } from '@media/domain';
 
 /**
- * Every Redis key of the store, in one place, under the deployment's prefix and the store's hash
- * tag (`storePrefix`, keyspace.ts): all of them share one cluster slot, so any script or MULTI may
- * join any of them.
+ * Every Redis key of the store, in one place, under the deployment's prefix and a shard's hash tag
+ * (keyspace.ts). A workspace's traffic (its jobs, callbacks, indexes, charge, limits, aggregates)
+ * lives on the workspace's shard, named by its id, and a job's or callback's records on the shard
+ * its id names, which is its workspace's: so every script that moves a job or a callback keeps
+ * its keys in one cluster slot. Accounts, API keys, sessions, secrets and the link key are read
+ * far less often and live on `{store}` (`prefix`). A destination, shared by every workspace that
+ * calls it, lives on the shard its id hashes to; its scripts touch only its own keys.
  */
 export class StoreKeys {
+  /** Prefix of the keys that belong to no workspace's shard. */
   readonly prefix: string;
+  /** Every shard, for the sweepers that walk the per-shard sets. */
+  readonly shards: readonly number[];
+  private readonly shardPrefixes = new Map<number, string>();
+
   constructor(private readonly keyPrefix: string) {
     this.prefix = storePrefix(keyPrefix);
+    this.shards = storeShards(keyPrefix);
+    for (const shard of this.shards) this.shardPrefixes.set(shard, storeShardPrefix(keyPrefix, shard));
+  }
+
+  /** Key patterns that together match every key of the store (tests and tools that scan it). */
+  get patterns(): string[] {
+    return [...new Set([this.prefix, ...this.shardPrefixes.values()])].map((prefix) => `${prefix}:*`);
+  }
+
+  /** Prefix of a shard's keys. */
+  private at(shard: number): string {
+    return this.shardPrefixes.get(shard) ?? storeShardPrefix(this.keyPrefix, shard);
+  }
+
+  /** Prefix of the keys stored beside `id` (a workspace's, a job's, a callback's: its shard). */
+  private by(id: string): string {
+    return this.at(shardOfId(id));
   }
   workspace = (id: string) => `${this.prefix}:ws:${id}`;
   workspaceSecrets = (id: string) => `${this.prefix}:ws:${id}:secrets`;
   /** The workspace's ed25519 key pairs for `v1a` signatures (JSON list like the secrets'); absent until turned on. */
   workspaceSigningKeys = (id: string) => `${this.prefix}:ws:${id}:signing-keys`;
   workspaceMembers = (id: string) => `${this.prefix}:ws:${id}:members`;
-  workspaceVideos = (id: string) => `${this.prefix}:ws:${id}:videos`;
-  workspaceImages = (id: string) => `${this.prefix}:ws:${id}:images`;
+  workspaceVideos = (id: string) => `${this.by(id)}:ws:${id}:videos`;
+  workspaceImages = (id: string) => `${this.by(id)}:ws:${id}:images`;
   /** The workspace's listing index of a job's kind (`/v1/videos` or `/v1/images`). */
   workspaceJobs = (id: string, kind: 'video' | 'image') => (kind === 'video' ? this.workspaceVideos(id) : this.workspaceImages(id));
-  workspaceLedger = (id: string) => `${this.prefix}:ws:${id}:ledger`;
-  workspaceCallbacks = (id: string) => `${this.prefix}:ws:${id}:callbacks`;
+  workspaceLedger = (id: string) => `${this.by(id)}:ws:${id}:ledger`;
+  workspaceCallbacks = (id: string) => `${this.by(id)}:ws:${id}:callbacks`;
   /** The workspace's callbacks in one delivery state, scored by creation time (the status filter reads it). */
-  workspaceCallbacksInState = (id: string, state: string) => `${this.prefix}:ws:${id}:callbacks:state:${state}`;
+  workspaceCallbacksInState = (id: string, state: string) => `${this.by(id)}:ws:${id}:callbacks:state:${state}`;
   /** When the workspace's bulk recoveries may next send an attempt (Unix ms), so concurrent recoveries share one pace. */
-  workspaceRecoveryPace = (id: string) => `${this.prefix}:ws:${id}:recovery-pace`;
+  workspaceRecoveryPace = (id: string) => `${this.by(id)}:ws:${id}:recovery-pace`;
   /** The workspace's callbacks of one event type, scored by creation time. */
-  workspaceCallbacksOfType = (id: string, type: string) => `${this.prefix}:ws:${id}:callbacks:type:${type}`;
+  workspaceCallbacksOfType = (id: string, type: string) => `${this.by(id)}:ws:${id}:callbacks:type:${type}`;
   /** Ids of the workspace's accepted, unfinished jobs (the waiting-jobs cap counts them). */
-  workspaceUnfinished = (id: string) => `${this.prefix}:ws:${id}:unfinished`;
+  workspaceUnfinished = (id: string) => `${this.by(id)}:ws:${id}:unfinished`;
   /** Per-workspace overrides of the configured limits (hash: create_per_minute, read_per_minute, max_waiting_jobs). */
-  workspaceLimits = (id: string) => `${this.prefix}:ws:${id}:limits`;
+  workspaceLimits = (id: string) => `${this.by(id)}:ws:${id}:limits`;
   /** Request counter of one rate-limit bucket (`create`, `read`) for the current window; expires with it. */
-  workspaceRate = (id: string, bucket: string) => `${this.prefix}:ws:${id}:rate:${bucket}`;
+  workspaceRate = (id: string, bucket: string) => `${this.by(id)}:ws:${id}:rate:${bucket}`;
   /** The workspace's API keys: hash of key id → SHA-256 of the key (listing and revoking by id). */
   workspaceApiKeys = (id: string) => `${this.prefix}:ws:${id}:apikeys`;
   /** Workspaces a dashboard e-mail (hashed, lower case) is a member of: sign-in takes no workspace. */
@@ -46,36 +73,38 @@ export class StoreKeys {
   testCallbackResult = (id: string) => `${this.prefix}:testcb:${id}:result`;
   workspaces = () => `${this.prefix}:workspaces`;
   apiKey = (hash: string) => `${this.prefix}:apikey:${hash}`;
-  job = (id: string) => `${this.prefix}:job:${id}`;
-  /** Jobs stored but not yet known to be queued, scored by creation time (the intake repair reads it). */
-  intake = () => `${this.prefix}:intake`;
-  /** Finished jobs by when their record and media expire (Unix ms): what the retention sweep removes. */
-  jobExpiry = () => `${this.prefix}:expiry:jobs`;
-  /** Finished jobs with a `callback_url` whose callback the dispatcher has not created yet: retention holds them. */
-  awaitingCallback = () => `${this.prefix}:expiry:awaiting-callback`;
-  /** Ended callbacks (delivered or failed) by their last activity (Unix ms): the sweep removes them after their retention. */
-  endedCallbacks = () => `${this.prefix}:callbacks:ended`;
-  idempotency = (workspaceId: string, keyHash: string) => `${this.prefix}:idem:${workspaceId}:${keyHash}`;
-  callback = (messageId: string) => `${this.prefix}:cb:${messageId}`;
-  callbackAttempts = (messageId: string) => `${this.prefix}:cb:${messageId}:attempts`;
-  /** The ladder's future automatic attempts, due time per delivery job id (the deliveries queue's schedule). */
-  callbackSchedule = () => scheduleKey(this.keyPrefix, 'callback-deliveries');
+  job = (id: string) => `${this.by(id)}:job:${id}`;
+  /** A shard's jobs stored but not yet known to be queued, scored by creation time (the intake repair reads it). */
+  intake = (shard: number) => `${this.at(shard)}:intake`;
+  /** A shard's finished jobs by when their record and media expire (Unix ms): what the retention sweep removes. */
+  jobExpiry = (shard: number) => `${this.at(shard)}:expiry:jobs`;
+  /** A shard's finished jobs with a `callback_url` whose callback the dispatcher has not created yet: retention holds them. */
+  awaitingCallback = (shard: number) => `${this.at(shard)}:expiry:awaiting-callback`;
+  /** A shard's ended callbacks (delivered or failed) by their last activity (Unix ms): the sweep removes them after their retention. */
+  endedCallbacks = (shard: number) => `${this.at(shard)}:callbacks:ended`;
+  idempotency = (workspaceId: string, keyHash: string) => `${this.by(workspaceId)}:idem:${workspaceId}:${keyHash}`;
+  callback = (messageId: string) => `${this.by(messageId)}:cb:${messageId}`;
+  callbackAttempts = (messageId: string) => `${this.by(messageId)}:cb:${messageId}:attempts`;
+  /** A shard's future automatic attempts of the ladder, due time per delivery job id (the deliveries queue's schedule). */
+  callbackSchedule = (shard: number) => scheduleKey(this.keyPrefix, 'callback-deliveries', shard);
   /** Attempts holding a slot of one callback destination (delivery job id → lease deadline ms). */
-  destinationLeases = (id: string) => `${this.prefix}:dest:${id}:leases`;
+  destinationLeases = (id: string) => `${this.at(shardOfName(id))}:dest:${id}:leases`;
   /** Attempts waiting for a slot of one destination (delivery job id → due ms, the order they are served in). */
-  destinationParked = (id: string) => `${this.prefix}:dest:${id}:parked`;
+  destinationParked = (id: string) => `${this.at(shardOfName(id))}:dest:${id}:parked`;
   /** One destination's origin and its slow-lane and throttle state (hash). */
-  destinationState = (id: string) => `${this.prefix}:dest:${id}`;
-  /** Destinations with recent activity, by last activity (Unix ms): what metrics read. */
-  destinations = () => `${this.prefix}:destinations`;
+  destinationState = (id: string) => `${this.at(shardOfName(id))}:dest:${id}`;
+  /** A shard's destinations with recent activity, by last activity (Unix ms): what metrics read. */
+  destinations = (shard: number) => `${this.at(shard)}:destinations`;
+  /** The shard of a destination's keys. */
+  destinationShard = (id: string) => shardOfName(id);
   /** The destinations a workspace's callbacks went to lately, by last use: what its dashboard shows. */
-  workspaceDestinations = (id: string) => `${this.prefix}:ws:${id}:destinations`;
+  workspaceDestinations = (id: string) => `${this.by(id)}:ws:${id}:destinations`;
   /**
    * One bucket of the workspace's Overview aggregates (overview.ts): a hash of counts for one time
    * slot of a tier (`m` minute, `q` quarter hour, `h` hour, `d` day), `slot` being the slot's start
    * divided by the tier's length. Each expires when its tier's longest window no longer reaches it.
    */
-  overviewBucket = (id: string, tier: string, slot: number) => `${this.prefix}:ws:${id}:ov:${tier}:${slot}`;
+  overviewBucket = (id: string, tier: string, slot: number) => `${this.by(id)}:ws:${id}:ov:${tier}:${slot}`;
   linkKey = () => `${this.prefix}:system:link-signing-key`;
   /** Pub/sub channel on which finished job ids are announced (synchronous image calls wait on it). */
   jobFinishedChannel = () => `${this.prefix}:job-finished`;

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { ScriptCall } from '@media/common';
+import { shardOfId } from '@media/domain';
 import type { StoreKeys } from './keys';
 import { storeScript } from './lua';
 
@@ -174,7 +175,7 @@ export class OverviewCounters {
     const buckets = this.buckets(workspaceId, CALLBACK_TIERS, nowMs);
     return {
       script: GIVEN_UP,
-      keys: [this.keys.callback(messageId), this.keys.endedCallbacks(), ...buckets.keys],
+      keys: [this.keys.callback(messageId), this.keys.endedCallbacks(shardOfId(messageId)), ...buckets.keys],
       args: [messageId, nowMs, ...buckets.expiries],
     };
   }

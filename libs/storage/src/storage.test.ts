@@ -1,6 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { DEFAULT_RETRY_GAPS_MS, isLastAttempt, LADDER_ATTEMPTS, nextAttemptAt, scheduledAttemptId, type VideoJob } from '@media/domain';
+import {
+  DEFAULT_RETRY_GAPS_MS,
+  isLastAttempt,
+  LADDER_ATTEMPTS,
+  LEGACY_SHARD,
+  nextAttemptAt,
+  scheduledAttemptId,
+  shardOfId,
+  type VideoJob,
+} from '@media/domain';
 import { IdempotencyRepository, idempotencyKeyHash } from './idempotency';
 import { attemptKey, CallbackRepository } from './callbacks';
 import { CorruptRecordError, JobRepository } from './jobs';
@@ -90,7 +99,7 @@ describe('JobRepository', () => {
     // The rank is the workspace's unfinished count, this job included (its generation priority).
     expect(await jobs.admit(job('video_a1'), { maxWaitingDefault: 2 })).toEqual({ outcome: 'stored', rank: 1 });
     expect(await jobs.get('video_a1')).toMatchObject({ id: 'video_a1', workspace_id: ws });
-    expect(await redis.zscore(keys.intake(), 'video_a1')).not.toBeNull();
+    expect(await redis.zscore(keys.intake(shardOfId('video_a1')), 'video_a1')).not.toBeNull();
     expect(await redis.smembers(keys.workspaceUnfinished(ws))).toEqual(['video_a1']);
     expect(await jobs.admit(job('video_a1'), { maxWaitingDefault: 2 })).toEqual({ outcome: 'exists', rank: 1 });
 
@@ -121,7 +130,7 @@ describe('JobRepository', () => {
     await redis.hset(keys.workspaceLimits(ws), 'max_waiting_jobs', '3');
     expect(await jobs.admit(job('video_a6'), { maxWaitingDefault: 2 })).toEqual({ outcome: 'stored', rank: 3 });
     expect(await jobs.admit(job('video_a7'), { maxWaitingDefault: 2 })).toEqual({ outcome: 'over_cap', waiting: 3, max: 3 });
-    await redis.zrem(keys.intake(), 'video_a1', 'video_a2', 'video_a4', 'video_a6');
+    await redis.zrem(keys.intake(LEGACY_SHARD), 'video_a1', 'video_a2', 'video_a4', 'video_a6');
   });
 
   it('stores a replayed job under its claimed id only while the claim lasts (the job may have been removed meanwhile)', async () => {
@@ -138,7 +147,7 @@ describe('JobRepository', () => {
     expect(await jobs.admit(job('video_r1'), { maxWaitingDefault: 5, idempotency: claim, claimMustExist: true })).toEqual({ outcome: 'claim_gone' });
     expect(await jobs.get('video_r1')).toBeUndefined();
     expect(await redis.exists(claim.redisKey)).toBe(0);
-    await redis.zrem(keys.intake(), 'video_r1');
+    await redis.zrem(keys.intake(shardOfId('video_r1')), 'video_r1');
     await redis.srem(keys.workspaceUnfinished(ws), 'video_r1');
   });
 
@@ -231,7 +240,7 @@ describe('LimitRepository', () => {
 describe('CallbackRepository ladder', () => {
   const callbacks = new CallbackRepository(redis, keys);
   const ws = `ws_${randomBytes(6).toString('hex')}`;
-  const schedule = keys.callbackSchedule();
+  const schedule = keys.callbackSchedule(LEGACY_SHARD);
   const newCallback = async (id: string) =>
     (
       await callbacks.create({

@@ -1,7 +1,7 @@
 import { createHash, randomInt } from 'node:crypto';
 import { FaultInjector, generationQueueEntry, type JobQueue } from '@media/common';
 import { CallbackUrlGuard, CallbackUrlRejectedError } from '@media/callback-guard';
-import { blobFolderOf, findModel, isFinished, newId, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
+import { blobFolderOf, findModel, isFinished, newIdBeside, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
 import type { BlobStore, ImageExtension } from '@media/blob-store';
 import { idempotencyKeyHash, type IdempotencyEntry, type IdempotencyRepository, type JobRepository, type LimitRepository } from '@media/storage';
 import { activeTraceparent } from '@media/tracing';
@@ -148,7 +148,7 @@ export class JobIntakeService {
   ): Promise<Intake> {
     await this.checkCallbackUrl(params.callback_url);
     const fingerprint = () => this.fingerprint(operation, { ...params, model: params.model.id, remixed_from_video_id: remixedFrom ?? undefined }, null);
-    return this.admit(workspaceId, newId('video'), fingerprint, idempotencyKey, async (id) => {
+    return this.admit(workspaceId, newIdBeside(workspaceId, 'video'), fingerprint, idempotencyKey, async (id) => {
       const job: VideoJob = {
         id,
         kind: 'video',

@@ -18,10 +18,16 @@ export class IntakeRepair {
     private readonly logger: Logger,
   ) {}
 
-  /** Repairs what is older than the grace period; returns how many jobs were queued. */
+  /** Repairs what is older than the grace period, on every shard; returns how many jobs were queued. */
   async run(now = Date.now()): Promise<number> {
     let queued = 0;
-    for (const id of await this.jobs.unqueuedSince(now - INTAKE_GRACE_MS, BATCH)) {
+    for (const shard of this.jobs.shards) queued += await this.runOn(shard, now);
+    return queued;
+  }
+
+  private async runOn(shard: number, now: number): Promise<number> {
+    let queued = 0;
+    for (const id of await this.jobs.unqueuedSince(shard, now - INTAKE_GRACE_MS, BATCH)) {
       try {
         const job = await this.jobs.get(id);
         if (job && !isFinished(job.status)) {

@@ -6,8 +6,8 @@
  * run's one.
  */
 
-/** Ids of the service's objects, as the README spells them (24 characters after the prefix). */
-const ID = /\b(?:req|video|ws|msg|rcv)_[0-9a-z]{24}\b/;
+/** Ids of the service's objects, as the README spells them (24 characters after the prefix, 25 for those that name their store shard). */
+const ID = /\b(?:req|video|ws|msg|rcv)_[0-9a-z]{24,25}\b/;
 const ISO_TIME = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z/;
 const SIGNATURE_PARAM = /signature=[A-Za-z0-9_-]{43}/;
 const EXPIRES_PARAM = /expires=\d+/;
@@ -91,7 +91,7 @@ export function matchString(expected: string, actual: string, bindings: Bindings
       const bound = bindings.ids.get(text);
       if (bound !== undefined) pattern += escape(bound);
       else {
-        pattern += `(${text.slice(0, text.indexOf('_'))}_[0-9a-z]{24})`;
+        pattern += `(${text.slice(0, text.indexOf('_'))}_[0-9a-z]{24,25})`;
         unbound.push(text);
       }
     } else if (WHOLE_ISO_TIME.test(text)) pattern += ISO_TIME.source;

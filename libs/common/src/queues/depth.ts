@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { bullKey, scheduleKey } from '../keyspace';
+import { bullKey, scheduleKey, storeShards } from '../keyspace';
 import { LuaScript } from '../lua-script';
 import type { QueueName } from './catalogue';
 
@@ -45,11 +45,10 @@ export class QueueDepth {
   async read(queue: QueueName, nowMs = Date.now()): Promise<QueueDepthReading> {
     const key = (suffix: string) => bullKey(this.keyPrefix, queue, suffix);
     const dueMax = (nowMs + 1) * DELAYED_SCORE_FACTOR - 1;
-    const schedule = scheduleKey(this.keyPrefix, queue);
     // Pipelines, not MULTI: reads only, and they must pass a Redis paused for writes (CLIENT PAUSE
     // WRITE). Two of them, sent together: the queue's keys and its schedule live in different
     // cluster slots (keyspace.ts), and a cluster client sends a pipeline to one node only.
-    const [queueReplies, scheduleReplies, oldestPrioritized] = await Promise.all([
+    const [queueReplies, scheduled, oldestPrioritized] = await Promise.all([
       this.redis
         .pipeline()
         .llen(key('wait'))
@@ -69,14 +68,14 @@ export class QueueDepth {
         .exec(),
       // The queue's schedule (QUEUE_SCHEDULES; empty for queues without one) holds future jobs
       // as BullMQ's delayed set would: counted as delayed, and as delayed_due once their time came.
-      this.redis.pipeline().zcard(schedule).zcount(schedule, '-inf', nowMs).zrange(schedule, 0, 0, 'WITHSCORES').exec(),
+      this.readSchedule(queue, nowMs),
       OLDEST_PRIORITIZED.run(this.redis, [key('prioritized')], [MAX_PRIORITY_LEVELS]).then(
         (id) => (typeof id === 'string' ? id : null),
         () => undefined,
       ),
     ]);
-    if (!queueReplies || !scheduleReplies) throw new Error('queue depth pipeline returned nothing');
-    const replies = [...queueReplies, ...scheduleReplies];
+    if (!queueReplies) throw new Error('queue depth pipeline returned nothing');
+    const replies = queueReplies;
     const value = (i: number) => {
       const [err, result] = replies[i];
       if (err) throw err;
@@ -87,9 +86,8 @@ export class QueueDepth {
     const firstDelayed = value(7) as string[];
     const paused = Number(value(8)) === 1;
     const nextPrioritized = (value(9) as string[])[0] ?? null;
-    const delayed = bullDelayed + Number(value(10));
-    const delayedDue = bullDelayedDue + Number(value(11));
-    const firstScheduled = value(12) as string[];
+    const delayed = bullDelayed + scheduled.count;
+    const delayedDue = bullDelayedDue + scheduled.due;
 
     const oldestPrioritizedId = oldestPrioritized === undefined ? nextPrioritized : oldestPrioritized;
     let oldestMs = await this.waitingSinceMs(
@@ -101,13 +99,34 @@ export class QueueDepth {
       const dueMs = Math.floor(Number(firstDelayed[1]) / DELAYED_SCORE_FACTOR);
       if (dueMs <= nowMs) oldestMs = Math.min(oldestMs, dueMs);
     }
-    if (firstScheduled.length === 2 && Number(firstScheduled[1]) <= nowMs) oldestMs = Math.min(oldestMs, Number(firstScheduled[1]));
+    if (scheduled.firstDueMs <= nowMs) oldestMs = Math.min(oldestMs, scheduled.firstDueMs);
     return {
       jobs: { waiting, prioritized, delayed, delayed_due: delayedDue, active, failed },
       backlog: waiting + prioritized + delayedDue,
       paused,
       oldestWaitingSeconds: Number.isFinite(oldestMs) ? Math.max(0, (nowMs - oldestMs) / 1000) : 0,
     };
+  }
+
+  /** The queue's schedule over every store shard: its entries, those due, and the earliest's due time (Infinity for none). */
+  private async readSchedule(queue: QueueName, nowMs: number): Promise<{ count: number; due: number; firstDueMs: number }> {
+    const total = { count: 0, due: 0, firstDueMs: Infinity };
+    const perShard = await Promise.all(
+      storeShards(this.keyPrefix).map((shard) => {
+        const schedule = scheduleKey(this.keyPrefix, queue, shard);
+        return this.redis.pipeline().zcard(schedule).zcount(schedule, '-inf', nowMs).zrange(schedule, 0, 0, 'WITHSCORES').exec();
+      }),
+    );
+    for (const replies of perShard) {
+      if (!replies) throw new Error('schedule depth pipeline returned nothing');
+      const [[e1, count], [e2, due], [e3, first]] = replies as [Error | null, unknown][];
+      if (e1 || e2 || e3) throw e1 ?? e2 ?? e3;
+      total.count += Number(count);
+      total.due += Number(due);
+      const firstEntry = first as string[];
+      if (firstEntry.length === 2) total.firstDueMs = Math.min(total.firstDueMs, Number(firstEntry[1]));
+    }
+    return total;
   }
 
   /**

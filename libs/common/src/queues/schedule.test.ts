@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { scheduledAttemptId } from '@media/domain';
+import { LEGACY_SHARD, scheduledAttemptId } from '@media/domain';
 import { createLogger } from '../logger';
 import { bullPrefix, scheduleKey } from '../keyspace';
 import { JobQueue } from './queue';
@@ -13,7 +13,7 @@ const prefix = `test-${randomBytes(6).toString('hex')}`;
 const logger = createLogger('test', 'error');
 const producer = new JobQueue('callback-deliveries', redis, prefix, logger);
 const inspect = new Queue('callback-deliveries', { connection: redis, prefix: bullPrefix(prefix, 'callback-deliveries') });
-const key = scheduleKey(prefix, 'callback-deliveries');
+const key = scheduleKey(prefix, 'callback-deliveries', LEGACY_SHARD);
 const promoter = new SchedulePromoter('callback-deliveries', redis, prefix, producer, logger);
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import type { JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { scheduleKey } from '../keyspace';
+import { scheduleKey, storeShards } from '../keyspace';
 import type { Logger } from '../logger';
 import { QUEUE_SCHEDULES, type JobNameOf, type PayloadOf, type ScheduledJob, type ScheduledQueue } from './catalogue';
 
@@ -29,7 +29,8 @@ const ERROR_SLEEP_MS = 1_000;
  * none can lose an entry, because an entry is removed only after its job was added.
  */
 export class SchedulePromoter<Q extends ScheduledQueue> {
-  private readonly key: string;
+  /** The queue's schedule on each store shard. */
+  private readonly keys: string[];
   private running: Promise<void> | undefined;
   private closed = false;
   private wakeUp: (() => void) | undefined;
@@ -42,7 +43,7 @@ export class SchedulePromoter<Q extends ScheduledQueue> {
     private readonly target: ScheduleTarget<Q>,
     private readonly logger: Logger,
   ) {
-    this.key = scheduleKey(keyPrefix, queue);
+    this.keys = storeShards(keyPrefix).map((shard) => scheduleKey(keyPrefix, queue, shard));
   }
 
   start(): void {
@@ -58,14 +59,19 @@ export class SchedulePromoter<Q extends ScheduledQueue> {
   }
 
   /**
-   * Promotes every entry due at `nowMs`; returns how many. The loop calls it; tests and tools may
-   * call it directly.
+   * Promotes every entry due at `nowMs`, on every shard; returns how many. The loop calls it; tests
+   * and tools may call it directly.
    */
   async promoteDue(nowMs = Date.now()): Promise<number> {
+    const counts = await Promise.all(this.keys.map((key) => this.promoteDueIn(key, nowMs)));
+    return counts.reduce((a, b) => a + b, 0);
+  }
+
+  private async promoteDueIn(key: string, nowMs: number): Promise<number> {
     const toJob = QUEUE_SCHEDULES[this.queue] as (jobId: string) => ScheduledJob<Q> | undefined;
     let promoted = 0;
     for (;;) {
-      const due = await this.redis.zrangebyscore(this.key, '-inf', nowMs, 'LIMIT', 0, BATCH);
+      const due = await this.redis.zrangebyscore(key, '-inf', nowMs, 'LIMIT', 0, BATCH);
       if (due.length === 0) return promoted;
       const jobs = due.flatMap((jobId) => {
         const job = toJob(jobId);
@@ -73,10 +79,31 @@ export class SchedulePromoter<Q extends ScheduledQueue> {
         return job ? [{ name: job.name, payload: job.payload, opts: { jobId } }] : [];
       });
       await this.target.addBulk(jobs);
-      await this.redis.zrem(this.key, ...due);
+      await this.redis.zrem(key, ...due);
       promoted += jobs.length;
       if (due.length < BATCH) return promoted;
     }
+  }
+
+  /**
+   * One look at every shard's earliest entry (one command per shard, which is all an idle
+   * promoter costs), then the promotion of the shards that have something due. Answers how long
+   * to sleep: until the earliest entry is due, at most {@link MAX_SLEEP_MS}, none after promoting.
+   */
+  private async step(): Promise<number> {
+    const nowMs = Date.now();
+    const firsts = await Promise.all(this.keys.map((key) => this.redis.zrange(key, 0, 0, 'WITHSCORES')));
+    let sleepMs = MAX_SLEEP_MS;
+    const due: string[] = [];
+    firsts.forEach((first, i) => {
+      if (first.length !== 2) return;
+      const atMs = Number(first[1]);
+      if (atMs <= nowMs) due.push(this.keys[i]!);
+      else sleepMs = Math.min(sleepMs, atMs - nowMs);
+    });
+    if (due.length === 0) return sleepMs;
+    await Promise.all(due.map((key) => this.promoteDueIn(key, nowMs)));
+    return 0;
   }
 
   private async loop(): Promise<void> {
@@ -84,11 +111,9 @@ export class SchedulePromoter<Q extends ScheduledQueue> {
     while (!this.closed) {
       let sleepMs = MAX_SLEEP_MS;
       try {
-        await this.promoteDue();
+        sleepMs = await this.step();
         if (failing) this.logger.info('schedule promotion resumed', { queue: this.queue });
         failing = false;
-        const next = await this.redis.zrange(this.key, 0, 0, 'WITHSCORES');
-        if (next.length === 2) sleepMs = Math.max(0, Math.min(MAX_SLEEP_MS, Number(next[1]) - Date.now()));
       } catch (err) {
         // Logged once per outage, not once a second: the connection logs its own errors anyway.
         if (!failing) this.logger.warn('schedule promotion failed; retrying every second', { queue: this.queue, error: String(err) });

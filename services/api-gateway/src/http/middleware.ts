@@ -1,7 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Redis } from 'ioredis';
 import type { Logger } from '@media/common';
-import { newId } from '@media/domain';
+import { newId, rehomeId } from '@media/domain';
 import type { WorkspaceAccounts } from '@media/accounts';
 import { ApiError } from './api-error';
 import { isDependencyOutage } from './outage';
@@ -46,7 +46,14 @@ export function requireApiKey(accounts: Pick<WorkspaceAccounts, 'authenticateApi
     const workspaceId = await accounts.authenticateApiKey(match[1]);
     if (!workspaceId) throw new ApiError(401, 'authentication_error', 'Incorrect API key provided.', null, 'invalid_api_key');
     res.locals.workspaceId = workspaceId;
-    res.locals.logger = res.locals.logger.child({ workspace_id: workspaceId });
+    // The request's id now names its workspace's shard: an image request keeps it as its own id,
+    // whose records are stored beside the workspace's (`rehomeId`).
+    const requestId = rehomeId(res.locals.requestId, workspaceId);
+    if (requestId !== res.locals.requestId) {
+      res.locals.requestId = requestId;
+      res.setHeader('x-request-id', requestId);
+    }
+    res.locals.logger = res.locals.logger.child({ workspace_id: workspaceId, request_id: requestId });
     next();
   };
 }

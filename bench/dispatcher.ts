@@ -17,7 +17,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import { Queue } from 'bullmq';
 import { bullPrefix, jobIds } from '@media/common';
-import type { ImageJob } from '@media/domain';
+import { newIdBeside, type ImageJob } from '@media/domain';
 import { JobRepository, StoreKeys } from '@media/storage';
 import { BenchStack, createWorkspace, dropPrefix, envNumber, newPrefix, serviceEnv, waitUntil, type BenchContext } from './support';
 import type { ReceiverStats } from './ipc';
@@ -59,7 +59,6 @@ export async function benchDispatcher(ctx: BenchContext): Promise<DispatcherResu
   const events = new Queue('job-events', { connection: redis, prefix: bullPrefix(prefix, 'job-events') });
   const stack = await BenchStack.start(prefix, ['webhook-dispatcher'], await serviceEnv(prefix, pki, { DISPATCHER_CONCURRENCY: String(CONCURRENCY) }));
   const url = receiver.url('/hook');
-  let seq = 0;
 
   /** Stores `count` completed image jobs that ended now; returns their events, ready for the queue. */
   async function finishedJobs(count: number) {
@@ -67,7 +66,7 @@ export async function benchDispatcher(ctx: BenchContext): Promise<DispatcherResu
     for (let start = 0; start < count; start += 100) {
       const batch = [];
       for (let i = start; i < Math.min(count, start + 100); i++) {
-        const id = `req_bench${String(seq++).padStart(6, '0')}`;
+        const id = newIdBeside(workspaceId, 'req');
         const now = Date.now();
         const job: ImageJob = {
           id,

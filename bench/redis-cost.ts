@@ -33,6 +33,9 @@ import {
   type BenchContext,
 } from './support';
 
+/** Workspaces the jobs of our side are spread over (BENCH_REDIS_COST_WORKSPACES). */
+const WORKSPACES = envNumber('BENCH_REDIS_COST_WORKSPACES', 32);
+
 /** What Redis spent, per job, on one side. */
 export interface RedisCostSide {
   jobs: number;
@@ -225,7 +228,9 @@ async function ourSide(ctx: BenchContext, measured: MeasuredRedis, jobs: number,
     }),
   );
   try {
-    const { apiKey } = await createWorkspace(redis, prefix);
+    // Many workspaces, taken in turn, as a multi-tenant deployment has them: on a cluster their
+    // store shards spread over the primaries (one workspace would load one shard's primary).
+    const apiKeys = await Promise.all(Array.from({ length: WORKSPACES }, (_, i) => createWorkspace(redis, prefix, `bench${i}`).then((ws) => ws.apiKey)));
     const body = JSON.stringify({ model: 'pixel-1', prompt: 'a lighthouse at dusk', size: '256x256', callback_url: ctx.receiver.url('/hook') });
     const run = async (count: number) => {
       await ctx.receiver.reset();
@@ -235,7 +240,7 @@ async function ourSide(ctx: BenchContext, measured: MeasuredRedis, jobs: number,
         Array.from({ length: 16 }, async () => {
           while (next < count) {
             next++;
-            await submitImage(stack.baseUrl, apiKey, body);
+            await submitImage(stack.baseUrl, apiKeys[next % WORKSPACES]!, body);
           }
         }),
       );

@@ -70,14 +70,14 @@ it('schedules attempt 2 with a failed attempt 1, and a replayed event neither re
   expect(after).toMatchObject({ state: 'pending', attempt_count: 1, ladder_attempt: 1 });
   // Attempt 2 waits on the deliveries queue's schedule, due when the record says; nothing is queued yet.
   const second = jobIds.delivery(callback.id, 2, 'scheduled');
-  expect(Number(await redis.zscore(keys.callbackSchedule(shardOfId(second)), second))).toBe(after.next_attempt_ms);
+  expect(Number(await redis.zscore(keys.callbackSchedule(shardOfId(callback.id)), second))).toBe(after.next_attempt_ms);
   expect(await queued(callback.id, 1)).toBeUndefined();
   expect(await queued(callback.id, 2)).toBeUndefined();
 
   for (const mode of ['now', 'queued'] as const) await handle.service.onJobFinished(jobId, mode);
   expect(receiver.requestsTo('/fails')).toHaveLength(1);
   expect(await store.get(callback.id)).toMatchObject({ attempt_count: 1, ladder_attempt: 1, next_attempt_ms: after.next_attempt_ms });
-  expect(await redis.zrangebyscore(keys.callbackSchedule(shardOfId(second)), '-inf', '+inf')).toEqual([second]);
+  expect(await redis.zrangebyscore(keys.callbackSchedule(shardOfId(callback.id)), '-inf', '+inf')).toEqual([second]);
   expect(await deliveries.getJobCounts('waiting', 'delayed')).toEqual({ waiting: 0, delayed: 0 });
 });
 
@@ -85,7 +85,7 @@ it('makes a scheduled attempt once, however often its entry is promoted (two rep
   receiver.script('/promoted', () => ({ status: 500 }));
   const callback = (await handle.service.onJobFinished(await finishedJob('/promoted'), 'now'))!;
   const second = jobIds.delivery(callback.id, 2, 'scheduled');
-  expect(await redis.zscore(keys.callbackSchedule(shardOfId(second)), second)).not.toBeNull();
+  expect(await redis.zscore(keys.callbackSchedule(shardOfId(callback.id)), second)).not.toBeNull();
   // The first promotion's job ran to the end (and BullMQ removed it); the second finds it recorded.
   const request = { messageId: callback.id, attempt: 2, trigger: 'scheduled' as const };
   expect(await handle.service.deliver(request, second)).toMatchObject({ ladder_attempt: 2, status: 500 });

@@ -5,7 +5,7 @@
 // Every bound is stated in figures measured here, on this machine, in this run.
 import sharp from 'sharp';
 import { ASYNC_PRIORITY_BAND, createLogger, JobQueue } from '@media/common';
-import type { ImageJob } from '@media/domain';
+import { newIdBeside, type ImageJob } from '@media/domain';
 import { INTAKE_GRACE_MS, IntakeRepair } from '../../services/generator/src/intake-repair';
 import type { ServiceProcess } from '../support/stack';
 import { api, eventually, freePort, TestStack, type TestWorkspace } from '../support/stack';
@@ -242,7 +242,7 @@ describe('generator: queue priorities by workspace rank', () => {
 
     // A job the gateway stored and never queued (it died in between), found by the intake repair.
     const orphan: ImageJob = {
-      id: 'img_orphan_fairness',
+      id: newIdBeside(d.workspaceId, 'img'),
       kind: 'image',
       operation: 'generation',
       workspace_id: d.workspaceId,

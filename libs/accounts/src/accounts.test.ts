@@ -20,7 +20,7 @@ const accounts = new WorkspaceAccounts({
 });
 
 afterAll(async () => {
-  const found = await redis.keys(`${keys.prefix}:*`);
+  const found = (await Promise.all(keys.patterns.map((pattern) => redis.keys(pattern)))).flat();
   if (found.length > 0) await redis.del(...found);
   redis.disconnect();
 });
@@ -33,7 +33,7 @@ describe('WorkspaceAccounts', () => {
     expect(created.owner).toMatchObject({ email: 'owner@acme.test', role: 'owner' });
     expect(await workspaces.findByApiKey(created.apiKey)).toBe(created.workspace.id);
     expect(await workspaces.findByApiKey(`${created.apiKey}x`)).toBeUndefined();
-    const everything = await redis.keys(`${keys.prefix}:*`);
+    const everything = (await Promise.all(keys.patterns.map((pattern) => redis.keys(pattern)))).flat();
     for (const key of everything) {
       const type = await redis.type(key);
       const dump = JSON.stringify(type === 'hash' ? await redis.hgetall(key) : type === 'string' ? await redis.get(key) : await redis.smembers(key));

@@ -9,7 +9,7 @@ const keys = new StoreKeys(`test-${randomBytes(6).toString('hex')}`);
 const callbacks = new CallbackRepository(redis, keys);
 
 afterAll(async () => {
-  const found = await redis.keys(`${keys.prefix}:*`);
+  const found = (await Promise.all(keys.patterns.map((pattern) => redis.keys(pattern)))).flat();
   if (found.length > 0) await redis.del(...found);
   redis.disconnect();
 });

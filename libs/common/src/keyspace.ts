@@ -6,18 +6,17 @@ import type { QueueName } from './queues/catalogue';
  * mean nothing, so one code path serves both shapes and the single-Redis tests exercise it.
  *
  * A cluster refuses a script or a MULTI whose keys live in different slots (CROSSSLOT). So:
- * - the store's keys share one hash tag, `{store}`: its scripts join a job to its workspace's
- *   indexes, its charge and the deployment-wide sets (intake, expiry, the callback schedule);
  * - each BullMQ queue gets a tag of its own, `{queue:<name>}` (BullMQ's scripts touch only one
  *   queue's keys), so the queues and the store land on different slots. The tags are chosen
  *   so that a cluster made by `redis-cli --cluster create` (slots split evenly, in order) puts them
  *   on three different primaries when it has three: {queue:job-events} 1613, {store} 7858 with
  *   {queue:callback-deliveries} 8520, {queue:generation} 15301. (Plain `{generation}`,
  *   `{job-events}` and `{callback-deliveries}` all fall in the middle third, with `{store}`.) The quiet
- *   `{queue:maintenance}` (one sweep a minute) is slot 1632, beside job-events.
+ *   `{queue:maintenance}` (one sweep a minute) is slot 1632, beside job-events;
  * - the store is split into shards (`STORE_SHARDS`, `@media/domain`), each with a tag of its own
  *   (`SHARD_TAGS`): a workspace, its jobs, callbacks, indexes, charge and aggregates live on one
- *   shard, and the sets that used to be deployment-wide (intake, expiry, awaiting callback, ended
+ *   shard, so the scripts that join a job to its workspace's indexes and charge stay in one slot,
+ *   and the sets that used to be deployment-wide (intake, expiry, awaiting callback, ended
  *   callbacks, the ladder's schedule, recent destinations) are kept per shard and walked shard by
  *   shard by their sweepers. Workspaces spread over the shards, so the store spreads over a
  *   cluster's primaries instead of loading the one that holds `{store}`;

@@ -12,7 +12,7 @@ const LEASE_MS = leaseMsFor(limits);
 const QUIET: DestinationSignal = { slow: false, throttleMs: 0 };
 
 afterAll(async () => {
-  const found = await redis.keys(`${keys.prefix}:*`);
+  const found = (await Promise.all(keys.patterns.map((pattern) => redis.keys(pattern)))).flat();
   if (found.length > 0) await redis.del(...found);
   redis.disconnect();
 });

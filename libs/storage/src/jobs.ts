@@ -84,6 +84,7 @@ export class JobRepository {
    * job that is listed and never run. {@link unqueuedSince} finds such jobs for the repair sweep.
    */
   async create(job: JobRecord): Promise<boolean> {
+    besideItsWorkspace(job);
     const index = this.keys.workspaceJobs(job.workspace_id, job.kind);
     const [[error, set]] = (await this.redis
       .multi()
@@ -107,6 +108,7 @@ export class JobRepository {
    * Idempotency-Key entry; and its shard's intake set.
    */
   async admit(job: JobRecord, options: AdmitOptions): Promise<Admission> {
+    besideItsWorkspace(job);
     const index = this.keys.workspaceJobs(job.workspace_id, job.kind);
     const keys = [
       this.keys.job(job.id),
@@ -299,6 +301,14 @@ export class JobRepository {
     const raws = await this.redis.lrange(this.keys.workspaceLedger(workspaceId), 0, -1);
     return raws.map((r) => JSON.parse(r) as LedgerEntry);
   }
+}
+
+/**
+ * A job's id must name its workspace's shard (`newIdBeside`): its scripts join the two, which a
+ * cluster refuses across slots and a single Redis would let pass unnoticed.
+ */
+function besideItsWorkspace(job: JobRecord): void {
+  if (shardOfId(job.id) !== shardOfId(job.workspace_id)) throw new Error(`job ${job.id} is not on the store shard of its workspace ${job.workspace_id}`);
 }
 
 function decodeJob(id: string, raw: string): JobRecord {

@@ -13,7 +13,7 @@ const jobs = new JobRepository(redis, keys);
 const overview = new OverviewRepository(redis, keys);
 
 afterAll(async () => {
-  const found = await redis.keys(`${keys.prefix}:*`);
+  const found = (await Promise.all(keys.patterns.map((pattern) => redis.keys(pattern)))).flat();
   if (found.length > 0) await redis.del(...found);
   redis.disconnect();
 });

@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import type { ImageJob } from '@media/domain';
+import { newIdBeside, type ImageJob } from '@media/domain';
 
 /** A completed image job with a callback, as the generator stores it when it ends (now). */
 export function finishedImageJob(workspaceId: string, callbackUrl: string): ImageJob {
-  const id = `req_${randomBytes(8).toString('hex')}`;
+  const id = newIdBeside(workspaceId, 'req');
   const now = Date.now();
   return {
     id,

@@ -8,6 +8,7 @@ import {
   getBytes,
   isNonDecreasing,
   logged,
+  loggedOnceThere,
   probe,
   queueJobsFor,
   watchVideo,
@@ -62,7 +63,7 @@ describe('generator: crash safety', () => {
     const charges = await chargesFor(t.stack, t.ws.workspaceId, id);
     expect(charges).toHaveLength(1);
     expect(charges[0].amount).toBeCloseTo(video.cost, 9);
-    expect(logged(first.lines, 'job completed', id) + logged(second.lines, 'job completed', id)).toBe(1);
+    expect(await loggedOnceThere([first.lines, second.lines], 'job completed', id)).toBe(1);
 
     const content = await getBytes(t.stack, t.ws.apiKey, `/v1/videos/${id}/content`);
     expect(content.status).toBe(200);
@@ -135,6 +136,6 @@ describe('generator: crash safety', () => {
     expect(await queueJobsFor(t.events, id)).toHaveLength(1);
     expect(await chargesFor(t.stack, t.ws.workspaceId, id)).toEqual(charges);
     expect(await t.stack.jobs.get(id)).toEqual(record);
-    expect(logged(t.stack.service('generator').lines, 'job completed', id)).toBe(1);
+    expect(await loggedOnceThere([t.stack.service('generator').lines], 'job completed', id)).toBe(1);
   });
 });

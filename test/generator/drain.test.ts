@@ -8,6 +8,7 @@ import {
   getBytes,
   isRunning,
   logged,
+  loggedOnceThere,
   probe,
   queueJobsFor,
   watchVideo,
@@ -100,10 +101,7 @@ describe('generator: SIGTERM drain', () => {
     expect(video.status).toBe('completed');
     expect(video.cost).toBeCloseTo(expectedVideoCost(12, true), 9);
     expect(await chargesFor(t.stack, t.ws.workspaceId, id)).toHaveLength(1);
-    // Info lines reach stdout up to 20 ms after they are logged (the logger batches them).
-    const completions = () => logged(generator.lines, 'job completed', id) + logged(next.lines, 'job completed', id);
-    await eventually(() => (completions() > 0 ? true : undefined), 5_000, "the generator's 'job completed' line");
-    expect(completions()).toBe(1);
+    expect(await loggedOnceThere([generator.lines, next.lines], 'job completed', id)).toBe(1);
     expect((await finishedEvent(t.events, id)).data).toEqual({ jobId: id });
     expect(await queueJobsFor(t.events, id)).toHaveLength(1);
   });

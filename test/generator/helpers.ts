@@ -114,6 +114,17 @@ export function logged(lines: Record<string, unknown>[], message: string, jobId:
   return lines.filter((l) => l.message === message && l.job_id === jobId).length;
 }
 
+/**
+ * How many times these processes logged `message` for the job, once one of them has: info lines
+ * reach stdout up to 20 ms after they are logged (the logger batches them), so a record already
+ * written may not have its line here yet.
+ */
+export async function loggedOnceThere(processes: Record<string, unknown>[][], message: string, jobId: string): Promise<number> {
+  const count = () => processes.reduce((n, lines) => n + logged(lines, message, jobId), 0);
+  await eventually(async () => (count() > 0 ? true : undefined), 5_000, `'${message}' logged for ${jobId}`);
+  return count();
+}
+
 /** `/proc/<pid>/stat` fields after the command name: state, ppid. Undefined once the process is gone. */
 async function procStat(pid: number): Promise<{ comm: string; state: string; ppid: number } | undefined> {
   try {

@@ -126,7 +126,7 @@ describe('a store spread over a cluster by workspace', () => {
     const nodes = cluster.nodeClients();
     try {
       const shardKeysPerNode = await Promise.all(
-        nodes.map(async (node) => (await node.scan('0', 'MATCH', `${h.stack.prefix}:{store-*`, 'COUNT', 100_000))[1].length),
+        nodes.map(async (node) => (await node.scan('0', 'MATCH', `${h.stack.prefix}:{s[0-9a-f]*`, 'COUNT', 100_000))[1].length),
       );
       expect(shardKeysPerNode.filter((n) => n > 0)).toHaveLength(3);
     } finally {

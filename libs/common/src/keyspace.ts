@@ -35,25 +35,26 @@ export const storePrefix = (keyPrefix: string): string => (hasHashTag(keyPrefix)
 /**
  * The shards' hash tags, chosen so that shard k's slot lies in the k-th sixteenth of the 16,384
  * slots: a cluster whose primaries hold even runs of slots (as `redis-cli --cluster create` makes
- * them) gets an even share of shards on each. Renaming one moves its data out of reach.
+ * them) gets an even share of shards on each; `s<k>` names shard k, a suffix finds the slot.
+ * Renaming one moves its data out of reach.
  */
 const SHARD_TAGS = [
-  'store-0.41', // slot 600
-  'store-1.42', // 1167
-  'store-2.61', // 2386
-  'store-3.62', // 3973
-  'store-4.2', // 4111
-  'store-5.1', // 5980
-  'store-6', // 6738
-  'store-7.12', // 7395
-  'store-8.61', // 8697
-  'store-9.62', // 10030
-  'store-a.21', // 11121
-  'store-b.3', // 11328
-  'store-c.13', // 13064
-  'store-d.23', // 14198
-  'store-e.2', // 14833
-  'store-f.10', // 16174
+  's0.10', // slot 653
+  's1.13', // 1114
+  's2', // 2843
+  's3.20', // 3074
+  's4.4', // 5106
+  's5.3', // 5157
+  's6.40', // 6881
+  's7.43', // 7222
+  's8.23', // 8830
+  's9.20', // 9385
+  'sa.63', // 10486
+  'sb.1', // 12089
+  'sc.42', // 13277
+  'sd.61', // 13553
+  'se.4', // 14860
+  'sf.41', // 16379
 ] as const satisfies { length: typeof STORE_SHARDS };
 
 /** Prefix of the keys of one store shard (`LEGACY_SHARD` is `storePrefix`'s `{store}`). */

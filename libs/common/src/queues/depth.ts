@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { bullKey, scheduleKey, storeShards } from '../keyspace';
 import { LuaScript } from '../lua-script';
-import type { QueueName } from './catalogue';
+import { hasSchedule, type QueueName } from './catalogue';
 
 /** The states of `media_queue_jobs`; `delayed_due` is part of `delayed`, not beside it. */
 export const QUEUE_STATES = ['waiting', 'prioritized', 'delayed', 'delayed_due', 'active', 'failed'] as const;
@@ -108,9 +108,10 @@ export class QueueDepth {
     };
   }
 
-  /** The queue's schedule over every store shard: its entries, those due, and the earliest's due time (Infinity for none). */
+  /** The queue's schedule over every store shard (none for a queue without one): its entries, those due, and the earliest's due time (Infinity for none). */
   private async readSchedule(queue: QueueName, nowMs: number): Promise<{ count: number; due: number; firstDueMs: number }> {
     const total = { count: 0, due: 0, firstDueMs: Infinity };
+    if (!hasSchedule(queue)) return total;
     const perShard = await Promise.all(
       storeShards(this.keyPrefix).map((shard) => {
         const schedule = scheduleKey(this.keyPrefix, queue, shard);

@@ -19,7 +19,7 @@
  * Timings are reports, not tests: the exit code is non-zero only when a phase could not run or a
  * figure is invalid (e.g. the gateway answered anything but 202 under load).
  *
- * Knobs (env): BENCH_DEADLINE_S=300, BENCH_CALLBACKS=2000, BENCH_CALLBACK_WARMUP=100,
+ * Knobs (env): BENCH_DEADLINE_S=600, BENCH_CALLBACKS=2000, BENCH_CALLBACK_WARMUP=100,
  * BENCH_IN_FLIGHT=50, DISPATCHER_CONCURRENCY=50, BENCH_AC_CONNECTIONS=50, BENCH_AC_PIPELINING=1,
  * BENCH_AC_SECONDS=10, BENCH_AC_WARMUP_SECONDS=2, BENCH_LATENCY_RATES=20,10, BENCH_LATENCY_SECONDS=15,
  * GENERATOR_CONCURRENCY=2, BENCH_MEMORY_JOBS=1000, BENCH_MEMORY_WARMUP=20, BENCH_GENERATION_ROUNDS=5,
@@ -468,7 +468,7 @@ function outputPath(): string {
 }
 
 async function main(): Promise<number> {
-  const deadlineSeconds = envNumber('BENCH_DEADLINE_S', 300);
+  const deadlineSeconds = envNumber('BENCH_DEADLINE_S', 600);
   const startedAt = Date.now();
   setDeadline(startedAt + deadlineSeconds * 1000);
   const watchdog = setTimeout(() => {

@@ -81,6 +81,8 @@ describe('a store spread over a cluster by workspace', () => {
       const { attempts } = await h.settled(messageId, ['delivered'], 60_000);
       expect(attempts.map((a) => a.status)).toEqual([503, 200]);
     }
+    // The `media_callbacks{status}` gauge counts over every workspace, hence every shard and primary.
+    expect((await h.callbacks.countByState()).delivered).toBeGreaterThanOrEqual(workspaces.length);
 
     // Retention: every shard's jobs and callbacks go once their time is up.
     await eventually(

@@ -168,8 +168,11 @@ export async function pingRedis(redis: Redis, timeoutMs = 1_000): Promise<boolea
 
 /**
  * Readiness: whether the store can be reached. On a Cluster a PING goes to any node, which says
- * nothing about the one that serves the store's slot (during a failover the others answer while
- * the store cannot be written), so a read of a key in that slot stands in for it.
+ * nothing about the one that serves `{store}` (during a failover the others answer while it cannot
+ * be written), so a read of a key in that slot stands in for it. `{store}` holds the accounts that
+ * every request needs (API keys, secrets); the workspace shards are not probed: a primary of some
+ * shards failing over stalls only those workspaces' calls (503 until its replica takes over),
+ * while a pod marked unready would turn every workspace away with them.
  */
 export function storeAnswers(redis: Redis, keyPrefix: string, timeoutMs = 1_000): Promise<boolean> {
   if (!isCluster(redis)) return pingRedis(redis, timeoutMs);

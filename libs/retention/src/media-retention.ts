@@ -56,9 +56,18 @@ const CORRUPT_HOLD_MS = 86_400_000;
 export class MediaRetention {
   private readonly now: () => number;
   private stopping = false;
+  /** Where the next sweep starts among the shards (see `rotatedShards`). */
+  private firstShard = 0;
 
   constructor(private readonly deps: RetentionDeps) {
     this.now = deps.now ?? Date.now;
+  }
+
+  /** The shards in the order this sweep takes them: one further on than the last sweep's. */
+  private rotatedShards(): readonly number[] {
+    const all = this.deps.jobs.shards;
+    const start = this.firstShard++ % all.length;
+    return [...all.slice(start), ...all.slice(0, start)];
   }
 
   /** Ends a running sweep after the item at hand (shutdown); the next process's sweeps go on. */
@@ -82,8 +91,10 @@ export class MediaRetention {
     const report: SweepReport = { jobsRemoved: 0, jobsHeld: 0, blobsRemoved: 0, callbacksRemoved: 0, errors: 0, complete: false };
     const goOn = () => !this.stopping && this.now() - started <= budgetMs;
     // Jobs first: a held job waits on its callback, which ends (and is then swept) only later.
-    // Shard by shard: each keeps its own expiry and ended sets (keys.ts).
-    for (const shard of this.deps.jobs.shards) {
+    // Shard by shard: each keeps its own expiry and ended sets (keys.ts). Each sweep starts one
+    // shard further on, so a backlog larger than one sweep's budget cannot hold the others back.
+    const shards = this.rotatedShards();
+    for (const shard of shards) {
       for (;;) {
         const ids = await this.deps.jobs.dueForRemoval(shard, this.now(), BATCH);
         const found = new Map((await this.deps.jobs.getMany(ids)).map((job) => [job.id, job]));
@@ -94,7 +105,7 @@ export class MediaRetention {
         if (ids.length < BATCH) break;
       }
     }
-    for (const shard of this.deps.jobs.shards) {
+    for (const shard of shards) {
       for (;;) {
         const cutoff = this.now() - this.deps.callbackRetentionMs;
         const ids = await this.deps.callbacks.endedBefore(shard, cutoff, BATCH);

@@ -19,7 +19,7 @@ import { OverviewCounters } from './overview';
 import { CorruptRecordError } from './jobs';
 import { encodeRecord } from './record-json';
 import { storeScript } from './lua';
-import { mgetByShard } from './shards';
+import { groupByShard, mgetByShard } from './shards';
 
 // The records are domain types; re-exported so that a caller of the repository imports from one place.
 export type { AttemptErrorClass, AttemptTiming, CallbackAttempt, CallbackRecord, CallbackState } from '@media/domain';
@@ -428,21 +428,25 @@ export class CallbackRepository {
   }
 
   /**
-   * Callbacks per state over every workspace (`media_callbacks{status}`): one pipelined ZCARD per
-   * workspace and state, read at scrape time rather than kept as counters that a crash could skew.
+   * Callbacks per state over every workspace (`media_callbacks{status}`): a ZCARD per workspace and
+   * state, read at scrape time rather than kept as counters that a crash could skew. One pipeline
+   * per store shard, sent together: a cluster client refuses a pipeline whose keys span nodes.
    */
   async countByState(): Promise<Record<CallbackState, number>> {
     const states: CallbackState[] = ['pending', 'delivered', 'failed'];
     const counts: Record<CallbackState, number> = { pending: 0, delivered: 0, failed: 0 };
     const workspaceIds = await this.redis.smembers(this.keys.workspaces());
-    if (workspaceIds.length === 0) return counts;
-    const pipeline = this.redis.pipeline();
-    for (const id of workspaceIds) for (const state of states) pipeline.zcard(this.keys.workspaceCallbacksInState(id, state));
-    const replies = (await pipeline.exec()) ?? [];
-    replies.forEach(([err, value], i) => {
-      if (err) throw err;
-      counts[states[i % states.length]] += Number(value);
-    });
+    await Promise.all(
+      [...groupByShard(workspaceIds).values()].map(async (inShard) => {
+        const pipeline = this.redis.pipeline();
+        for (const id of inShard) for (const state of states) pipeline.zcard(this.keys.workspaceCallbacksInState(id, state));
+        const replies = (await pipeline.exec()) ?? [];
+        replies.forEach(([err, value], i) => {
+          if (err) throw err;
+          counts[states[i % states.length]!] += Number(value);
+        });
+      }),
+    );
     return counts;
   }
 }

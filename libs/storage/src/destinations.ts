@@ -109,7 +109,13 @@ export class DestinationGate {
     if (nowMs - (this.touched.get(pair) ?? -Infinity) < WORKSPACE_TOUCH_EVERY_MS) return;
     if (this.touched.size >= WORKSPACE_TOUCHES_REMEMBERED) this.touched.clear();
     this.touched.set(pair, nowMs);
-    await TOUCH_WORKSPACE.run(this.redis, [this.keys.workspaceDestinations(workspaceId)], [destinationId, nowMs, IDLE_KEEP_MS, WORKSPACE_DESTINATIONS_KEPT]);
+    // Only a list for people: a note that could not be written must not fail the attempt (whose
+    // slot may have been granted beside it); the next attempt writes it again.
+    await TOUCH_WORKSPACE.run(
+      this.redis,
+      [this.keys.workspaceDestinations(workspaceId)],
+      [destinationId, nowMs, IDLE_KEEP_MS, WORKSPACE_DESTINATIONS_KEPT],
+    ).catch(() => void this.touched.delete(pair));
   }
 
   /** Gives the slot back with what the attempt said about the destination; returns the parked attempts woken. */

@@ -39,6 +39,7 @@ it('repairs what a promotion lost: every job the new primary has ends, called ba
       await sentinel.restoreReplication(replica);
     },
     relaunch: () => sentinel.launchNode(old),
+    describe: () => sentinel.describe(),
     settled: async () => {
       expect(await sentinel.primaryPort()).toBe(replica);
       await eventually(async () => ((await sentinel.roleOf(old)) === 'slave' ? true : undefined), 30_000, 'the old primary to be a replica');

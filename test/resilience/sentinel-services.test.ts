@@ -38,6 +38,7 @@ describe.each([0, 1])('REDIS_WAIT_REPLICAS=%i', (waitReplicas) => {
         await sentinel.kill(old);
       },
       relaunch: () => sentinel.launchNode(old),
+      describe: () => sentinel.describe(),
       settled: async () => {
         expect(await sentinel.primaryPort()).not.toBe(old);
         await eventually(async () => ((await sentinel.roleOf(old)) === 'slave' ? true : undefined), 30_000, 'the old primary to be a replica');

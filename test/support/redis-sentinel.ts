@@ -141,6 +141,26 @@ export class TestRedisSentinel {
   }
 
   /** The role (`master` or `slave`) the node on this port says it has. */
+  /** Which node each Sentinel names as primary, and each data node's own role: what a failed failover test reports. */
+  async describe(): Promise<string> {
+    const named = await Promise.all(
+      this.sentinelPorts.map(async (port) => {
+        const sentinel = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1, lazyConnect: true });
+        sentinel.on('error', () => undefined);
+        try {
+          const [, primary] = (await sentinel.call('SENTINEL', 'get-master-addr-by-name', SENTINEL_NAME)) as [string, string];
+          return `sentinel ${port} names ${primary}`;
+        } catch (err) {
+          return `sentinel ${port}: ${String(err)}`;
+        } finally {
+          sentinel.disconnect();
+        }
+      }),
+    );
+    const roles = await Promise.all(this.dataPorts.map(async (port) => `${port} ${await this.roleOf(port).catch((err: unknown) => String(err))}`));
+    return `${named.join(', ')}; nodes: ${roles.join(', ')}`;
+  }
+
   async roleOf(port: number): Promise<string> {
     const node = this.node(port);
     try {

@@ -12,6 +12,8 @@ export interface Failover {
   relaunch(): Promise<void>;
   /** Resolves once a replica holds the primary's role and the old primary is a replica. */
   settled(): Promise<void>;
+  /** What the deployment says of its nodes now (which is primary, each node's role), for a failure's message. */
+  describe?(): Promise<string>;
 }
 
 export interface FailoverRun {
@@ -115,12 +117,13 @@ export async function steadyIntakeThroughFailover(h: DispatcherHarness, failover
           async (r) => `${r.status} ${await r.text()}`,
           (err: unknown) => String(err),
         );
+        const nodes = failover.describe ? await failover.describe().catch((err: unknown) => `unknown (${String(err)})`) : 'not described';
         const gatewayLog = (h.stack.services.get('api-gateway')?.lines ?? [])
           .slice(-8)
           .map((l) => JSON.stringify(l).slice(0, 400))
           .join('\n');
         throw new Error(
-          `submission ${i}: intake did not answer 202 again within ${INTAKE_GIVE_UP_MS / 1000} s; last answer: ${lastAnswer}; gateway /readyz: ${readyz}\ngateway's last log lines:\n${gatewayLog}`,
+          `submission ${i}: intake did not answer 202 again within ${INTAKE_GIVE_UP_MS / 1000} s; last answer: ${lastAnswer}; gateway /readyz: ${readyz}; nodes: ${nodes}\ngateway's last log lines:\n${gatewayLog}`,
         );
       }
       retries++;

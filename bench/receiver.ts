@@ -11,13 +11,35 @@ import type { TLSSocket } from 'node:tls';
 import { serveHelper, type Arrival, type ReceiverStats } from './ipc';
 
 let server: Server | undefined;
+/** More ports answering the same way: one origin per workspace, as tenants have their own receivers. */
+const others: Server[] = [];
+let credentials: { cert: string; key: string } | undefined;
 let arrivals: Arrival[] = [];
 let seen = new Set<string>();
 let stats: ReceiverStats = { requests: 0, connections: 0, resumedSessions: 0 };
 let sample: { body: string; headers: Record<string, string> } | null = null;
 
 function listen(cert: string, key: string): Promise<number> {
-  server = createServer({ cert, key }, (req, res) => {
+  credentials = { cert, key };
+  server = serve();
+  return once(server, 'listening').then(() => (server!.address() as { port: number }).port);
+}
+
+/** `count` more listening ports, each its own origin; the same answers, arrivals and counters. */
+async function listenMore(count: number): Promise<number[]> {
+  const ports = [];
+  for (let i = 0; i < count; i++) {
+    const more = serve();
+    others.push(more);
+    await once(more, 'listening');
+    ports.push((more.address() as { port: number }).port);
+  }
+  return ports;
+}
+
+function serve(): Server {
+  const { cert, key } = credentials!;
+  const server = createServer({ cert, key }, (req, res) => {
     const receivedMs = Date.now();
     stats.requests++;
     const chunks: Buffer[] = [];
@@ -51,12 +73,13 @@ function listen(cert: string, key: string): Promise<number> {
     if (socket.isSessionReused()) stats.resumedSessions++;
   });
   server.listen(0, '127.0.0.1');
-  return once(server, 'listening').then(() => (server!.address() as { port: number }).port);
+  return server;
 }
 
 serveHelper({
   ping: () => true,
   listen: (msg) => listen(String(msg.cert), String(msg.key)),
+  listenMore: (msg) => listenMore(Number(msg.count)),
   reset: () => {
     arrivals = [];
     seen = new Set();

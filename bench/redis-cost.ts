@@ -10,14 +10,24 @@
  * processes running, nothing submitted) for the idle rate of CPU and commands; then RESETSTAT again,
  * N jobs, and the totals once the last one has ended, less the idle rate over the same time.
  * `INFO cpu` (used_cpu_user_main_thread + used_cpu_sys_main_thread) and `INFO commandstats`.
+ *
+ * Under load, our generator uses its openai-compatible backend with a model server on loopback that
+ * answers every request at once with the same 256x256 PNG, and runs 50 jobs at once as the peer's
+ * workers do: in production the model runs elsewhere, and the built-in renderer would hold the
+ * generation stage to the 60-80 images a second two shared cores can draw. A Redis that gets one
+ * command at a time spends several times more CPU on each (measured here: the same finish script
+ * costs 40 µs of Redis CPU per call back to back and 184 µs one every 10 ms), so the stage would
+ * measure this machine's wake-ups rather than the steps a job takes.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
-import { LuaScript } from '@media/common';
+import { bullPrefix, LuaScript, type QueueName } from '@media/common';
 import { Redis } from 'ioredis';
+import sharp from 'sharp';
+import { OpenAiTestServer } from '../services/generator/src/backends/test-support/openai-server';
 import type { TestRedisCluster } from '../test/support/redis-cluster';
 import {
   BenchStack,
@@ -42,18 +52,31 @@ export interface RedisCostSide {
   seconds: number;
   /** Main-thread CPU per job, idle cost subtracted (µs). */
   cpuMicrosPerJob: number;
+  /** The part of it spent in the kernel (system time): reading and writing sockets, waking up. */
+  sysMicrosPerJob: number;
   commandsPerJob: number;
   /** The busiest commands, per job. */
   topCommands: { command: string; perJob: number; microsPerJob: number }[];
   /** With a cluster: CPU per job on each node (µs), by port. */
   perNode?: { port: number; cpuMicrosPerJob: number; share: number }[];
   idleCpuMicrosPerSecond: number;
+  /**
+   * Under load, the run's stages one after the other (acceptance by the gateway, generation, then
+   * delivery), each with its own cost per job: which service's steps the Redis time goes to.
+   */
+  stages?: { name: string; seconds: number; cpuMicrosPerJob: number; commandsPerJob: number }[];
   /** With BENCH_REDIS_COST_SCRIPTS=1: every command and script by the time Redis spent in it, per job. */
   profile?: { name: string; callsPerJob: number; microsPerJob: number }[];
 }
 
 export interface RedisCostResult {
+  /** Our jobs as clients send them: a steady flow, each job crossing idle workers. */
   ours: RedisCostSide;
+  /**
+   * The same jobs under load, as the peer runs them: all accepted while the workers are held, then
+   * each queue drained by busy workers, which is where Redis's cost per job sets the ceiling.
+   */
+  oursLoaded: RedisCostSide;
   peer: RedisCostSide;
   /** The same peer with jobs added at the rate our run went at (context, not the goal's peer). */
   pacedPeer: RedisCostSide;
@@ -62,6 +85,7 @@ export interface RedisCostResult {
 
 interface Reading {
   cpuMicros: number[];
+  sysMicros: number[];
   commands: Map<string, { calls: number; micros: number }>;
   atMs: number;
 }
@@ -124,7 +148,15 @@ class MeasuredRedis {
       await node.slowlog('RESET');
       for (const [, , micros, args] of entries) {
         const command = (args[0] ?? '').toLowerCase();
-        const name = command === 'evalsha' ? (names.get(args[1] ?? '') ?? `evalsha ${args[1]?.slice(0, 8)}`) : command === 'eval' ? 'eval (text)' : command;
+        const script =
+          command === 'evalsha'
+            ? (names.get(args[1] ?? '') ?? `evalsha ${args[1]?.slice(0, 8)}`)
+            : command === 'eval'
+              ? `eval (text) ${(args[1] ?? '').replace(/\s+/g, ' ').slice(0, 60)}`
+              : command;
+        // BullMQ's scripts by queue (its first key names it), so that each hop's share shows.
+        const queue = script.startsWith('bullmq ') ? /\{queue:([a-z-]+)\}/.exec(args[3] ?? '')?.[1] : undefined;
+        const name = queue ? `${script} (${queue})` : script;
         const seen = totals.get(name) ?? { calls: 0, micros: 0 };
         totals.set(name, { calls: seen.calls + 1, micros: seen.micros + micros });
       }
@@ -137,15 +169,15 @@ class MeasuredRedis {
   async read(): Promise<Reading> {
     const infos = await this.eachNode(async (node) => ({ cpu: await node.info('cpu'), stats: await node.info('commandstats') }));
     const commands = new Map<string, { calls: number; micros: number }>();
-    const cpuMicros = infos.map(({ cpu, stats }) => {
+    const cpu = infos.map(({ cpu, stats }) => {
       for (const [, name, calls, micros] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
         const seen = commands.get(name) ?? { calls: 0, micros: 0 };
         commands.set(name, { calls: seen.calls + Number(calls), micros: seen.micros + Number(micros) });
       }
       const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(cpu)?.[1] ?? Number.NaN);
-      return (field('used_cpu_user_main_thread') + field('used_cpu_sys_main_thread')) * 1e6;
+      return { all: (field('used_cpu_user_main_thread') + field('used_cpu_sys_main_thread')) * 1e6, sys: field('used_cpu_sys_main_thread') * 1e6 };
     });
-    return { cpuMicros, commands, atMs: Date.now() };
+    return { cpuMicros: cpu.map((c) => c.all), sysMicros: cpu.map((c) => c.sys), commands, atMs: Date.now() };
   }
 }
 
@@ -177,6 +209,8 @@ function cost(idle: { before: Reading; after: Reading }, before: Reading, after:
   const seconds = (after.atMs - before.atMs) / 1000;
   const idleCpuPerNode = idle.after.cpuMicros.map((c, i) => (c - idle.before.cpuMicros[i]) / idleSeconds);
   const cpuPerNode = after.cpuMicros.map((c, i) => Math.max(0, c - before.cpuMicros[i] - idleCpuPerNode[i] * seconds) / jobs);
+  const idleSysPerNode = idle.after.sysMicros.map((c, i) => (c - idle.before.sysMicros[i]) / idleSeconds);
+  const sys = after.sysMicros.reduce((sum, c, i) => sum + Math.max(0, c - before.sysMicros[i] - idleSysPerNode[i] * seconds) / jobs, 0);
   const idleCalls = new Map([...idle.after.commands].map(([name, c]) => [name, c.calls / idleSeconds]));
   const rows = [...after.commands].map(([command, c]) => ({
     command,
@@ -188,10 +222,27 @@ function cost(idle: { before: Reading; after: Reading }, before: Reading, after:
     jobs,
     seconds,
     cpuMicrosPerJob: cpu,
+    sysMicrosPerJob: sys,
     commandsPerJob: rows.reduce((a, r) => a + r.perJob, 0),
     topCommands: rows.sort((a, b) => b.perJob - a.perJob).slice(0, 10),
     perNode: ports.length > 1 ? ports.map((port, i) => ({ port, cpuMicrosPerJob: cpuPerNode[i], share: cpu > 0 ? cpuPerNode[i] / cpu : 0 })) : undefined,
     idleCpuMicrosPerSecond: idleCpuPerNode.reduce((a, b) => a + b, 0),
+  };
+}
+
+/** What Redis did between two readings of one run, less the idle cost over the same time. */
+function stage(idle: { before: Reading; after: Reading }, name: string, from: Reading, to: Reading, jobs: number) {
+  const idleSeconds = (idle.after.atMs - idle.before.atMs) / 1000;
+  const seconds = (to.atMs - from.atMs) / 1000;
+  const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+  const calls = (r: Reading) => sum([...r.commands.values()].map((c) => c.calls));
+  const idleCpu = (sum(idle.after.cpuMicros) - sum(idle.before.cpuMicros)) / idleSeconds;
+  const idleCalls = (calls(idle.after) - calls(idle.before)) / idleSeconds;
+  return {
+    name,
+    seconds,
+    cpuMicrosPerJob: Math.max(0, sum(to.cpuMicros) - sum(from.cpuMicros) - idleCpu * seconds) / jobs,
+    commandsPerJob: Math.max(0, calls(to) - calls(from) - idleCalls * seconds) / jobs,
   };
 }
 
@@ -204,20 +255,34 @@ async function idleSpell(measured: MeasuredRedis, idleMs: number): Promise<{ bef
 }
 
 /** One side's measured run of `jobs` jobs, after its idle spell; profiled with BENCH_REDIS_COST_SCRIPTS=1. */
-async function measure(measured: MeasuredRedis, idle: { before: Reading; after: Reading }, jobs: number, run: () => Promise<void>): Promise<RedisCostSide> {
+async function measure(
+  measured: MeasuredRedis,
+  idle: { before: Reading; after: Reading },
+  jobs: number,
+  run: (mark: (stage: string) => Promise<void>) => Promise<void>,
+): Promise<RedisCostSide> {
   await measured.reset();
   const profiling = process.env.BENCH_REDIS_COST_SCRIPTS === '1';
   if (profiling) await measured.startProfile();
   const before = await measured.read();
-  await run();
+  // A stage ends where the run marks it, and begins where the one before it ended.
+  const marks: { name: string; at: Reading }[] = [];
+  await run(async (name) => void marks.push({ name, at: await measured.read() }));
   const side = cost(idle, before, await measured.read(), jobs, measured.ports);
+  if (marks.length > 0) side.stages = marks.map((m, i) => stage(idle, m.name, i === 0 ? before : marks[i - 1]!.at, m.at, jobs));
   if (profiling) side.profile = await measured.readProfile(jobs);
   return side;
 }
 
-async function ourSide(ctx: BenchContext, measured: MeasuredRedis, jobs: number, idleMs: number): Promise<RedisCostSide> {
+/**
+ * Our side. `loaded`: the generation and job-events queues are paused while the jobs are accepted,
+ * then resumed one after the other, so that each hop is drained by workers that always have a next
+ * job, as the peer's burst is; otherwise jobs arrive as a steady flow and each crosses idle workers.
+ */
+async function ourSide(ctx: BenchContext, measured: MeasuredRedis, jobs: number, idleMs: number, loaded: boolean): Promise<RedisCostSide> {
   const redis = measured.client();
   const prefix = newPrefix('redis-cost');
+  const model = loaded ? await instantModelServer() : undefined;
   const stack = await BenchStack.start(
     prefix,
     ['api-gateway', 'generator', 'webhook-dispatcher'],
@@ -225,25 +290,54 @@ async function ourSide(ctx: BenchContext, measured: MeasuredRedis, jobs: number,
       ...measured.env,
       RATE_LIMIT_CREATE_PER_MINUTE: '100000000',
       MAX_WAITING_JOBS_PER_WORKSPACE: '100000000',
+      ...(model ? { ...model.env, GENERATOR_CONCURRENCY: '50' } : {}),
     }),
   );
+  const queues: Queue[] = [];
   try {
     // Many workspaces, taken in turn, as a multi-tenant deployment has them: on a cluster their
     // store shards spread over the primaries (one workspace would load one shard's primary).
     const apiKeys = await Promise.all(Array.from({ length: WORKSPACES }, (_, i) => createWorkspace(redis, prefix, `bench${i}`).then((ws) => ws.apiKey)));
-    const body = JSON.stringify({ model: 'pixel-1', prompt: 'a lighthouse at dusk', size: '256x256', callback_url: ctx.receiver.url('/hook') });
-    const run = async (count: number) => {
+    // Each workspace calls back its own receiver (an origin of its own), as tenants do: one receiver
+    // for all would have most of the burst wait for that destination's slots.
+    const origins = await ctx.receiver.origins(WORKSPACES);
+    const bodies = origins.map((origin) =>
+      JSON.stringify({ model: 'pixel-1', prompt: 'a lighthouse at dusk', size: '256x256', callback_url: `${origin}/hook` }),
+    );
+    const queue = (name: QueueName) => new Queue(name, { connection: redis, prefix: bullPrefix(prefix, name) });
+    const generation = queue('generation');
+    const events = queue('job-events');
+    queues.push(generation, events);
+    const run = async (count: number, hold = false, mark: (stage: string) => Promise<void> = async () => undefined) => {
       await ctx.receiver.reset();
+      if (hold) await Promise.all([generation.pause(), events.pause()]);
       // 16 submissions in flight: a steady flow, as clients make it, without a backlog to drain.
       let next = 0;
       await Promise.all(
         Array.from({ length: 16 }, async () => {
           while (next < count) {
             next++;
-            await submitImage(stack.baseUrl, apiKeys[next % WORKSPACES]!, body);
+            await submitImage(stack.baseUrl, apiKeys[next % WORKSPACES]!, bodies[next % WORKSPACES]!);
           }
         }),
       );
+      if (hold) {
+        await mark('acceptance (gateway)');
+        await generation.resume();
+        await waitUntil(
+          async () => {
+            stack.assertAlive();
+            const waiting = await events.getJobCountByTypes('wait', 'prioritized');
+            return waiting >= count;
+          },
+          120_000,
+          `${count} job-finished events held`,
+          // BullMQ's getCounts is a script: looked at seldom, so that it barely shows in the figure.
+          250,
+        );
+        await mark('generation (generator)');
+        await events.resume();
+      }
       await waitUntil(
         async () => {
           stack.assertAlive();
@@ -253,14 +347,30 @@ async function ourSide(ctx: BenchContext, measured: MeasuredRedis, jobs: number,
         `${count} callbacks`,
         20,
       );
+      // A callback arrives before its attempt is recorded and its event leaves the queue: the job's
+      // work ends when job-events has nothing left in hand.
+      await waitUntil(async () => (await events.getJobCountByTypes('active', 'wait', 'prioritized', 'delayed')) === 0, 60_000, 'job-events emptied', 100);
+      if (hold) await mark('delivery (dispatcher)');
     };
     await run(20);
     const idle = await idleSpell(measured, idleMs);
-    return await measure(measured, idle, jobs, () => run(jobs));
+    return await measure(measured, idle, jobs, (mark) => run(jobs, loaded, mark));
   } finally {
+    await Promise.all(queues.map((q) => q.close()));
     await stack.stop();
+    await model?.stop();
     redis.disconnect();
   }
+}
+
+/** A model server that answers every image request at once with the same 256x256 PNG. */
+async function instantModelServer(): Promise<OpenAiTestServer> {
+  const png = await sharp({ create: { width: 256, height: 256, channels: 3, background: { r: 40, g: 90, b: 160 } } })
+    .png()
+    .toBuffer();
+  const server = await OpenAiTestServer.start();
+  server.script('images.generations', () => ({ status: 200, json: { created: Math.floor(Date.now() / 1000), data: [{ b64_json: png.toString('base64') }] } }));
+  return server;
 }
 
 /**
@@ -298,6 +408,8 @@ async function peerSide(measured: MeasuredRedis, jobs: number, idleMs: number, j
         }),
       );
       await waitUntil(() => done >= count, 120_000, `${count} jobs through two hops`, 20);
+      // A job's handler ends before BullMQ moves it to completed: the work ends when nothing is active.
+      await waitUntil(async () => (await first.getActiveCount()) + (await second.getActiveCount()) === 0, 60_000, 'both queues idle', 20);
     };
     await run(20);
     const idle = await idleSpell(measured, idleMs);
@@ -314,15 +426,19 @@ async function peerSide(measured: MeasuredRedis, jobs: number, idleMs: number, j
 
 export async function benchRedisCost(ctx: BenchContext, cluster?: TestRedisCluster): Promise<RedisCostResult> {
   const JOBS = envNumber('BENCH_REDIS_COST_JOBS', 500);
+  // A burst of 500 is over in a tenth of a second for the peer: too short for Redis's CPU counters
+  // (kept at the scheduler's tick) to tell apart from noise; both bursts are this many jobs.
+  const BURST = envNumber('BENCH_REDIS_COST_BURST_JOBS', 2000);
   const IDLE_MS = envNumber('BENCH_REDIS_COST_IDLE_SECONDS', 5) * 1000;
   const measured = cluster ? MeasuredRedis.cluster(cluster) : await MeasuredRedis.single();
   try {
-    const peer = await peerSide(measured, JOBS, IDLE_MS);
-    const ours = await ourSide(ctx, measured, JOBS, IDLE_MS);
+    const peer = await peerSide(measured, BURST, IDLE_MS);
+    const ours = await ourSide(ctx, measured, JOBS, IDLE_MS, false);
     // BullMQ costs more per job when jobs trickle in than in a burst (each one wakes an idle worker,
     // which fetches it alone): the same peer at our run's rate says how much of the gap that is.
     const pacedPeer = await peerSide(measured, JOBS, IDLE_MS, JOBS / ours.seconds);
-    return { ours, peer, pacedPeer, mode: cluster ? 'cluster' : 'single' };
+    const oursLoaded = await ourSide(ctx, measured, BURST, IDLE_MS, true);
+    return { ours, oursLoaded, peer, pacedPeer, mode: cluster ? 'cluster' : 'single' };
   } finally {
     await measured.stop();
   }

@@ -399,6 +399,19 @@ export class ReceiverClient {
     return `https://127.0.0.1:${this.port}${path}`;
   }
 
+  /** Ports opened by {@link origins}, kept for the next phase that asks. */
+  private readonly morePorts: number[] = [];
+
+  /**
+   * `count` distinct origins (`https://127.0.0.1:<port>`) answering as `/hook` and `/fail` do, the
+   * first of them this receiver's own port; a destination is an origin, so each is one of its own.
+   */
+  async origins(count: number): Promise<string[]> {
+    const missing = count - 1 - this.morePorts.length;
+    if (missing > 0) this.morePorts.push(...(await this.helper.call<number[]>('listenMore', { count: missing })));
+    return [this.port, ...this.morePorts.slice(0, count - 1)].map((port) => `https://127.0.0.1:${port}`);
+  }
+
   /** Forgets every arrival and zeroes the counters. */
   reset(): Promise<void> {
     return this.helper.call('reset');

@@ -171,6 +171,19 @@ describe('openai-compatible backend: what comes back is checked', () => {
   const answer = (bytes: Buffer) =>
     upstream.script('images.generations', () => ({ status: 200, json: { created: 1, data: [{ b64_json: bytes.toString('base64') }] } }));
 
+  const noisy = () => sharp({ create: { width: 256, height: 256, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } });
+  // Every format the catalog offers, cut short: the header alone would pass, the pixels do not decode.
+  it.each([
+    ['a truncated JPEG', 'jpeg', async () => (await noisy().jpeg().toBuffer()).subarray(0, 4000)],
+    ['a truncated WebP', 'webp', async () => (await noisy().webp().toBuffer()).subarray(0, 4000)],
+  ] as const)('fails a job for %s, permanently, with generation_failed', async (_what, format, make) => {
+    answer(await make());
+    const err = await failure(backend().generateImages(imageRequest(uniquePrompt('cut short'), { format }), signal()));
+    expect(err).toBeInstanceOf(PermanentGenerationError);
+    expect((err as PermanentGenerationError).code).toBe('generation_failed');
+    expect(err.message).toMatch(/does not decode/);
+  });
+
   it.each([
     ['text', () => Promise.resolve(Buffer.from('<html>Service temporarily overloaded</html>')), /not a png image/],
     [

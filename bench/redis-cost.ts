@@ -13,11 +13,14 @@
  *
  * Under load, our generator uses its openai-compatible backend with a model server on loopback that
  * answers every request at once with the same 256x256 PNG, and runs 50 jobs at once as the peer's
- * workers do: in production the model runs elsewhere, and the built-in renderer would hold the
- * generation stage to the 60-80 images a second two shared cores can draw. A Redis that gets one
- * command at a time spends several times more CPU on each (measured here: the same finish script
- * costs 40 µs of Redis CPU per call back to back and 184 µs one every 10 ms), so the stage would
- * measure this machine's wake-ups rather than the steps a job takes.
+ * workers do. In production the model runs elsewhere; here the built-in renderer draws on the same
+ * two cores as Redis and slows Redis's own thread several times over (generation's Redis CPU was
+ * 570-750 µs per job beside it, 160-200 µs with the model on loopback, at about the same rate, and
+ * pinning Redis to a core of its own did not help), so the figure would measure the renderer.
+ *
+ * The steady flow shows the other thing the peer's burst leaves out: a Redis that is mostly idle
+ * spends several times more CPU on each command it wakes up for (the same finish script, measured
+ * on its own: 40 µs of Redis CPU per call back to back, 184 µs one every 10 ms).
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';

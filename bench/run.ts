@@ -302,8 +302,8 @@ function printDetails(r: Results): void {
   if (r['redis-cost']) {
     const { ours, oursLoaded, peer, pacedPeer, mode } = r['redis-cost'];
     console.log(
-      `\nRedis cost per job (${mode}; main-thread CPU and commands, idle cost subtracted); ours: ${ours.jobs} async 256x256 images with callbacks, idle ${fmt(ours.idleCpuMicrosPerSecond)} µs/s;` +
-        ` peer: ${peer.jobs} BullMQ jobs through two queues, idle ${fmt(peer.idleCpuMicrosPerSecond)} µs/s`,
+      `\nRedis cost per job (${mode}; main-thread CPU and commands, idle cost subtracted); ours: async 256x256 images with callbacks, ${oursLoaded.jobs} under load and ${ours.jobs} in a steady flow,` +
+        ` idle ${fmt(ours.idleCpuMicrosPerSecond)} µs/s; peer: BullMQ jobs through two queues, ${peer.jobs} in a burst and ${pacedPeer.jobs} paced, idle ${fmt(peer.idleCpuMicrosPerSecond)} µs/s`,
     );
     console.log(
       `  under load: the jobs accepted while the generation and job-events queues were paused, then each queue resumed and drained (${fmt(oursLoaded.seconds, 1)} s);` +

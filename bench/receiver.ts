@@ -11,8 +11,6 @@ import type { TLSSocket } from 'node:tls';
 import { serveHelper, type Arrival, type ReceiverStats } from './ipc';
 
 let server: Server | undefined;
-/** More ports answering the same way: one origin per workspace, as tenants have their own receivers. */
-const others: Server[] = [];
 let credentials: { cert: string; key: string } | undefined;
 let arrivals: Arrival[] = [];
 let seen = new Set<string>();
@@ -25,12 +23,14 @@ function listen(cert: string, key: string): Promise<number> {
   return once(server, 'listening').then(() => (server!.address() as { port: number }).port);
 }
 
-/** `count` more listening ports, each its own origin; the same answers, arrivals and counters. */
+/**
+ * `count` more listening ports, each its own origin (one per workspace, as tenants have receivers of
+ * their own); the same answers, arrivals and counters.
+ */
 async function listenMore(count: number): Promise<number[]> {
   const ports = [];
   for (let i = 0; i < count; i++) {
     const more = serve();
-    others.push(more);
     await once(more, 'listening');
     ports.push((more.address() as { port: number }).port);
   }

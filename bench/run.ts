@@ -320,20 +320,14 @@ function printDetails(r: Results): void {
       console.log(`  ours under load, ${st.name}: ${fmt(st.cpuMicrosPerJob)} µs, ${fmt(st.commandsPerJob)} commands per job (${fmt(st.seconds, 1)} s)`);
     }
     const top = (side: typeof ours) => side.topCommands.map((c) => `${c.command} ${fmt(c.perJob, 1)}`).join(', ');
-    for (const [name, side] of [
+    const sides = [
       ['ours, under load', oursLoaded],
       ['peer, burst', peer],
       ['ours, steady', ours],
       ['peer, paced', pacedPeer],
-    ] as const) {
-      console.log(`  ${name}, commands per job: ${top(side)}`);
-    }
-    for (const [name, { profile }] of [
-      ['ours, under load', oursLoaded],
-      ['peer, burst', peer],
-      ['ours, steady', ours],
-      ['peer, paced', pacedPeer],
-    ] as const) {
+    ] as const;
+    for (const [name, side] of sides) console.log(`  ${name}, commands per job: ${top(side)}`);
+    for (const [name, { profile }] of sides) {
       if (!profile) continue;
       console.log(`  ${name}, by Redis time per job (slow log at threshold 0, BENCH_REDIS_COST_SCRIPTS=1; the CPU figures are inflated by it):`);
       for (const p of profile.slice(0, 30)) console.log(`    ${fmt(p.microsPerJob, 1).padStart(8)} µs  ${fmt(p.callsPerJob, 2).padStart(6)} calls  ${p.name}`);

@@ -79,8 +79,9 @@ describe('generator: SIGTERM drain', () => {
     // Only the generators started from here on get the short drain deadline.
     t.stack.env = { ...t.stack.env, SHUTDOWN_TIMEOUT_MS: '1000' };
     const generator = await t.stack.startService('generator');
-    // Fixed seed: an encode of about 5 s on one core, far past the 1 s deadline.
-    const { id } = await startEncodingVideo(t, 5, 12);
+    // Fixed seed, the longest and largest video the catalog takes: an encode of many seconds even on
+    // a fast idle machine (a 12 s 720p one once ended inside the 1 s deadline there), far past it.
+    const { id } = await startEncodingVideo(t, 5, 20, '1920x1080');
     expect((await t.stack.jobs.get(id))?.status).toBe('in_progress');
     const encoders = await ffmpegChildren(generator.pid!);
     expect(encoders.length).toBeGreaterThan(0);
@@ -99,7 +100,7 @@ describe('generator: SIGTERM drain', () => {
     const next = await t.stack.startService('generator');
     const { video } = await watchVideo(t.call, id, 30_000);
     expect(video.status).toBe('completed');
-    expect(video.cost).toBeCloseTo(expectedVideoCost(12, true), 9);
+    expect(video.cost).toBeCloseTo(expectedVideoCost(20, true), 9);
     expect(await chargesFor(t.stack, t.ws.workspaceId, id)).toHaveLength(1);
     expect(await loggedOnceThere([generator.lines, next.lines], 'job completed', id)).toBe(1);
     expect((await finishedEvent(t.events, id)).data).toEqual({ jobId: id });

@@ -191,10 +191,10 @@ export async function startGeneratorStack(
  * Starts a 1280x720 video with audio whose fixed seed makes a slow encode, and waits until the
  * generator has stored progress for it. Returns its id and the record at that moment.
  */
-export async function startEncodingVideo(g: GeneratorStack, seed: number, seconds: number): Promise<{ id: string; partial: VideoJob }> {
+export async function startEncodingVideo(g: GeneratorStack, seed: number, seconds: number, size = '1280x720'): Promise<{ id: string; partial: VideoJob }> {
   const created = await g.call('/v1/videos', {
     method: 'POST',
-    json: { model: 'motion-1', prompt: 'a slow paper boat', seed, seconds, size: '1280x720', generate_audio: true },
+    json: { model: 'motion-1', prompt: 'a slow paper boat', seed, seconds, size, generate_audio: true },
   });
   if (created.status !== 200) throw new Error(`video creation answered ${created.status}: ${created.text}`);
   const id: string = created.json.id;

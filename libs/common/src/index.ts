@@ -20,7 +20,7 @@ export { CRASH_POINTS, FaultInjector, type CrashPoint } from './faults';
 export { createLogger, warnIfCallbackChecksRelaxed, warnIfSecretsUnsealed, type Logger } from './logger';
 export { coalesceWrites, createRedis, duplicateRedis, isCluster, logRedisErrors, pingRedis, storeAnswers } from './redis';
 export { bullKey, bullPrefix, hasHashTag, scheduleKey, storePrefix, storeShardPrefix, storeShards } from './keyspace';
-export { LuaScript, type ScriptCall, type ScriptReply } from './lua-script';
+export { LuaScript } from './lua-script';
 export {
   createMetricsRegistry,
   METRIC_PREFIX,

@@ -43,42 +43,7 @@ export class LuaScript {
       return redis.eval(this.source, keys.length, ...keys, ...args);
     }
   }
-
-  /**
-   * Runs several scripts in one round trip (a pipeline, in order), for a write that other data
-   * must follow in step without costing the hot path a second trip. Each call's answer, or its error,
-   * is returned in order; nothing is thrown for a script's own error.
-   *
-   * On NOSCRIPT the calls from the first one that got it onwards run again, one by one and in order
-   * (with EVAL where needed), since a later call may depend on what an earlier one wrote: a call
-   * placed after another must therefore be safe to repeat when the one before it had not run.
-   */
-  static async runTogether(redis: Redis, calls: ScriptCall[]): Promise<ScriptReply[]> {
-    const pipeline = redis.pipeline();
-    for (const { script, keys, args } of calls) pipeline.evalsha(script.sha, keys.length, ...keys, ...args);
-    const replies: ScriptReply[] = ((await pipeline.exec()) ?? []).map(([error, value]) => (error ? { error } : { value }));
-    const first = replies.findIndex((r) => r.error?.message.startsWith('NOSCRIPT'));
-    if (first === -1) return replies;
-    for (let i = first; i < calls.length; i++) {
-      const { script, keys, args } = calls[i]!;
-      replies[i] = await script.run(redis, keys, args).then(
-        (value) => ({ value }),
-        (error: Error) => ({ error }),
-      );
-    }
-    return replies;
-  }
 }
-
-/** One script with its KEYS and ARGV, to run with others in one round trip ({@link LuaScript.runTogether}). */
-export interface ScriptCall {
-  script: LuaScript;
-  keys: string[];
-  args: (string | number)[];
-}
-
-/** What one call of {@link LuaScript.runTogether} answered. */
-export type ScriptReply = { value: unknown; error?: undefined } | { error: Error; value?: undefined };
 
 /** `name` with its includes expanded; `within` holds the files being expanded, to refuse a cycle. */
 function expand(dir: string, name: string, within: Set<string>): string {

@@ -1,6 +1,6 @@
 --[[
   Ends a still-pending callback as failed, with its state indexes and the ladder's schedule, in one
-  step. A callback whose delivery job BullMQ gave up on must still end; a delivered one stays
+  step, and counts that into the Overview. A callback whose delivery job BullMQ gave up on must still end; a delivered one stays
   delivered.
 
   Input:
@@ -11,15 +11,18 @@
     KEYS[5] the workspace's failed callbacks
     KEYS[6] its shard's part of the ladder's schedule (the deliveries queue's)
     KEYS[7] its shard's ended callbacks (sorted set: id -> last activity ms)
+    KEYS[8..] the Overview buckets of now (includes/overview-buckets)
 
     ARGV[1] now ms
     ARGV[2] the ladder's separator in a scheduled attempt's name (SCHEDULED_ATTEMPT_SEPARATOR)
+    ARGV[3..] when each Overview bucket expires (Unix ms), in KEYS order
 
   Output:
     the callback as it now stands (JSON), or '' when there is no such callback
 ]]
 --- @include "includes/callback-state-index"
 --- @include "includes/callback-schedule-next"
+--- @include "includes/overview-buckets"
 
 local raw = redis.call('GET', KEYS[1])
 if not raw then return '' end
@@ -31,4 +34,5 @@ local out = cjson.encode(cb)
 redis.call('SET', KEYS[1], out)
 move_state_index('pending', cb)
 schedule_next(cb, '', ARGV[1], ARGV[2])
+overview_count(overview_count_given_up, overview_buckets(8, 3))
 return out

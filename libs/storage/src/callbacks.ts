@@ -1,5 +1,4 @@
 import type { Redis } from 'ioredis';
-import { LuaScript } from '@media/common';
 import {
   callbackIdFor,
   destinationOf,
@@ -126,7 +125,7 @@ function decodeAttempt(raw: string): CallbackAttempt {
 
 /** Callbacks, their attempt logs and the per-workspace index the dashboard lists from. */
 export class CallbackRepository {
-  /** Each change of a callback is counted into the Overview in the same round trip as the change. */
+  /** Each change of a callback is counted into the Overview by the script that makes it. */
   private readonly overview: OverviewCounters;
 
   constructor(
@@ -141,23 +140,20 @@ export class CallbackRepository {
    * workspace. Returns the stored record: the new one, or the one created earlier for a replayed event.
    */
   async create(callback: CallbackRecord): Promise<{ created: boolean; callback: CallbackRecord }> {
-    const [reply] = await LuaScript.runTogether(this.redis, [
-      {
-        script: CREATE,
-        keys: [
-          this.keys.callback(callback.id),
-          this.keys.workspaceCallbacks(callback.workspace_id),
-          this.keys.workspaceCallbacksOfType(callback.workspace_id, callback.type),
-          this.keys.workspaceCallbacksInState(callback.workspace_id, callback.state),
-          this.keys.awaitingCallback(shardOfId(callback.id)),
-        ],
-        args: [encodeRecord(callback), callback.created_ms, callback.id, callback.job_id],
-      },
-      // Its answer is not waited on: a count that could not be written must not stop a callback.
-      this.overview.created(callback.workspace_id, callback.id, callback.state, callback.created_ms),
-    ]);
-    if (reply!.error) throw reply!.error;
-    if (reply!.value === 1) return { created: true, callback };
+    const count = this.overview.created(callback.workspace_id, callback.created_ms);
+    const reply = await CREATE.run(
+      this.redis,
+      [
+        this.keys.callback(callback.id),
+        this.keys.workspaceCallbacks(callback.workspace_id),
+        this.keys.workspaceCallbacksOfType(callback.workspace_id, callback.type),
+        this.keys.workspaceCallbacksInState(callback.workspace_id, callback.state),
+        this.keys.awaitingCallback(shardOfId(callback.id)),
+        ...count.keys,
+      ],
+      [encodeRecord(callback), callback.created_ms, callback.id, callback.job_id, ...count.args],
+    );
+    if (reply === 1) return { created: true, callback };
     const existing = await this.get(callback.id);
     if (!existing) throw new Error(`callback ${callback.id} vanished right after SET NX refused it`);
     return { created: false, callback: existing };
@@ -227,41 +223,31 @@ export class CallbackRepository {
     nextAttemptMs: number | null,
     now = Date.now(),
   ): Promise<RecordedAttempt> {
-    const stored = encodeAttempt(attempt);
-    const [reply] = await LuaScript.runTogether(this.redis, [
-      {
-        script: RECORD_ATTEMPT,
-        keys: this.scriptKeys(callback),
-        args: [
-          attemptKey,
-          stored,
-          attempt.ladder_attempt ?? 0,
-          attempt.error === null ? '1' : '0',
-          nextAttemptMs === null ? '' : nextAttemptMs,
-          now,
-          attempt.sent_ms,
-          SCHEDULED_ATTEMPT_SEPARATOR,
-        ],
-      },
-      this.overview.attempt({
-        workspaceId: callback.workspace_id,
-        messageId: callback.id,
-        origin: destinationOf(callback.url).origin,
-        eventMs: callback.event_ms,
-        stateBefore: callback.state,
-        field: attemptKey,
-        stored,
-        ladderAttempt: attempt.ladder_attempt,
-        sentMs: attempt.sent_ms,
-        durationMs: attempt.duration_ms,
-        status: attempt.status,
-        error: attempt.error,
-        last: attempt.ladder_attempt !== null && nextAttemptMs === null,
-        nowMs: now,
-      }),
-    ]);
-    if (reply!.error) throw reply!.error;
-    const [code, raw] = reply!.value as [number, string];
+    const count = this.overview.attempt({
+      workspaceId: callback.workspace_id,
+      origin: destinationOf(callback.url).origin,
+      eventMs: callback.event_ms,
+      sentMs: attempt.sent_ms,
+      durationMs: attempt.duration_ms,
+      status: attempt.status,
+      error: attempt.error,
+      nowMs: now,
+    });
+    const [code, raw] = (await RECORD_ATTEMPT.run(
+      this.redis,
+      [...this.scriptKeys(callback), ...count.keys],
+      [
+        attemptKey,
+        encodeAttempt(attempt),
+        attempt.ladder_attempt ?? 0,
+        attempt.error === null ? '1' : '0',
+        nextAttemptMs === null ? '' : nextAttemptMs,
+        now,
+        attempt.sent_ms,
+        SCHEDULED_ATTEMPT_SEPARATOR,
+        ...count.args,
+      ],
+    )) as [number, string];
     if (code === -1) throw new Error(`callback ${callback.id} does not exist`);
     return { recorded: code === 1, callback: JSON.parse(raw) as CallbackRecord };
   }
@@ -276,12 +262,8 @@ export class CallbackRepository {
 
   /** Ends a still-pending callback as `failed`; returns the record as it now stands. */
   async giveUp(callback: Pick<CallbackRecord, 'id' | 'workspace_id'>, now = Date.now()): Promise<CallbackRecord | undefined> {
-    const [reply] = await LuaScript.runTogether(this.redis, [
-      { script: GIVE_UP, keys: this.scriptKeys(callback), args: [now, SCHEDULED_ATTEMPT_SEPARATOR] },
-      this.overview.givenUp(callback.workspace_id, callback.id, now),
-    ]);
-    if (reply!.error) throw reply!.error;
-    const raw = reply!.value as string;
+    const count = this.overview.givenUp(callback.workspace_id, now);
+    const raw = (await GIVE_UP.run(this.redis, [...this.scriptKeys(callback), ...count.keys], [now, SCHEDULED_ATTEMPT_SEPARATOR, ...count.args])) as string;
     return raw ? (JSON.parse(raw) as CallbackRecord) : undefined;
   }
 

@@ -1,5 +1,4 @@
 import type { Redis } from 'ioredis';
-import { LuaScript } from '@media/common';
 import { isFinished, shardOfId, type JobRecord, type LedgerEntry } from '@media/domain';
 import { readIndexPage, type IndexPage } from './index-page';
 import type { IdempotencyEntry } from './idempotency';
@@ -180,36 +179,34 @@ export class JobRepository {
   /**
    * Marks the job finished and writes its charge in one transaction, then announces it. A job with
    * `expires_ms` enters the expiry index in the same step, so no finished job escapes retention; one
-   * with a `callback_url` is marked as awaiting its callback until the dispatcher creates it.
+   * with a `callback_url` is marked as awaiting its callback until the dispatcher creates it. The
+   * finish is counted into the Overview's day in the same step.
    * Returns false if it had already finished (nothing is written or charged again).
    */
   async finish(job: JobRecord, charge: LedgerEntry | null): Promise<boolean> {
     if (!isFinished(job.status)) throw new Error('finish() needs a finished job');
-    const [reply] = await LuaScript.runTogether(this.redis, [
-      {
-        script: FINISH,
-        keys: [
-          this.keys.job(job.id),
-          this.keys.workspaceLedger(job.workspace_id),
-          this.keys.workspaceUnfinished(job.workspace_id),
-          this.keys.intake(shardOfId(job.id)),
-          this.keys.jobExpiry(shardOfId(job.id)),
-          this.keys.awaitingCallback(shardOfId(job.id)),
-        ],
-        args: [
-          encodeRecord(job),
-          charge ? encodeRecord(charge) : '',
-          job.id,
-          this.keys.jobFinishedChannel(),
-          job.expires_ms ?? '',
-          job.callback_url ? '1' : '',
-        ],
-      },
-      // Counted into the Overview's day in the same round trip; its answer is not waited on.
-      this.overview.jobFinished(job.workspace_id, job.id, job.status, job.finished_ms ?? Date.now(), charge?.amount ?? 0),
-    ]);
-    if (reply!.error) throw reply!.error;
-    const result = reply!.value;
+    const count = this.overview.jobFinished(job.workspace_id, job.status, job.finished_ms ?? Date.now(), charge?.amount ?? 0);
+    const result = await FINISH.run(
+      this.redis,
+      [
+        this.keys.job(job.id),
+        this.keys.workspaceLedger(job.workspace_id),
+        this.keys.workspaceUnfinished(job.workspace_id),
+        this.keys.intake(shardOfId(job.id)),
+        this.keys.jobExpiry(shardOfId(job.id)),
+        this.keys.awaitingCallback(shardOfId(job.id)),
+        ...count.keys,
+      ],
+      [
+        encodeRecord(job),
+        charge ? encodeRecord(charge) : '',
+        job.id,
+        this.keys.jobFinishedChannel(),
+        job.expires_ms ?? '',
+        job.callback_url ? '1' : '',
+        ...count.args,
+      ],
+    );
     if (result === -1) throw new Error(`job ${job.id} does not exist`);
     if (result === -2) throw new CorruptRecordError(job.id);
     // Also when it had already finished: that earlier finish may not have reached a replica yet.

@@ -215,6 +215,22 @@ describe('Overview aggregates', () => {
     }
   });
 
+  it('never fails the change it counts: with its buckets unwritable, the callback is made, attempted and ended all the same', async () => {
+    const ws = newWorkspace();
+    const at = Date.now();
+    // Every bucket of that moment holds a string: each HINCRBY into it fails with WRONGTYPE.
+    for (const tier of [OVERVIEW_TIERS.minute, OVERVIEW_TIERS.quarter, OVERVIEW_TIERS.hour]) {
+      await redis.set(keys.overviewBucket(ws, tier.name, Math.floor(at / tier.slotMs)), 'not a hash');
+    }
+    const cb = await newCallback(ws, 'https://r.example.test/', at);
+    const after = await record(cb, 'auto.1', attempt(1, at + 10, fail503), at + 60_000, at + 20);
+    expect(after).toMatchObject({ state: 'pending', attempt_count: 1, next_attempt_ms: at + 60_000 });
+    expect(await callbacks.attempts(cb.id)).toHaveLength(1);
+    expect((await callbacks.giveUp(after, at + 30))?.state).toBe('failed');
+    // Nothing was counted, and the buckets were left as they were.
+    expect(await redis.get(keys.overviewBucket(ws, OVERVIEW_TIERS.minute.name, Math.floor(at / MINUTE)))).toBe('not a hash');
+  });
+
   it('reads a window of its tier only: 60 minutes, 96 quarter hours, 168 hours', async () => {
     const ws = newWorkspace();
     const now = Date.now();

@@ -1,19 +1,16 @@
 import type { Redis } from 'ioredis';
-import type { ScriptCall } from '@media/common';
-import { shardOfId } from '@media/domain';
 import type { StoreKeys } from './keys';
-import { storeScript } from './lua';
 
 /**
  * The Overview's aggregates: what a workspace's callbacks and jobs did, counted per time slot as
  * the events happen, so that the dashboard's first page answers "what is going on" by reading a
  * fixed number of small hashes, never by scanning callbacks or jobs.
  *
- * Each event adds to one bucket per tier (the hash `StoreKeys.overviewBucket`; its fields are listed
- * in `lua/includes/overview-buckets.lua`), in the same round trip as the write that makes the event
- * (the callback's creation, an attempt's record, a give-up, a job's finish), by a script that runs
- * right after it and counts only what that write did, so that a re-run after a crash counts nothing
- * twice. A tier keeps its buckets for its longest window and a little more, then Redis expires them:
+ * Each event adds to one bucket per tier (the hash `StoreKeys.overviewBucket`; its fields and the
+ * counting of each kind of event are in `lua/includes/overview-buckets.lua`), inside the script that
+ * makes the event (the callback's creation, an attempt's record, a give-up, a job's finish), once that
+ * script has written it: only what the write did is counted, so a re-run after a crash counts nothing
+ * twice, and nothing is read a second time to find out what it did. A tier keeps its buckets for its longest window and a little more, then Redis expires them:
  * the memory a workspace holds is bounded by the number of slots, whatever its traffic.
  */
 
@@ -62,17 +59,6 @@ export const LATENCY_BOUNDS_MS: readonly number[] = [
 export const OVERVIEW_DESTINATION_CAP = 16;
 /** The bucket field under which failures past the cap are counted. */
 const OTHER_DESTINATIONS = '*';
-/**
- * How much of the stored attempt the counting script compares with what it was asked to count:
- * its automatic attempt, trigger, send time and duration come first, which no other attempt of the
- * same callback has all alike.
- */
-const STORED_ATTEMPT_PREFIX = 64;
-
-const CREATED = storeScript('overview-callback-created');
-const ATTEMPT = storeScript('overview-callback-attempt');
-const GIVEN_UP = storeScript('overview-callback-give-up');
-const JOB_FINISHED = storeScript('overview-job-finished');
 
 /** The histogram bucket of a latency. */
 export function latencyBucket(ms: number): number {
@@ -103,64 +89,50 @@ export function latencyQuantile(histogram: readonly number[], q: number): number
   return LATENCY_BOUNDS_MS.at(-1)!;
 }
 
-/** The facts about one attempt that its counting needs; the store knows the rest. */
+/** The facts about one attempt that its counting needs; the record knows the rest. */
 export interface AttemptToCount {
   workspaceId: string;
-  messageId: string;
   /** The destination's origin; its failures are counted against it. */
   origin: string;
   /** When the job ended: latency is measured from there. */
   eventMs: number;
-  /** The callback's state as the caller read it before the attempt. */
-  stateBefore: string;
-  /** The attempt's field in the log, and the attempt as stored there without its number. */
-  field: string;
-  stored: string;
-  ladderAttempt: number | null;
   sentMs: number;
   durationMs: number;
   status: number | null;
   error: string | null;
-  /** The automatic attempt was the ladder's last: a failure ends the callback. */
-  last: boolean;
   /** The record's now: when the attempt is counted. */
   nowMs: number;
 }
 
 /**
- * The counting scripts' calls, one per kind of event, for a repository to run right after its own
- * write in the same round trip (`LuaScript.runTogether`).
+ * What the script that makes an event needs to count it: its buckets, to go after the script's own
+ * KEYS, and the facts and the buckets' expiries, to go after its own ARGV (each script's header says
+ * where they start).
  */
+export interface OverviewCount {
+  keys: string[];
+  args: (string | number)[];
+}
+
+/** The Overview's part of each kind of event, for the repository whose script makes the event. */
 export class OverviewCounters {
   constructor(private readonly keys: StoreKeys) {}
 
-  /** A callback created in state `state` at `createdMs`. */
-  created(workspaceId: string, messageId: string, state: string, createdMs: number): ScriptCall {
+  /** A callback created at `createdMs`. */
+  created(workspaceId: string, createdMs: number): OverviewCount {
     const buckets = this.buckets(workspaceId, CALLBACK_TIERS, createdMs);
-    return {
-      script: CREATED,
-      keys: [this.keys.workspaceCallbacksInState(workspaceId, state), ...buckets.keys],
-      args: [messageId, createdMs, ...buckets.expiries],
-    };
+    return { keys: buckets.keys, args: buckets.expiries };
   }
 
-  /** One attempt, as its record was asked to store it. */
-  attempt(a: AttemptToCount): ScriptCall {
+  /** One attempt, as its record is asked to store it. */
+  attempt(a: AttemptToCount): OverviewCount {
     const buckets = this.buckets(a.workspaceId, CALLBACK_TIERS, a.nowMs);
     const delivered = a.error === null;
     // A dispatcher that could not make the attempt says nothing about the receiver.
     const againstDestination = !delivered && a.error !== 'dispatcher_error';
     return {
-      script: ATTEMPT,
-      keys: [this.keys.callback(a.messageId), this.keys.callbackAttempts(a.messageId), ...buckets.keys],
+      keys: buckets.keys,
       args: [
-        a.field,
-        a.stored.slice(0, STORED_ATTEMPT_PREFIX),
-        a.nowMs,
-        delivered ? '1' : '0',
-        a.ladderAttempt ?? 0,
-        a.last ? '1' : '0',
-        a.stateBefore,
         delivered ? latencyBucket(a.sentMs + a.durationMs - a.eventMs) : '',
         againstDestination ? a.origin : '',
         `${a.sentMs} ${a.error ?? '-'} ${a.status ?? '-'}`,
@@ -171,24 +143,16 @@ export class OverviewCounters {
   }
 
   /** A callback ended as failed at `nowMs` without its last attempt. */
-  givenUp(workspaceId: string, messageId: string, nowMs: number): ScriptCall {
+  givenUp(workspaceId: string, nowMs: number): OverviewCount {
     const buckets = this.buckets(workspaceId, CALLBACK_TIERS, nowMs);
-    return {
-      script: GIVEN_UP,
-      keys: [this.keys.callback(messageId), this.keys.endedCallbacks(shardOfId(messageId)), ...buckets.keys],
-      args: [messageId, nowMs, ...buckets.expiries],
-    };
+    return { keys: buckets.keys, args: buckets.expiries };
   }
 
-  /** A job finished at `finishedMs`, and what it was charged (USD). */
-  jobFinished(workspaceId: string, jobId: string, status: string, finishedMs: number, chargedUsd: number): ScriptCall {
+  /** A job finished at `finishedMs` as `status`, and what it was charged (USD). */
+  jobFinished(workspaceId: string, status: string, finishedMs: number, chargedUsd: number): OverviewCount {
     const buckets = this.buckets(workspaceId, [OVERVIEW_TIERS.day], finishedMs);
-    return {
-      script: JOB_FINISHED,
-      keys: [this.keys.job(jobId), ...buckets.keys],
-      // Micro-dollars: integers add up exactly, where binary fractions would drift.
-      args: [finishedMs, status, Math.round(chargedUsd * 1e6), ...buckets.expiries],
-    };
+    // Micro-dollars: integers add up exactly, where binary fractions would drift.
+    return { keys: buckets.keys, args: [status, Math.round(chargedUsd * 1e6), ...buckets.expiries] };
   }
 
   private buckets(workspaceId: string, tiers: readonly OverviewTier[], atMs: number): { keys: string[]; expiries: number[] } {

@@ -17,10 +17,12 @@
                  ('<sent ms> <error class> <status or ->')
     nx           destinations the bucket names; past the cap the rest count under '*'
     jc, jf, usd  jobs completed, jobs failed, amount charged in micro-dollars (day buckets)
-  The including script names its buckets KEYS[first..#KEYS], and when each expires (Unix ms) in
-  ARGV from first_expiry on, in the same order. A bucket gets its expiry (the same absolute time
-  every time) whenever one of its fields is first written, which includes its making: each call
-  inside a script costs, and most events only add to fields that exist.
+  The script that makes an event counts it, once it has written it, so only what that write did is
+  counted and a re-run after a crash (which finds the write done) counts nothing twice. It names its
+  buckets KEYS[first..#KEYS], and when each expires (Unix ms) in ARGV from first_expiry on, in the same
+  order. A bucket gets its expiry (the same absolute time every time) whenever one of its fields is
+  first written, which includes its making: each call inside a script costs, and most events only
+  add to fields that exist.
 ]]
 
 local function overview_buckets(first_key, first_expiry)
@@ -58,4 +60,52 @@ local function overview_fail_at(buckets, origin, last, cap)
     redis.call('HSET', bucket.key, 'e:' .. name, last)
     overview_add_to(bucket, 'x:' .. name, 1)
   end
+end
+
+-- Counts an event with `count(...)`, never failing the write it counts: an error in counting (a
+-- bucket key of another type, say) leaves the Overview short and the write as it was made.
+local function overview_count(count, ...)
+  pcall(count, ...)
+end
+
+-- A job's finish into its day bucket: completed or failed, and what it was charged (micro-dollars).
+local function overview_count_job_finished(buckets, status, micro_usd)
+  if status == 'completed' then overview_add(buckets, 'jc', 1) else overview_add(buckets, 'jf', 1) end
+  if micro_usd > 0 then overview_add(buckets, 'usd', micro_usd) end
+end
+
+-- A callback created.
+local function overview_count_created(buckets)
+  overview_add(buckets, 'c', 1)
+end
+
+-- An attempt just recorded. `first`: attempt 1 of the ladder; `ended_wait`: this delivery ended the
+-- callback's wait (it was pending, or failed and so recovered); `ended_failed`: this failure ended the
+-- callback as failed; `latency`: the latency bucket of a delivery, or ''; `origin`: the destination a
+-- failure counts against, or ''.
+local function overview_count_attempt(buckets, a)
+  if a.first then
+    overview_add(buckets, '1', 1)
+    -- Attempt 1 is made only while the callback is pending: its delivery ends the callback's wait.
+    if a.delivered then overview_add(buckets, '1d', 1) end
+  else
+    overview_add(buckets, 'a', 1)
+  end
+  if not a.delivered then overview_add(buckets, 'ae', 1) end
+  if a.ended_wait then
+    if a.before == 'failed' then
+      overview_add(buckets, 'r', 1)
+    elseif not a.first then
+      overview_add(buckets, 'd', 1)
+    end
+    if a.latency ~= '' then overview_add(buckets, 'l' .. a.latency, 1) end
+  elseif a.ended_failed then
+    overview_add(buckets, 'f', 1)
+  end
+  if a.origin ~= '' then overview_fail_at(buckets, a.origin, a.failure, a.cap) end
+end
+
+-- A callback ended as failed without its last attempt (nothing could ever be sent).
+local function overview_count_given_up(buckets)
+  overview_add(buckets, 'f', 1)
 end

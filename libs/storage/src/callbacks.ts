@@ -217,7 +217,7 @@ export class CallbackRepository {
    * @throws Error when the callback does not exist
    */
   async recordAttempt(
-    callback: Pick<CallbackRecord, 'id' | 'workspace_id' | 'url' | 'event_ms' | 'state'>,
+    callback: Pick<CallbackRecord, 'id' | 'workspace_id' | 'url' | 'event_ms'>,
     attemptKey: string,
     attempt: NewCallbackAttempt,
     nextAttemptMs: number | null,

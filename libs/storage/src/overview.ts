@@ -10,8 +10,9 @@ import type { StoreKeys } from './keys';
  * counting of each kind of event are in `lua/includes/overview-buckets.lua`), inside the script that
  * makes the event (the callback's creation, an attempt's record, a give-up, a job's finish), once that
  * script has written it: only what the write did is counted, so a re-run after a crash counts nothing
- * twice, and nothing is read a second time to find out what it did. A tier keeps its buckets for its longest window and a little more, then Redis expires them:
- * the memory a workspace holds is bounded by the number of slots, whatever its traffic.
+ * twice, and nothing is read a second time to find out what it did. A tier keeps its buckets for its
+ * longest window and a little more, then Redis expires them: the memory a workspace holds is bounded
+ * by the number of slots, whatever its traffic.
  */
 
 /** A tier of buckets: how long one slot is, and how long its buckets are kept after their slot ends. */

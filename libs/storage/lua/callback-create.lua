@@ -1,8 +1,7 @@
 --[[
   Stores a new callback (unless one with its id exists) and its index entries, in one step, and
-  counts a new one into the Overview. The
-  workspace and type indexes are also (re)written for an existing record, harmlessly; the state
-  index only for a new one, since the record may have moved on to another state (the scripts that
+  counts a new one into the Overview. The workspace and type indexes are also (re)written for an
+  existing record, harmlessly; the state index only for a new one, since the record may have moved on to another state (the scripts that
   move it keep that index in step). Its job no longer awaits it: retention now reads the
   callback's own state.
 

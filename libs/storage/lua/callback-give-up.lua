@@ -1,7 +1,7 @@
 --[[
   Ends a still-pending callback as failed, with its state indexes and the ladder's schedule, in one
-  step, and counts that into the Overview. A callback whose delivery job BullMQ gave up on must still end; a delivered one stays
-  delivered.
+  step, and counts that into the Overview. A callback whose delivery job BullMQ gave up on must
+  still end; a delivered one stays delivered.
 
   Input:
     KEYS[1] the callback's record

@@ -47,8 +47,9 @@ cb.attempt_count = cb.attempt_count + 1
 redis.call('HSET', KEYS[2], ARGV[1], '[' .. cb.attempt_count .. ',' .. string.sub(ARGV[2], 2))
 cb.last_attempt_ms = tonumber(ARGV[7])
 local ladder = tonumber(ARGV[3])
+local delivered = ARGV[4] == '1'
 if ladder > cb.ladder_attempt then cb.ladder_attempt = ladder end
-if ARGV[4] == '1' then
+if delivered then
   if cb.state ~= 'delivered' then cb.delivered_ms = tonumber(ARGV[6]) end
   cb.state = 'delivered'
   cb.next_attempt_ms = cjson.null
@@ -65,7 +66,6 @@ redis.call('SET', KEYS[1], out)
 move_state_index(before, cb)
 -- A manual attempt that failed leaves the ladder, and its schedule, as they were.
 if ladder > 0 or cb.state ~= 'pending' then schedule_next(cb, ARGV[5], ARGV[6], ARGV[8]) end
-local delivered = ARGV[4] == '1'
 overview_count(overview_count_attempt, overview_buckets(8, 13), {
   first = ladder == 1,
   delivered = delivered,

@@ -206,51 +206,63 @@ function scriptNames(): Map<string, string> {
   return names;
 }
 
+type IdleSpell = { before: Reading; after: Reading };
+
+/** What the idle stack spends per second of each node, by what `pick` reads from a reading. */
+function idleRates(idle: IdleSpell, pick: (r: Reading) => number[]): number[] {
+  const seconds = (idle.after.atMs - idle.before.atMs) / 1000;
+  const before = pick(idle.before);
+  return pick(idle.after).map((v, i) => (v - before[i]!) / seconds);
+}
+
+/** What was spent over `seconds` beyond the idle stack's rate for as long, per job. */
+function beyondIdle(spent: number, idlePerSecond: number, seconds: number, jobs: number): number {
+  return Math.max(0, spent - idlePerSecond * seconds) / jobs;
+}
+
+const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+const allCalls = (r: Reading) => [sum([...r.commands.values()].map((c) => c.calls))];
+
 /** What Redis did between two readings; the first after a RESETSTAT, so commandstats are since then. */
-function cost(idle: { before: Reading; after: Reading }, before: Reading, after: Reading, jobs: number, ports: number[]): RedisCostSide {
-  const idleSeconds = (idle.after.atMs - idle.before.atMs) / 1000;
+function cost(idle: IdleSpell, before: Reading, after: Reading, jobs: number, ports: number[]): RedisCostSide {
   const seconds = (after.atMs - before.atMs) / 1000;
-  const idleCpuPerNode = idle.after.cpuMicros.map((c, i) => (c - idle.before.cpuMicros[i]) / idleSeconds);
-  const cpuPerNode = after.cpuMicros.map((c, i) => Math.max(0, c - before.cpuMicros[i] - idleCpuPerNode[i] * seconds) / jobs);
-  const idleSysPerNode = idle.after.sysMicros.map((c, i) => (c - idle.before.sysMicros[i]) / idleSeconds);
-  const sys = after.sysMicros.reduce((sum, c, i) => sum + Math.max(0, c - before.sysMicros[i] - idleSysPerNode[i] * seconds) / jobs, 0);
+  const idleCpuPerNode = idleRates(idle, (r) => r.cpuMicros);
+  const cpuPerNode = after.cpuMicros.map((c, i) => beyondIdle(c - before.cpuMicros[i]!, idleCpuPerNode[i]!, seconds, jobs));
+  const idleSysPerNode = idleRates(idle, (r) => r.sysMicros);
+  const sys = sum(after.sysMicros.map((c, i) => beyondIdle(c - before.sysMicros[i]!, idleSysPerNode[i]!, seconds, jobs)));
+  const idleSeconds = (idle.after.atMs - idle.before.atMs) / 1000;
   const idleCalls = new Map([...idle.after.commands].map(([name, c]) => [name, c.calls / idleSeconds]));
   const rows = [...after.commands].map(([command, c]) => ({
     command,
-    perJob: Math.max(0, c.calls - (idleCalls.get(command) ?? 0) * seconds) / jobs,
+    perJob: beyondIdle(c.calls, idleCalls.get(command) ?? 0, seconds, jobs),
     microsPerJob: c.micros / jobs,
   }));
-  const cpu = cpuPerNode.reduce((a, b) => a + b, 0);
+  const cpu = sum(cpuPerNode);
   return {
     jobs,
     seconds,
     cpuMicrosPerJob: cpu,
     sysMicrosPerJob: sys,
-    commandsPerJob: rows.reduce((a, r) => a + r.perJob, 0),
+    commandsPerJob: sum(rows.map((r) => r.perJob)),
     topCommands: rows.sort((a, b) => b.perJob - a.perJob).slice(0, 10),
-    perNode: ports.length > 1 ? ports.map((port, i) => ({ port, cpuMicrosPerJob: cpuPerNode[i], share: cpu > 0 ? cpuPerNode[i] / cpu : 0 })) : undefined,
-    idleCpuMicrosPerSecond: idleCpuPerNode.reduce((a, b) => a + b, 0),
+    perNode: ports.length > 1 ? ports.map((port, i) => ({ port, cpuMicrosPerJob: cpuPerNode[i]!, share: cpu > 0 ? cpuPerNode[i]! / cpu : 0 })) : undefined,
+    idleCpuMicrosPerSecond: sum(idleCpuPerNode),
   };
 }
 
 /** What Redis did between two readings of one run, less the idle cost over the same time. */
-function stage(idle: { before: Reading; after: Reading }, name: string, from: Reading, to: Reading, jobs: number) {
-  const idleSeconds = (idle.after.atMs - idle.before.atMs) / 1000;
+function stage(idle: IdleSpell, name: string, from: Reading, to: Reading, jobs: number) {
   const seconds = (to.atMs - from.atMs) / 1000;
-  const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
-  const calls = (r: Reading) => sum([...r.commands.values()].map((c) => c.calls));
-  const idleCpu = (sum(idle.after.cpuMicros) - sum(idle.before.cpuMicros)) / idleSeconds;
-  const idleCalls = (calls(idle.after) - calls(idle.before)) / idleSeconds;
   return {
     name,
     seconds,
-    cpuMicrosPerJob: Math.max(0, sum(to.cpuMicros) - sum(from.cpuMicros) - idleCpu * seconds) / jobs,
-    commandsPerJob: Math.max(0, calls(to) - calls(from) - idleCalls * seconds) / jobs,
+    cpuMicrosPerJob: beyondIdle(sum(to.cpuMicros) - sum(from.cpuMicros), sum(idleRates(idle, (r) => r.cpuMicros)), seconds, jobs),
+    commandsPerJob: beyondIdle(allCalls(to)[0]! - allCalls(from)[0]!, idleRates(idle, allCalls)[0]!, seconds, jobs),
   };
 }
 
 /** Resets the statistics, lets `idleMs` pass with nothing submitted, and reads the idle cost. */
-async function idleSpell(measured: MeasuredRedis, idleMs: number): Promise<{ before: Reading; after: Reading }> {
+async function idleSpell(measured: MeasuredRedis, idleMs: number): Promise<IdleSpell> {
   await measured.reset();
   const before = await measured.read();
   await sleep(idleMs);
@@ -260,7 +272,7 @@ async function idleSpell(measured: MeasuredRedis, idleMs: number): Promise<{ bef
 /** One side's measured run of `jobs` jobs, after its idle spell; profiled with BENCH_REDIS_COST_SCRIPTS=1. */
 async function measure(
   measured: MeasuredRedis,
-  idle: { before: Reading; after: Reading },
+  idle: IdleSpell,
   jobs: number,
   run: (mark: (stage: string) => Promise<void>) => Promise<void>,
 ): Promise<RedisCostSide> {

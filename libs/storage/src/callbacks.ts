@@ -140,7 +140,7 @@ export class CallbackRepository {
    * workspace. Returns the stored record: the new one, or the one created earlier for a replayed event.
    */
   async create(callback: CallbackRecord): Promise<{ created: boolean; callback: CallbackRecord }> {
-    const count = this.overview.created(callback.workspace_id, callback.created_ms);
+    const count = this.overview.callbackEvent(callback.workspace_id, callback.created_ms);
     const reply = await CREATE.run(
       this.redis,
       [
@@ -262,7 +262,7 @@ export class CallbackRepository {
 
   /** Ends a still-pending callback as `failed`; returns the record as it now stands. */
   async giveUp(callback: Pick<CallbackRecord, 'id' | 'workspace_id'>, now = Date.now()): Promise<CallbackRecord | undefined> {
-    const count = this.overview.givenUp(callback.workspace_id, now);
+    const count = this.overview.callbackEvent(callback.workspace_id, now);
     const raw = (await GIVE_UP.run(this.redis, [...this.scriptKeys(callback), ...count.keys], [now, SCHEDULED_ATTEMPT_SEPARATOR, ...count.args])) as string;
     return raw ? (JSON.parse(raw) as CallbackRecord) : undefined;
   }

@@ -119,9 +119,12 @@ export interface OverviewCount {
 export class OverviewCounters {
   constructor(private readonly keys: StoreKeys) {}
 
-  /** A callback created at `createdMs`. */
-  created(workspaceId: string, createdMs: number): OverviewCount {
-    const buckets = this.buckets(workspaceId, CALLBACK_TIERS, createdMs);
+  /**
+   * A callback's creation or its give-up (ended as failed without its last attempt) at `atMs`: the
+   * event's buckets alone, as the script that makes it knows which of the two it counts.
+   */
+  callbackEvent(workspaceId: string, atMs: number): OverviewCount {
+    const buckets = this.buckets(workspaceId, CALLBACK_TIERS, atMs);
     return { keys: buckets.keys, args: buckets.expiries };
   }
 
@@ -141,12 +144,6 @@ export class OverviewCounters {
         ...buckets.expiries,
       ],
     };
-  }
-
-  /** A callback ended as failed at `nowMs` without its last attempt. */
-  givenUp(workspaceId: string, nowMs: number): OverviewCount {
-    const buckets = this.buckets(workspaceId, CALLBACK_TIERS, nowMs);
-    return { keys: buckets.keys, args: buckets.expiries };
   }
 
   /** A job finished at `finishedMs` as `status`, and what it was charged (USD). */

@@ -95,8 +95,12 @@ export class GenerationService {
   /** {@link run} for a job that has a record and is not finished: makes it, then finishes it. */
   private async generate(job: JobRecord, attempt: AttemptInfo): Promise<void> {
     const jobId = job.id;
-    job.status = 'in_progress';
-    await this.deps.jobs.updateActive(job);
+    // An image is in progress from its acceptance (and a video re-run after a crash from its first
+    // run): only a queued video's record has something to change, so only it is written.
+    if (job.status !== 'in_progress') {
+      job.status = 'in_progress';
+      await this.deps.jobs.updateActive(job);
+    }
 
     const blocked = this.deps.moderation.blockedTerm(job.prompt);
     if (blocked) throw new PermanentGenerationError('moderation_blocked', 'The request was blocked by output moderation.');

@@ -227,6 +227,40 @@ describe('roles, secrets and keys', () => {
     expect((await owner.call('DELETE', '/members/temp@test.test')).status).toBe(204);
     expectApiError(await owner.call('DELETE', '/members/temp@test.test'), 404);
   });
+
+  it('refuses an e-mail that is not a string, or holds a control character, with 400 on email', async () => {
+    const before = (await owner.call('GET', '/members')).json;
+    for (const email of [
+      { toString: 1 },
+      { toString: null, valueOf: null },
+      [{ toString: 1 }],
+      ['a@test.test'],
+      5,
+      null,
+      'a\u0000b@test.test',
+      'a@te\u0007st.test',
+    ]) {
+      const res = await owner.call('POST', '/members', { json: { email, role: 'member' } });
+      expectApiError(res, 400, { type: 'invalid_request_error', param: 'email', code: 'invalid_value' });
+    }
+    expect((await owner.call('GET', '/members')).json).toEqual(before);
+  });
+
+  it('signs a member out even once they have made all the changes a minute allows', async () => {
+    const added = await owner.call('POST', '/members', { json: { email: 'busy@test.test', role: 'member' } });
+    const busy = await DashboardClient.signedIn(h.stack.baseUrl, 'busy@test.test', added.json.password);
+    let limited;
+    for (let i = 0; i < 100 && !limited; i++) {
+      const res = await busy.call('POST', '/members', { json: { email: `x${i}@test.test`, role: 'member' } });
+      if (res.status === 429) limited = res;
+    }
+    expectApiError(limited!, 429, { code: 'rate_limit_exceeded' });
+    const stolen = busy.cookie;
+    expect((await busy.call('DELETE', '/session')).status).toBe(204);
+    busy.cookie = stolen;
+    expectApiError(await busy.call('GET', '/session'), 401, { code: 'not_signed_in' });
+    await owner.call('DELETE', '/members/busy@test.test');
+  });
 });
 
 describe('requests, retry, usage and test callbacks', () => {

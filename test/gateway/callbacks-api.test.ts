@@ -275,5 +275,8 @@ describe('POST /v1/callbacks/recover', () => {
     const backwards = await wsCall('/v1/callbacks/recover', { method: 'POST', json: { since: 100, until: 50 } });
     expect(backwards.status).toBe(400);
     expect(backwards.json.error).toMatchObject({ param: 'until' });
+    // Without until the window ends now: a since after now would make it run backwards too.
+    const future = await wsCall('/v1/callbacks/recover', { method: 'POST', json: { since: nowSeconds() + 3_600 } });
+    expect([future.status, future.json.error]).toEqual([400, expect.objectContaining({ param: 'since', code: 'invalid_value' })]);
   });
 });

@@ -335,6 +335,27 @@ describe('malformed multipart', () => {
     expectApiError(res, 413, { code: 'file_too_large', param: 'image' });
   });
 
+  it('answers a multipart body with a Content-Encoding with 415, as it cannot be read as one', async () => {
+    const form = multipartBody([
+      { name: 'prompt', value: 'x' },
+      { name: 'image', value: pngBytes, filename: 'a.png', type: 'image/png' },
+    ]);
+    for (const encoding of ['gzip', 'br', 'x-unknown']) {
+      const res = await call('/v1/images/edits', {
+        method: 'POST',
+        body: form.body,
+        headers: { 'content-type': form.contentType, 'content-encoding': encoding },
+      });
+      expectApiError(res, 415, { type: 'invalid_request_error', code: 'unsupported_media_type' });
+    }
+    const plain = await call('/v1/images/edits', {
+      method: 'POST',
+      body: form.body,
+      headers: { 'content-type': form.contentType, 'content-encoding': 'identity' },
+    });
+    expect(plain.status).toBe(200);
+  });
+
   it('answers the framing errors with invalid_multipart specifically', async () => {
     for (const [name, contentType, body] of shapes.filter(([name]) => !/no name|empty body|name too long/.test(name))) {
       const res = await call('/v1/images/edits', { method: 'POST', body: Buffer.from(body as string, 'latin1'), headers: { 'content-type': contentType } });
@@ -511,8 +532,59 @@ describe('requests Node cannot parse', () => {
     expectClosingError(res, 400, 'invalid_http_request');
   });
 
+  it.each([
+    ['a CONNECT', 'CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n'],
+    ['an HTTP/1.1 request without Host', 'GET /v1/models HTTP/1.1\r\nAuthorization: Bearer x\r\n\r\n'],
+  ])('answers %s with 400 in the error shape', async (_name, request) => {
+    const res = await rawHttp(port(), request);
+    expectClosingError(res, 400, 'invalid_http_request');
+    expect(res.headers['x-request-id']).toMatch(/^req_/);
+  });
+
+  it('serves an HTTP/1.0 request without Host, which may omit it', async () => {
+    const res = await rawHttp(port(), 'GET /healthz HTTP/1.0\r\n\r\n');
+    expect(res.status).toBe(200);
+  });
+
+  it('answers an Expect other than 100-continue with 417 in the error shape', async () => {
+    const res = await rawHttp(
+      port(),
+      `POST /v1/videos HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ws.apiKey}\r\nExpect: foo\r\nContent-Length: 2\r\n\r\n{}`,
+    );
+    expectClosingError(res, 417, 'expectation_failed');
+  });
+
   it('keeps serving afterwards', async () => {
     await alive();
     expect((await call('/v1/models')).status).toBe(200);
+  });
+});
+
+describe('one Idempotency-Key sent by several requests at once', () => {
+  const dataUrl = `data:image/png;base64,${pngBytes.toString('base64')}`;
+  const edit = (as: ReturnType<typeof api>, key: string) =>
+    as('/v1/images/edits', { method: 'POST', json: { prompt: 'a fox', size: '256x256', image: dataUrl }, headers: { 'idempotency-key': key } });
+  const imageJobs = async (workspaceId: string) => (await stack.jobs.list(workspaceId, 'image', { limit: 10, order: 'desc' })).ids;
+
+  it('makes one job of an edit sent twelve times at once: the others replay it or are told to retry, none fails', async () => {
+    const other = await stack.createWorkspace('edit-race');
+    const as = api(stack, other.apiKey);
+    const answers = await Promise.all(Array.from({ length: 12 }, () => edit(as, 'race-1')));
+    for (const res of answers) {
+      if (res.status === 409) {
+        expectApiError(res, 409, { type: 'conflict_error', code: 'idempotency_key_in_use' });
+        expect(res.headers.get('retry-after')).toBe('1');
+      } else {
+        expect([res.status, res.text]).toEqual([200, expect.any(String)]);
+      }
+    }
+    expect(answers.filter((res) => res.status === 200 && res.headers.get('idempotent-replayed') !== 'true')).toHaveLength(1);
+    const ids = await imageJobs(other.workspaceId);
+    expect(ids).toHaveLength(1);
+    // Its inputs were written once and stayed: the generator read them and made the image.
+    expect((await stack.jobs.get(ids[0]!))?.status).toBe('completed');
+    const again = await edit(as, 'race-1');
+    expect([again.status, again.headers.get('idempotent-replayed')]).toEqual([200, 'true']);
+    expect(await imageJobs(other.workspaceId)).toEqual(ids);
   });
 });

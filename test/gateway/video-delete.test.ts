@@ -61,4 +61,12 @@ describe.each(BLOB_STORES)('deleting a video (%s blob store)', (blobStore) => {
     expect(again.status).toBe(404);
     expect(again.json.error).toMatchObject({ type: 'not_found_error' });
   });
+
+  it('answers deletes of one video sent at once with one deletion; the others find it gone', async () => {
+    const created = await client.videos.create({ model: 'motion-1' as never, prompt: 'a kite at noon', seconds: '1' as never, size: '640x360' as never });
+    await eventually(async () => ((await client.videos.retrieve(created.id)).status === 'completed' ? true : undefined), 30_000, 'the video to complete');
+    const answers = await Promise.all(Array.from({ length: 6 }, () => call(`/v1/videos/${created.id}`, { method: 'DELETE' })));
+    expect(answers.map((res) => res.status).sort()).toEqual([200, 404, 404, 404, 404, 404]);
+    for (const res of answers.filter((r) => r.status === 404)) expect(res.json.error).toMatchObject({ type: 'not_found_error', code: 'not_found' });
+  });
 });

@@ -2,6 +2,7 @@ import { bullKey, type CrashPoint } from '@media/common';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { api, type ServiceName } from '../support/stack';
 import { shardOfId } from '@media/domain';
+import { idempotencyKeyHash } from '@media/storage';
 
 /**
  * A SIGKILL between any two writes of acceptance, completion and delivery loses and duplicates
@@ -84,6 +85,35 @@ describe('acceptance', () => {
     // One job for the key: the workspace's image index holds it once.
     expect(await h.stack.redis.zscore(h.stack.keys.workspaceImages(h.workspace.workspaceId), retried.json.id)).not.toBeNull();
     expect(await h.stack.redis.zscore(h.stack.keys.intake(shardOfId(retried.json.id)), retried.json.id)).toBeNull();
+  });
+});
+
+describe('an edit whose gateway died between claiming its Idempotency-Key and storing its job', () => {
+  it('tells a repeat to retry while the claim is young, then makes the job under the claimed id, once', async () => {
+    const { died } = await armed('api-gateway', 'intake.claimed');
+    const call = api(h.stack, h.workspace.apiKey);
+    const path = '/intake-claimed';
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+    const request = {
+      method: 'POST',
+      headers: { 'idempotency-key': 'claimed-then-crashed' },
+      json: { prompt: 'claimed then crashed', size: '256x256', image: `data:image/png;base64,${png}`, callback_url: h.receiver.url(path) },
+    };
+    await expect(call('/v1/images/edits', request)).rejects.toThrow();
+    await died;
+    await restart('api-gateway');
+    const claimKey = h.stack.keys.idempotency(h.workspace.workspaceId, idempotencyKeyHash('claimed-then-crashed'));
+    const claim = JSON.parse((await h.stack.redis.get(claimKey))!) as { job_id: string; claimed_ms: number };
+    expect(await h.stack.jobs.get(claim.job_id)).toBeUndefined();
+
+    // The gateway cannot tell a dead request from one still storing its uploads until the claim is old.
+    const early = await call('/v1/images/edits', request);
+    expect([early.status, early.json.error?.code, early.headers.get('retry-after')]).toEqual([409, 'idempotency_key_in_use', '1']);
+    // Five minutes on (the claim's time moved back, as waiting would leave it):
+    await h.stack.redis.set(claimKey, JSON.stringify({ ...claim, claimed_ms: claim.claimed_ms - 301_000 }), 'KEEPTTL');
+    const retried = await call('/v1/images/edits', request);
+    expect([retried.status, retried.headers.get('idempotent-replayed'), retried.json.id]).toEqual([202, 'true', claim.job_id]);
+    await expectEndedOnce(claim.job_id, path);
   });
 });
 

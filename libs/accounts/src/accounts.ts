@@ -57,7 +57,9 @@ export const API_KEY_CACHE_MS = 2_000;
 /** At most this many keys are remembered; the oldest lookup is forgotten first. */
 export const API_KEY_CACHE_ENTRIES = 10_000;
 
-const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
+// No spaces and no control characters (a NUL among them), which no mailbox has and every screen
+// that shows the address would have to guard against.
+const EMAIL = /^[^\s@\p{Cc}]{1,64}@[^\s@\p{Cc}]{1,255}$/u;
 
 export interface Credentials {
   email: string;

@@ -1,4 +1,5 @@
 import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve, sep } from 'node:path';
 import { checkBlobKey, type BlobStore, type BlobStream } from './blob-store';
 import { BlobNotFoundError, InvalidBlobKeyError } from './errors';
@@ -6,6 +7,12 @@ import { contentTypeOfKey } from './media-types';
 
 /** Errors meaning "no such blob"; any other (EIO of a network volume, EACCES) is passed on. */
 const isMissing = (err: unknown) => ['ENOENT', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '');
+
+/**
+ * A name of its own for each write of `path`: writers of the same blob (two runs of one job, on one
+ * host or on several sharing the volume, in the same millisecond) must never share a temp file.
+ */
+const tempNameFor = (path: string) => `${path}.${randomBytes(8).toString('hex')}.part`;
 
 /**
  * Blobs as files under one directory (a shared volume when services run on several hosts). The
@@ -22,7 +29,7 @@ export class FileBlobStore implements BlobStore {
     const path = this.pathOf(key);
     await mkdir(dirname(path), { recursive: true });
     // Write then rename so a reader never sees half a file.
-    const tmp = `${path}.${process.pid}.${Date.now()}.part`;
+    const tmp = tempNameFor(path);
     await writeFile(tmp, bytes);
     await rename(tmp, path);
   }
@@ -34,8 +41,7 @@ export class FileBlobStore implements BlobStore {
       await rename(localPath, path);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
-      // A name of its own, as in put(): two runs of one job must not write the same temp file.
-      const tmp = `${path}.${process.pid}.${Date.now()}.part`;
+      const tmp = tempNameFor(path);
       await copyFile(localPath, tmp);
       await rename(tmp, path);
       await rm(localPath, { force: true });

@@ -6,6 +6,8 @@ import type { Logger } from './logger';
  * set in production.
  */
 export type CrashPoint =
+  /** gateway: an edit's Idempotency-Key is claimed, its uploads and job are not stored */
+  | 'intake.claimed'
   /** gateway: the job record is stored, its queue entry is not */
   | 'intake.stored'
   /** gateway: the job is queued, its intake mark is not cleared */
@@ -22,6 +24,7 @@ export type CrashPoint =
   | 'delivery.recorded';
 
 export const CRASH_POINTS: readonly CrashPoint[] = [
+  'intake.claimed',
   'intake.stored',
   'intake.queued',
   'generation.rendered',

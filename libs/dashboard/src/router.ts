@@ -200,6 +200,13 @@ function apiRouter(deps: DashboardDeps): Router {
     res.locals.memberKey = createHash('sha256').update(session.email).digest('hex').slice(0, 32);
     next();
   });
+  // Signing out is never refused for having changed too much this minute: ending a session must
+  // always work, so it comes before the limits.
+  api.delete('/session', async (req, res) => {
+    await accounts.signOut(readCookie(req.headers.cookie, SESSION_COOKIE) ?? '');
+    res.setHeader('set-cookie', cookie('', 0));
+    res.status(204).end();
+  });
   api.use((req, res, next) => (req.method === 'GET' || req.method === 'HEAD' ? read : write)(req, res, next));
 
   const session = (res: Response): Session => res.locals.dashboardSession!;
@@ -210,12 +217,6 @@ function apiRouter(deps: DashboardDeps): Router {
 
   api.get('/session', (_req, res) => {
     res.json(sessionInfo(session(res)));
-  });
-
-  api.delete('/session', async (req, res) => {
-    await accounts.signOut(readCookie(req.headers.cookie, SESSION_COOKIE) ?? '');
-    res.setHeader('set-cookie', cookie('', 0));
-    res.status(204).end();
   });
 
   // --- requests -------------------------------------------------------------------------------
@@ -365,7 +366,9 @@ function apiRouter(deps: DashboardDeps): Router {
     allow(res, 'manage_members');
     const body = (req.body ?? {}) as Record<string, unknown>;
     if (!isRole(body.role)) throw ApiError.invalid('role must be owner, admin or member.', 'role', 'invalid_value');
-    const created = await accounts.addMember(session(res).workspace.id, String(body.email ?? ''), body.role).catch(toApiError);
+    // A JSON body may hold anything there: only a string is an address to check.
+    if (typeof body.email !== 'string') throw ApiError.invalid('email must be an e-mail address.', 'email', 'invalid_value');
+    const created = await accounts.addMember(session(res).workspace.id, body.email, body.role).catch(toApiError);
     res.status(201).json(created);
   });
 

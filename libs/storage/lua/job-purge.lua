@@ -15,13 +15,15 @@
     ARGV[2] cutoff ms, or '' to remove unconditionally
 
   Output:
-    1 removed, 0 left (not due any more)
+    1 removed
+    0 left (not due any more), or gone already (another removal came first; the rest is still
+      cleared, in case that one was cut short)
 ]]
 if ARGV[2] ~= '' then
   local due = redis.call('ZSCORE', KEYS[3], ARGV[1])
   if due and tonumber(due) > tonumber(ARGV[2]) then return 0 end
 end
-redis.call('DEL', KEYS[1])
+local removed = redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('SREM', KEYS[4], ARGV[1])
@@ -32,4 +34,4 @@ if KEYS[5] then
     if ok and type(held) == 'table' and held.job_id == ARGV[1] then redis.call('DEL', KEYS[5]) end
   end
 end
-return 1
+return removed

@@ -1,16 +1,29 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { StoreKeys } from './keys';
+import { storeScript } from './lua';
+
+const TAKE_OVER = storeScript('idempotency-take-over');
 
 /** An `Idempotency-Key` claim as stored: under which Redis key, what, and for how long. */
 export interface IdempotencyEntry {
   redisKey: string;
-  /** JSON `{job_id, fingerprint}`; `JobRepository.admit` reads both fields too. */
+  /** JSON `{job_id, fingerprint, claimed_ms}`; `JobRepository.admit` reads the first two too. */
   value: string;
   ttlSeconds: number;
 }
 
-export type IdempotencyClaim = { outcome: 'new' } | { outcome: 'replay'; jobId: string } | { outcome: 'mismatch' };
+/** A claim held by an earlier request with the same parameters, as read. */
+export interface HeldClaim {
+  outcome: 'replay';
+  jobId: string;
+  /** When the claim was made (0 for one stored before claims said so: as good as old). */
+  claimedMs: number;
+  redisKey: string;
+  value: string;
+}
+
+export type IdempotencyClaim = { outcome: 'new' } | HeldClaim | { outcome: 'mismatch' };
 
 /** How a key is named in the store and in the job it made (`idempotency_key_hash`): the key itself is the client's secret-ish token. */
 export const idempotencyKeyHash = (key: string): string => createHash('sha256').update(key).digest('hex');
@@ -24,23 +37,33 @@ export class IdempotencyRepository {
   ) {}
 
   /**
-   * Claims `key` for `jobId`. A second call with the same key answers with the first job, or
+   * Claims `key` for `jobId`. A second call with the same key answers with the first job's claim, or
    * `mismatch` when the request differs (the same key must not be reused for other work).
    */
-  async claim(workspaceId: string, key: string, fingerprint: string, jobId: string): Promise<IdempotencyClaim> {
-    const { redisKey, value } = this.entry(workspaceId, key, fingerprint, jobId);
+  async claim(workspaceId: string, key: string, fingerprint: string, jobId: string, nowMs = Date.now()): Promise<IdempotencyClaim> {
+    const { redisKey, value } = this.entry(workspaceId, key, fingerprint, jobId, nowMs);
     if ((await this.redis.set(redisKey, value, 'EX', this.ttlSeconds, 'NX')) === 'OK') return { outcome: 'new' };
     const existing = await this.redis.get(redisKey);
-    if (!existing) return this.claim(workspaceId, key, fingerprint, jobId); // expired between the two calls
-    const stored = JSON.parse(existing) as { job_id: string; fingerprint: string };
-    return stored.fingerprint === fingerprint ? { outcome: 'replay', jobId: stored.job_id } : { outcome: 'mismatch' };
+    if (!existing) return this.claim(workspaceId, key, fingerprint, jobId, nowMs); // expired between the two calls
+    const stored = JSON.parse(existing) as { job_id: string; fingerprint: string; claimed_ms?: number };
+    if (stored.fingerprint !== fingerprint) return { outcome: 'mismatch' };
+    return { outcome: 'replay', jobId: stored.job_id, claimedMs: stored.claimed_ms ?? 0, redisKey, value: existing };
+  }
+
+  /**
+   * Makes `held` (a claim whose job is not stored) this request's, as of `nowMs`: false when
+   * another request changed it first (a repeat racing this one took it over, or it is gone).
+   */
+  async takeOver(held: HeldClaim, nowMs = Date.now()): Promise<boolean> {
+    const renewed = JSON.stringify({ ...(JSON.parse(held.value) as object), claimed_ms: nowMs });
+    return (await TAKE_OVER.run(this.redis, [held.redisKey], [held.value, renewed])) === 1;
   }
 
   /** The claim of `key` for `jobId`, for a caller that makes it in a step of its own (`JobRepository.admit`). */
-  entry(workspaceId: string, key: string, fingerprint: string, jobId: string): IdempotencyEntry {
+  entry(workspaceId: string, key: string, fingerprint: string, jobId: string, nowMs = Date.now()): IdempotencyEntry {
     return {
       redisKey: this.keys.idempotency(workspaceId, idempotencyKeyHash(key)),
-      value: JSON.stringify({ job_id: jobId, fingerprint }),
+      value: JSON.stringify({ job_id: jobId, fingerprint, claimed_ms: nowMs }),
       ttlSeconds: this.ttlSeconds,
     };
   }

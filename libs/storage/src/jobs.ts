@@ -260,7 +260,8 @@ export class JobRepository {
    * Removes a job's record, its listing entry, its expiry entry and its Idempotency-Key's claim in
    * one step (its media are the caller's: remove them first, so a crash in between leaves a record
    * that a repeat finds). With `dueBeforeMs` it removes only a job still due by then, and answers
-   * false when a postponement came first. The charge stays in the ledger.
+   * false when a postponement came first; false too when the record was gone already (another
+   * removal came first). The charge stays in the ledger.
    */
   async remove(job: JobRecord, dueBeforeMs?: number): Promise<boolean> {
     const index = this.keys.workspaceJobs(job.workspace_id, job.kind);

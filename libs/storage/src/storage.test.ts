@@ -133,6 +133,14 @@ describe('JobRepository', () => {
     await redis.zrem(keys.intake(LEGACY_SHARD), 'video_a1', 'video_a2', 'video_a4', 'video_a6');
   });
 
+  it('answers whether a removal removed the job, so that of two at once one removed it', async () => {
+    const ws = `ws_remove_${randomBytes(4).toString('hex')}`;
+    const removable = { ...video('video_rm1', Date.now()), workspace_id: ws };
+    expect(await jobs.admit(removable, { maxWaitingDefault: 5 })).toEqual({ outcome: 'stored', rank: 1 });
+    expect(await Promise.all([jobs.remove(removable), jobs.remove(removable)])).toEqual([true, false]);
+    await redis.zrem(keys.intake(shardOfId('video_rm1')), 'video_rm1');
+  });
+
   it('stores a replayed job under its claimed id only while the claim lasts (the job may have been removed meanwhile)', async () => {
     const idempotency = new IdempotencyRepository(redis, keys, 60);
     const ws = `ws_rebuild_${randomBytes(4).toString('hex')}`;
@@ -172,9 +180,26 @@ describe('IdempotencyRepository', () => {
   it('answers a replay with the first job and refuses the key for other work', async () => {
     const repo = new IdempotencyRepository(redis, keys, 60);
     expect(await repo.claim('ws_i', 'key-1', 'fp-a', 'job_1')).toEqual({ outcome: 'new' });
-    expect(await repo.claim('ws_i', 'key-1', 'fp-a', 'job_2')).toEqual({ outcome: 'replay', jobId: 'job_1' });
+    expect(await repo.claim('ws_i', 'key-1', 'fp-a', 'job_2')).toMatchObject({ outcome: 'replay', jobId: 'job_1' });
     expect(await repo.claim('ws_i', 'key-1', 'fp-b', 'job_3')).toEqual({ outcome: 'mismatch' });
     expect(await repo.claim('ws_other', 'key-1', 'fp-b', 'job_4')).toEqual({ outcome: 'new' });
+  });
+
+  it('lets one repeat take over a claim whose job was never stored; a repeat that read it too finds it taken', async () => {
+    const idempotency = new IdempotencyRepository(redis, keys, 60);
+    const ws = `ws_take_over_${randomBytes(4).toString('hex')}`;
+    expect(await idempotency.claim(ws, 'k', 'f', 'image_t1', 1_000)).toEqual({ outcome: 'new' });
+    const held = await idempotency.claim(ws, 'k', 'f', 'image_t2', 5_000);
+    expect(held).toMatchObject({ outcome: 'replay', jobId: 'image_t1', claimedMs: 1_000 });
+    if (held.outcome !== 'replay') throw new Error('not a replay');
+    expect(await idempotency.takeOver(held, 400_000)).toBe(true);
+    expect(await idempotency.takeOver(held, 400_001)).toBe(false);
+    expect(await idempotency.claim(ws, 'k', 'f', 'image_t3', 400_002)).toMatchObject({ outcome: 'replay', jobId: 'image_t1', claimedMs: 400_000 });
+    // The claim keeps its lifetime, and another request's parameters are still refused.
+    expect(await redis.ttl(held.redisKey)).toBeGreaterThan(50);
+    expect(await idempotency.claim(ws, 'k', 'other', 'image_t4')).toEqual({ outcome: 'mismatch' });
+    await redis.del(held.redisKey);
+    expect(await idempotency.takeOver(held, 500_000)).toBe(false);
   });
 });
 

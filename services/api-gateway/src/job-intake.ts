@@ -9,6 +9,15 @@ import { ApiError } from './http/api-error';
 import { IntakeMarks } from './intake-marks';
 import type { ImageParams, RemixParams, VideoParams } from './validation';
 
+/**
+ * How long a claimed Idempotency-Key whose job is not stored yet is taken to be in use by the
+ * request that claimed it: it claims the key once the body is in, and then has this long to store
+ * its uploads and the job (Node's whole-request limit, which the upload itself had, again). A
+ * repeat sooner is told to retry; one later finishes what a request that died had begun.
+ */
+const UPLOAD_INTAKE_MS = 300_000;
+const IN_USE_RETRY_AFTER_SECONDS = 1;
+
 export interface Upload {
   ext: ImageExtension;
   /** SHA-256 of the bytes (hex): what an Idempotency-Key's fingerprint covers. */
@@ -255,11 +264,19 @@ export class JobIntakeService {
       if (claim.outcome === 'mismatch') throw this.keyReused();
       if (claim.outcome === 'replay') {
         const existing = await this.jobs.getForWorkspace(workspaceId, claim.jobId);
-        // A crash between claiming the key and storing the job: finish creating it under the claimed id.
-        if (!existing) return { job: await this.accept(workspaceId, claim.jobId, build), replayed: true };
-        if (!isFinished(existing.status)) await this.enqueue(existing);
-        return { job: existing, replayed: true };
+        if (existing) {
+          if (!isFinished(existing.status)) await this.enqueue(existing);
+          return { job: existing, replayed: true };
+        }
+        // Claimed, not stored: the request that claimed the key is still storing its uploads, or it
+        // died doing so. Two requests storing the same job would write the same files and undo each
+        // other's work when one fails, so a repeat finishes creating the job only once the claim is
+        // older than any intake takes, and only one repeat: the one that takes the claim over.
+        const now = Date.now();
+        if (now - claim.claimedMs < UPLOAD_INTAKE_MS || !(await this.idempotency.takeOver(claim, now))) throw this.keyInUse();
+        return { job: await this.accept(workspaceId, claim.jobId, build), replayed: true };
       }
+      this.faults.at('intake.claimed');
     }
     return { job: await this.accept(workspaceId, proposedId, build), replayed: false };
   }
@@ -331,6 +348,19 @@ export class JobIntakeService {
       `This workspace already has ${waiting} jobs waiting to finish, its limit is ${max}. Wait for some of them to finish, then try again.`,
       'too_many_pending_jobs',
     );
+  }
+
+  private keyInUse(): ApiError {
+    const error = new ApiError(
+      409,
+      'conflict_error',
+      'A request with this Idempotency-Key is still being processed. Retry it once that request has been answered.',
+      null,
+      'idempotency_key_in_use',
+    );
+    // The openai SDK retries a 409 by itself, after the Retry-After it is given.
+    error.retryAfterSeconds = IN_USE_RETRY_AFTER_SECONDS;
+    return error;
   }
 
   private keyReused(): ApiError {

@@ -1,4 +1,4 @@
-import { createServer, type RequestListener } from 'node:http';
+import type { RequestListener } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   createLogger,
@@ -20,7 +20,7 @@ import {
 import { ReplicaWait } from '@media/storage';
 import { startTracing } from '@media/tracing';
 import { createStartingApp } from './app';
-import { clientErrorHandler } from './http/client-error';
+import { createApiServer } from './http/api-server';
 import { isDependencyOutage } from './http/outage';
 import { measureRequests } from './http/request-metrics';
 import { mountOperatorBoard } from './operator-board';
@@ -73,8 +73,10 @@ async function main(): Promise<void> {
   });
 
   let handler: RequestListener = createStartingApp(logger, openApi, { publicHttps: config.publicBaseUrl.startsWith('https:'), trustProxy: config.trustProxy });
-  const server = createServer(measureRequests(new PromHttpMetrics(registry), (req, res) => handler(req, res)));
-  server.on('clientError', clientErrorHandler(logger));
+  const server = createApiServer(
+    measureRequests(new PromHttpMetrics(registry), (req, res) => handler(req, res)),
+    logger,
+  );
 
   let stopping: Promise<void> | undefined;
   // A gateway started before Redis keeps trying, answering 503 meanwhile, instead of exiting; any

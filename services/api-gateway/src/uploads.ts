@@ -236,6 +236,12 @@ export function multipartParser(limits: { maxUploadBytes: number; maxUploadTotal
       if (!BOUNDARY.test(req.get('content-type') ?? '')) {
         throw ApiError.invalid('Invalid multipart body: the boundary parameter must be 1 to 70 characters.', null, 'invalid_multipart');
       }
+      // busboy reads the bytes as they come: an encoded body would be taken for its encoding.
+      const encoding = (req.get('content-encoding') ?? 'identity').trim().toLowerCase();
+      if (encoding !== 'identity') {
+        closeAfterAnswer(req, res);
+        throw new ApiError(415, 'invalid_request_error', 'Unsupported request encoding: a multipart body is taken unencoded.', null, 'unsupported_media_type');
+      }
       if (Number(req.get('content-length')) > limits.maxUploadTotalBytes) {
         // Nothing of the body is read: the connection goes with the answer.
         closeAfterAnswer(req, res);

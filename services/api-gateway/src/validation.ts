@@ -211,9 +211,11 @@ export function parseCallbackListQuery(query: unknown): CallbackListQuery {
 }
 
 /** `POST /v1/callbacks/recover`: the window in Unix seconds, `since` inclusive, `until` exclusive (default: now). */
-export function parseRecoveryRequest(body: unknown): { sinceMs: number; untilMs?: number } {
+export function parseRecoveryRequest(body: unknown, nowMs = Date.now()): { sinceMs: number; untilMs?: number } {
   const raw = validate<{ since: number; until?: number }>(recoveryBody, body);
   if (raw.until !== undefined && raw.until <= raw.since) throw ApiError.invalid("Invalid 'until': must be later than 'since'.", 'until', 'invalid_value');
+  // Without `until` the window ends now, so a `since` from the future leaves it empty, backwards.
+  if (raw.until === undefined && raw.since * 1000 > nowMs) throw ApiError.invalid("Invalid 'since': must not be in the future.", 'since', 'invalid_value');
   return { sinceMs: raw.since * 1000, untilMs: raw.until === undefined ? undefined : raw.until * 1000 };
 }
 

@@ -104,6 +104,12 @@ function errorResponses(s: OpenApiSettings): Record<string, ResponseObject> {
       const status = Number(key);
       const headers: Headers = { 'x-request-id': header('x-request-id'), ...(status === 429 ? RATE_LIMIT_HEADER_REFS : rateLimitHeaders(s, false)) };
       if (status === 429 || status === 503) headers['retry-after'] = header('retry-after');
+      // Only `idempotency_key_in_use` among the 409s: the key's first request is still being processed.
+      if (status === 409)
+        headers['retry-after'] = {
+          description: 'With `idempotency_key_in_use`: seconds to wait before trying again.',
+          schema: { type: 'integer', minimum: 1 },
+        };
       return [name, errorResponse(status, headers)];
     }),
   );
@@ -473,7 +479,7 @@ function components(s: OpenApiSettings): OpenAPIObject['components'] {
         name: 'Idempotency-Key',
         in: 'header',
         required: false,
-        description: `The same key from the same workspace within ${humanDuration(s.idempotencyTtlSeconds * 1000)} returns the first job (with \`idempotent-replayed: true\`) and makes no second job or charge; with other parameters it is 409 \`idempotency_key_reused\`.`,
+        description: `The same key from the same workspace within ${humanDuration(s.idempotencyTtlSeconds * 1000)} returns the first job (with \`idempotent-replayed: true\`) and makes no second job or charge; with other parameters it is 409 \`idempotency_key_reused\`. An edit repeated while its first request is still storing its uploads is 409 \`idempotency_key_in_use\` with \`Retry-After\`.`,
         schema: { type: 'string', pattern: '^[\\x20-\\x7e]{1,255}$' },
       },
       limit: { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
@@ -497,7 +503,7 @@ function overview(s: OpenApiSettings): string {
     '',
     '- **Authentication**: `Authorization: Bearer <API_KEY>` on every `/v1` call except this document, signed file links and the webhook verification keys (`GET /v1/webhook-keys/{workspace_id}`).',
     "- **Request ids**: every response carries `x-request-id: req_…`; an image request's id is the `x-request-id` of its creation call.",
-    '- **Errors**: `{"error": {"message", "type", "param", "code"}}` with a matching status; each response lists its codes. Bytes that are not HTTP answer 400 `invalid_http_request`, a request that does not arrive in time 408 `request_timeout`, headers over 16 KiB 431 `request_header_fields_too_large`, on any path.',
+    '- **Errors**: `{"error": {"message", "type", "param", "code"}}` with a matching status; each response lists its codes. Bytes that are not HTTP, `CONNECT` and an HTTP/1.1 request without `Host` answer 400 `invalid_http_request`, a request that does not arrive in time 408 `request_timeout`, an `Expect` other than `100-continue` 417 `expectation_failed`, headers over 16 KiB 431 `request_header_fields_too_large`, on any path.',
     `- **Limits**: per workspace, shared by every gateway replica: a create bucket (${s.rateLimitCreatePerMinute}/min by default) for creation calls, retries and recoveries, a read bucket (${s.rateLimitReadPerMinute}/min) for reads of jobs and callbacks; at most ${s.maxWaitingJobsPerWorkspace} unfinished jobs. Models, files, webhook keys, health and this document are not limited.`,
     `- **Bodies**: JSON up to 1 MiB (${s.maxJsonBytes} bytes for \`/v1/images/edits\`), uploads up to ${s.maxUploadBytes} bytes a file; unknown fields are refused.`,
     `- **Dependency outage**: 503 \`service_unavailable\` with \`Retry-After: ${OUTAGE_RETRY_AFTER_SECONDS}\`, never a 500.`,

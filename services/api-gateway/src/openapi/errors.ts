@@ -16,7 +16,11 @@ interface ErrorCode {
 export const ERROR_CODES: Record<string, ErrorCode> = {
   invalid_json: { status: 400, type: 'invalid_request_error', when: 'the body is not valid JSON' },
   invalid_request: { status: 400, type: 'invalid_request_error', when: 'any other malformed body, or a path that is not valid percent-encoded UTF-8' },
-  invalid_http_request: { status: 400, type: 'invalid_request_error', when: 'bytes that are not HTTP; the connection is closed' },
+  invalid_http_request: {
+    status: 400,
+    type: 'invalid_request_error',
+    when: 'bytes that are not HTTP, `CONNECT`, or an HTTP/1.1 request without `Host`; the connection is closed',
+  },
   missing_required_parameter: { status: 400, type: 'invalid_request_error', when: 'a required field is missing (`prompt`, an edit without `image`)' },
   unknown_parameter: { status: 400, type: 'invalid_request_error', when: 'a field the endpoint does not take, or an unexpected file field' },
   invalid_value: {
@@ -50,6 +54,11 @@ export const ERROR_CODES: Record<string, ErrorCode> = {
   not_found: { status: 404, type: 'not_found_error', when: 'no such route, no such object in this workspace, or the file is gone' },
   model_not_found: { status: 404, type: 'invalid_request_error', when: 'an unknown `model` (`param: "model"`)' },
   idempotency_key_reused: { status: 409, type: 'conflict_error', when: 'the same `Idempotency-Key` with other parameters, or on another kind of request' },
+  idempotency_key_in_use: {
+    status: 409,
+    type: 'conflict_error',
+    when: 'an edit repeated with its `Idempotency-Key` while the first request is still storing its uploads (`Retry-After` says when to retry)',
+  },
   video_not_ready: { status: 409, type: 'invalid_request_error', when: 'the video has not completed (content, remix)' },
   video_in_progress: { status: 409, type: 'invalid_request_error', when: 'deleting a video that is queued or in progress' },
   content_expired: { status: 410, type: 'invalid_request_error', when: 'the video file was removed' },
@@ -63,7 +72,7 @@ export const ERROR_CODES: Record<string, ErrorCode> = {
   unsupported_media_type: {
     status: 415,
     type: 'invalid_request_error',
-    when: 'a body that is neither JSON nor multipart (where those are taken), or an unsupported encoding',
+    when: 'a body that is neither JSON nor multipart (where those are taken), or an unsupported `Content-Encoding` (a multipart body is taken unencoded)',
   },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error', when: "over the workspace's request limit for this bucket" },
   too_many_pending_jobs: { status: 429, type: 'rate_limit_error', when: 'a creation call while the workspace has its maximum of unfinished jobs' },

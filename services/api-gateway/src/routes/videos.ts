@@ -94,7 +94,10 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
         'video_in_progress',
       );
     }
-    await removeJob(deps, job);
+    // Of deletes racing each other, the one whose step removed the record answers; the others find
+    // the video gone, as they would have a moment later.
+    const { record } = await removeJob(deps, job);
+    if (!record) throw ApiError.notFound(`No video found with id '${job.id}'.`);
     res.json({ id: job.id, object: 'video.deleted', deleted: true });
   });
 

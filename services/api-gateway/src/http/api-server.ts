@@ -1,0 +1,84 @@
+import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from '@media/common';
+import { newId } from '@media/domain';
+import { ApiError } from './api-error';
+
+function toApiError(code: string | undefined): ApiError {
+  // The request line counts towards Node's header limit, so an overlong URL lands here too.
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    return new ApiError(431, 'invalid_request_error', 'The request line or headers are too large.', null, 'request_header_fields_too_large');
+  }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return new ApiError(408, 'invalid_request_error', 'The request was not received in time.', null, 'request_timeout');
+  }
+  return ApiError.invalid('The request is not valid HTTP.', null, 'invalid_http_request');
+}
+
+/**
+ * Answers `error` in the documented shape with an `x-request-id`, straight onto the socket, and
+ * closes the connection: what follows on it (a body, the next request) cannot be framed.
+ */
+function answerAndClose(socket: Duplex, error: ApiError, logger: Logger, why: string): void {
+  const requestId = newId('req');
+  const body = JSON.stringify(error.toJSON());
+  socket.end(
+    [
+      `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}`,
+      'content-type: application/json; charset=utf-8',
+      `content-length: ${Buffer.byteLength(body)}`,
+      `x-request-id: ${requestId}`,
+      'connection: close',
+      '',
+      body,
+    ].join('\r\n'),
+  );
+  logger.info('request', { request_id: requestId, status: error.status, parse_error: why });
+}
+
+/**
+ * Node answers a request it cannot parse (request line or headers over its limits, bytes that are
+ * not HTTP) with a bare status line before any middleware runs. This answers in the documented
+ * error shape with an `x-request-id` instead, and closes the connection, whose framing is lost.
+ */
+export function clientErrorHandler(logger: Logger): (err: NodeJS.ErrnoException, socket: Duplex) => void {
+  return (err, socket) => {
+    // A client that is gone cannot be answered, nor one whose response has already begun.
+    const inResponse = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+    if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable || inResponse) {
+      socket.destroy();
+      return;
+    }
+    answerAndClose(socket, toApiError(err.code), logger, err.code ?? err.message);
+  };
+}
+
+/**
+ * The gateway's HTTP server. Besides what {@link clientErrorHandler} covers, Node refuses three
+ * parseable requests by itself, with a bare status or none at all: `CONNECT` (it hands the socket
+ * over and closes it), an `Expect` other than `100-continue` (a bare 417), and an HTTP/1.1
+ * request without `Host` (a bare 400). Each is answered in the error shape here instead.
+ */
+export function createApiServer(listener: RequestListener, logger: Logger): Server {
+  const server = createServer({ requireHostHeader: false }, (req, res) => {
+    if (lacksHost(req)) {
+      answerAndClose(req.socket, ApiError.invalid('An HTTP/1.1 request needs a Host header.', null, 'invalid_http_request'), logger, 'no Host header');
+      return;
+    }
+    listener(req, res);
+  });
+  server.on('clientError', clientErrorHandler(logger));
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) =>
+    answerAndClose(socket, ApiError.invalid('CONNECT is not served here: this is an API, not a proxy.', null, 'invalid_http_request'), logger, 'CONNECT'),
+  );
+  server.on('checkExpectation', (req: IncomingMessage) => {
+    const error = new ApiError(417, 'invalid_request_error', "The only Expect this server meets is '100-continue'.", null, 'expectation_failed');
+    answerAndClose(req.socket, error, logger, `Expect: ${req.headers.expect}`);
+  });
+  return server;
+}
+
+/** RFC 9112 3.2: a server must answer 400 to an HTTP/1.1 request without Host (HTTP/1.0 may omit it). */
+function lacksHost(req: IncomingMessage): boolean {
+  return req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined;
+}

@@ -208,11 +208,9 @@ function scriptNames(): Map<string, string> {
 
 type IdleSpell = { before: Reading; after: Reading };
 
-/** What the idle stack spends per second of each node, by what `pick` reads from a reading. */
-function idleRates(idle: IdleSpell, pick: (r: Reading) => number[]): number[] {
-  const seconds = (idle.after.atMs - idle.before.atMs) / 1000;
-  const before = pick(idle.before);
-  return pick(idle.after).map((v, i) => (v - before[i]!) / seconds);
+/** What the idle stack spends per second, of what `pick` reads from a reading. */
+function idleRate(idle: IdleSpell, pick: (r: Reading) => number): number {
+  return (pick(idle.after) - pick(idle.before)) / ((idle.after.atMs - idle.before.atMs) / 1000);
 }
 
 /** What was spent over `seconds` beyond the idle stack's rate for as long, per job. */
@@ -221,20 +219,27 @@ function beyondIdle(spent: number, idlePerSecond: number, seconds: number, jobs:
 }
 
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
-const allCalls = (r: Reading) => [sum([...r.commands.values()].map((c) => c.calls))];
+const allCalls = (r: Reading) => sum([...r.commands.values()].map((c) => c.calls));
+const callsOf = (command: string) => (r: Reading) => r.commands.get(command)?.calls ?? 0;
 
 /** What Redis did between two readings; the first after a RESETSTAT, so commandstats are since then. */
 function cost(idle: IdleSpell, before: Reading, after: Reading, jobs: number, ports: number[]): RedisCostSide {
   const seconds = (after.atMs - before.atMs) / 1000;
-  const idleCpuPerNode = idleRates(idle, (r) => r.cpuMicros);
+  const idleCpuPerNode = after.cpuMicros.map((_, i) => idleRate(idle, (r) => r.cpuMicros[i]!));
   const cpuPerNode = after.cpuMicros.map((c, i) => beyondIdle(c - before.cpuMicros[i]!, idleCpuPerNode[i]!, seconds, jobs));
-  const idleSysPerNode = idleRates(idle, (r) => r.sysMicros);
-  const sys = sum(after.sysMicros.map((c, i) => beyondIdle(c - before.sysMicros[i]!, idleSysPerNode[i]!, seconds, jobs)));
-  const idleSeconds = (idle.after.atMs - idle.before.atMs) / 1000;
-  const idleCalls = new Map([...idle.after.commands].map(([name, c]) => [name, c.calls / idleSeconds]));
+  const sys = sum(
+    after.sysMicros.map((c, i) =>
+      beyondIdle(
+        c - before.sysMicros[i]!,
+        idleRate(idle, (r) => r.sysMicros[i]!),
+        seconds,
+        jobs,
+      ),
+    ),
+  );
   const rows = [...after.commands].map(([command, c]) => ({
     command,
-    perJob: beyondIdle(c.calls, idleCalls.get(command) ?? 0, seconds, jobs),
+    perJob: beyondIdle(c.calls, idleRate(idle, callsOf(command)), seconds, jobs),
     microsPerJob: c.micros / jobs,
   }));
   const cpu = sum(cpuPerNode);
@@ -253,11 +258,12 @@ function cost(idle: IdleSpell, before: Reading, after: Reading, jobs: number, po
 /** What Redis did between two readings of one run, less the idle cost over the same time. */
 function stage(idle: IdleSpell, name: string, from: Reading, to: Reading, jobs: number) {
   const seconds = (to.atMs - from.atMs) / 1000;
+  const cpu = (r: Reading) => sum(r.cpuMicros);
   return {
     name,
     seconds,
-    cpuMicrosPerJob: beyondIdle(sum(to.cpuMicros) - sum(from.cpuMicros), sum(idleRates(idle, (r) => r.cpuMicros)), seconds, jobs),
-    commandsPerJob: beyondIdle(allCalls(to)[0]! - allCalls(from)[0]!, idleRates(idle, allCalls)[0]!, seconds, jobs),
+    cpuMicrosPerJob: beyondIdle(cpu(to) - cpu(from), idleRate(idle, cpu), seconds, jobs),
+    commandsPerJob: beyondIdle(allCalls(to) - allCalls(from), idleRate(idle, allCalls), seconds, jobs),
   };
 }
 

@@ -100,6 +100,20 @@ it('add-member prints credentials that sign in; remove-member removes; the last 
   await expect(admin('add-member', '--workspace', ws.workspace_id, '--email', 'x@team.test', '--role', 'boss')).rejects.toMatchObject({ code: 2 });
 });
 
+it('says plainly that it cannot reach Redis, with no stack trace', async () => {
+  const refused = run(process.execPath, [join(__dirname, '../../tools/admin/dist/main.js'), 'list-keys', '--workspace', 'ws_x'], {
+    env: { PATH: process.env.PATH, REDIS_URL: 'redis://:hunter2@127.0.0.1:1', KEY_PREFIX: prefix },
+  });
+  await expect(refused).rejects.toMatchObject({ code: 1, stderr: expect.stringMatching(/^admin: cannot reach Redis .*ECONNREFUSED 127\.0\.0\.1:1\n$/) });
+  await refused.catch((err: { stderr: string }) => {
+    expect(err.stderr).not.toMatch(/at |ioredis|hunter2/);
+  });
+});
+
+it('refuses a ledger of a workspace that does not exist, as every other command does', async () => {
+  await expect(admin('ledger', '--workspace', 'ws_nope')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('No workspace ws_nope.') });
+});
+
 it('exits 2 with usage on bad input', async () => {
   await expect(admin('rotate-secret')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--workspace is required') });
   await expect(admin('frobnicate')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('usage') });

@@ -278,5 +278,10 @@ describe('POST /v1/callbacks/recover', () => {
     // Without until the window ends now: a since after now would make it run backwards too.
     const future = await wsCall('/v1/callbacks/recover', { method: 'POST', json: { since: nowSeconds() + 3_600 } });
     expect([future.status, future.json.error]).toEqual([400, expect.objectContaining({ param: 'since', code: 'invalid_value' })]);
+    // A client clock a few seconds ahead reads as now: an empty window, not a backwards one.
+    const skewed = await wsCall('/v1/callbacks/recover', { method: 'POST', json: { since: nowSeconds() + 5 } });
+    expect(skewed.status).toBe(202);
+    expect(skewed.json.count).toBe(0);
+    expect(skewed.json.since).toBeLessThanOrEqual(skewed.json.until);
   });
 });

@@ -541,6 +541,19 @@ describe('requests Node cannot parse', () => {
     expect(res.headers['x-request-id']).toMatch(/^req_/);
   });
 
+  it('answers a request without Host after the earlier requests of its connection, in order', async () => {
+    const body = JSON.stringify({ prompt: 'first in line', size: '256x256' });
+    const res = await rawHttp(
+      port(),
+      `POST /v1/images/generations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ws.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}` +
+        'GET /v1/models HTTP/1.1\r\n\r\n',
+      60_000,
+    );
+    expect(res.status).toBe(200);
+    expect(res.body).toMatch(/"b64_json"|"url"/);
+    expect(res.body).toMatch(/HTTP\/1\.1 400 Bad Request[\s\S]*"code":"invalid_http_request"/);
+  });
+
   it('serves an HTTP/1.0 request without Host, which may omit it', async () => {
     const res = await rawHttp(port(), 'GET /healthz HTTP/1.0\r\n\r\n');
     expect(res.status).toBe(200);
@@ -586,5 +599,16 @@ describe('one Idempotency-Key sent by several requests at once', () => {
     const again = await edit(as, 'race-1');
     expect([again.status, again.headers.get('idempotent-replayed')]).toEqual([200, 'true']);
     expect(await imageJobs(other.workspaceId)).toEqual(ids);
+  });
+
+  it('gives the key back when the edit is refused before its job is stored, so that a retry makes it', async () => {
+    const other = await stack.createWorkspace('edit-refused');
+    const as = api(stack, other.apiKey);
+    await stack.redis.hset(stack.keys.workspaceLimits(other.workspaceId), 'max_waiting_jobs', '0');
+    expectApiError(await edit(as, 'refused-1'), 429, { code: 'too_many_pending_jobs' });
+    await stack.redis.hdel(stack.keys.workspaceLimits(other.workspaceId), 'max_waiting_jobs');
+    const retried = await edit(as, 'refused-1');
+    expect([retried.status, retried.headers.get('idempotent-replayed')]).toEqual([200, null]);
+    expect(await imageJobs(other.workspaceId)).toHaveLength(1);
   });
 });

@@ -132,7 +132,7 @@ describe('admin set-limits', () => {
     }
     await expect(admin('set-limits', '--workspace', 'ws_missing', '--read-per-minute', '5')).rejects.toMatchObject({
       code: 2,
-      stderr: expect.stringContaining('no workspace'),
+      stderr: expect.stringContaining('No workspace ws_missing.'),
     });
   });
 });

@@ -16,7 +16,7 @@
     ARGV[2] job id
     ARGV[3] created_ms
     ARGV[4] the waiting-jobs cap of a workspace without an override
-    ARGV[5] (with KEYS[6]) the key's entry (JSON: job_id, fingerprint)
+    ARGV[5] (with KEYS[6]) the key's entry (JSON: job_id, fingerprint, claimed_ms)
     ARGV[6] (with KEYS[6]) the entry's TTL, seconds
     ARGV[7] (with KEYS[6]) '1' when the claim must exist already (the rebuild of a replayed job)
 

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { StoreKeys } from './keys';
 import { storeScript } from './lua';
 
-const TAKE_OVER = storeScript('idempotency-take-over');
+const SWAP = storeScript('idempotency-swap');
 
 /** An `Idempotency-Key` claim as stored: under which Redis key, what, and for how long. */
 export interface IdempotencyEntry {
@@ -13,17 +13,21 @@ export interface IdempotencyEntry {
   ttlSeconds: number;
 }
 
-/** A claim held by an earlier request with the same parameters, as read. */
+/** A claim as one request holds it: its key and its exact value, which the steps that change it compare. */
 export interface HeldClaim {
-  outcome: 'replay';
-  jobId: string;
-  /** When the claim was made (0 for one stored before claims said so: as good as old). */
-  claimedMs: number;
   redisKey: string;
   value: string;
 }
 
-export type IdempotencyClaim = { outcome: 'new' } | HeldClaim | { outcome: 'mismatch' };
+/** A claim made by an earlier request with the same parameters, as read. */
+export interface EarlierClaim extends HeldClaim {
+  outcome: 'replay';
+  jobId: string;
+  /** When the claim was made (0 for one stored before claims said so: as good as old). */
+  claimedMs: number;
+}
+
+export type IdempotencyClaim = { outcome: 'new'; claim: HeldClaim } | EarlierClaim | { outcome: 'mismatch' };
 
 /** How a key is named in the store and in the job it made (`idempotency_key_hash`): the key itself is the client's secret-ish token. */
 export const idempotencyKeyHash = (key: string): string => createHash('sha256').update(key).digest('hex');
@@ -42,7 +46,7 @@ export class IdempotencyRepository {
    */
   async claim(workspaceId: string, key: string, fingerprint: string, jobId: string, nowMs = Date.now()): Promise<IdempotencyClaim> {
     const { redisKey, value } = this.entry(workspaceId, key, fingerprint, jobId, nowMs);
-    if ((await this.redis.set(redisKey, value, 'EX', this.ttlSeconds, 'NX')) === 'OK') return { outcome: 'new' };
+    if ((await this.redis.set(redisKey, value, 'EX', this.ttlSeconds, 'NX')) === 'OK') return { outcome: 'new', claim: { redisKey, value } };
     const existing = await this.redis.get(redisKey);
     if (!existing) return this.claim(workspaceId, key, fingerprint, jobId, nowMs); // expired between the two calls
     const stored = JSON.parse(existing) as { job_id: string; fingerprint: string; claimed_ms?: number };
@@ -51,12 +55,23 @@ export class IdempotencyRepository {
   }
 
   /**
-   * Makes `held` (a claim whose job is not stored) this request's, as of `nowMs`: false when
-   * another request changed it first (a repeat racing this one took it over, or it is gone).
+   * Makes an earlier request's claim (whose job is not stored) this request's, as of `nowMs`; or
+   * undefined when another request changed it first (a repeat racing this one took it over, or it is gone).
    */
-  async takeOver(held: HeldClaim, nowMs = Date.now()): Promise<boolean> {
-    const renewed = JSON.stringify({ ...(JSON.parse(held.value) as object), claimed_ms: nowMs });
-    return (await TAKE_OVER.run(this.redis, [held.redisKey], [held.value, renewed])) === 1;
+  async takeOver(earlier: EarlierClaim, nowMs = Date.now()): Promise<HeldClaim | undefined> {
+    const renewed = JSON.stringify({ ...(JSON.parse(earlier.value) as object), claimed_ms: nowMs });
+    const swapped = (await SWAP.run(this.redis, [earlier.redisKey], [earlier.value, renewed])) === 1;
+    return swapped ? { redisKey: earlier.redisKey, value: renewed } : undefined;
+  }
+
+  /** Whether `claim` is still as this request made it (no repeat has taken it over). */
+  async holds(claim: HeldClaim): Promise<boolean> {
+    return (await this.redis.get(claim.redisKey)) === claim.value;
+  }
+
+  /** Gives back a claim whose job was never stored, so that a retry makes the job; never one another request holds now. */
+  async release(claim: HeldClaim): Promise<void> {
+    await SWAP.run(this.redis, [claim.redisKey], [claim.value, '']);
   }
 
   /** The claim of `key` for `jobId`, for a caller that makes it in a step of its own (`JobRepository.admit`). */

@@ -179,27 +179,35 @@ describe('JobRepository', () => {
 describe('IdempotencyRepository', () => {
   it('answers a replay with the first job and refuses the key for other work', async () => {
     const repo = new IdempotencyRepository(redis, keys, 60);
-    expect(await repo.claim('ws_i', 'key-1', 'fp-a', 'job_1')).toEqual({ outcome: 'new' });
+    expect(await repo.claim('ws_i', 'key-1', 'fp-a', 'job_1')).toMatchObject({ outcome: 'new' });
     expect(await repo.claim('ws_i', 'key-1', 'fp-a', 'job_2')).toMatchObject({ outcome: 'replay', jobId: 'job_1' });
     expect(await repo.claim('ws_i', 'key-1', 'fp-b', 'job_3')).toEqual({ outcome: 'mismatch' });
-    expect(await repo.claim('ws_other', 'key-1', 'fp-b', 'job_4')).toEqual({ outcome: 'new' });
+    expect(await repo.claim('ws_other', 'key-1', 'fp-b', 'job_4')).toMatchObject({ outcome: 'new' });
   });
 
   it('lets one repeat take over a claim whose job was never stored; a repeat that read it too finds it taken', async () => {
     const idempotency = new IdempotencyRepository(redis, keys, 60);
     const ws = `ws_take_over_${randomBytes(4).toString('hex')}`;
-    expect(await idempotency.claim(ws, 'k', 'f', 'image_t1', 1_000)).toEqual({ outcome: 'new' });
-    const held = await idempotency.claim(ws, 'k', 'f', 'image_t2', 5_000);
-    expect(held).toMatchObject({ outcome: 'replay', jobId: 'image_t1', claimedMs: 1_000 });
-    if (held.outcome !== 'replay') throw new Error('not a replay');
-    expect(await idempotency.takeOver(held, 400_000)).toBe(true);
-    expect(await idempotency.takeOver(held, 400_001)).toBe(false);
+    const first = await idempotency.claim(ws, 'k', 'f', 'image_t1', 1_000);
+    if (first.outcome !== 'new') throw new Error('not a new claim');
+    const earlier = await idempotency.claim(ws, 'k', 'f', 'image_t2', 5_000);
+    expect(earlier).toMatchObject({ outcome: 'replay', jobId: 'image_t1', claimedMs: 1_000 });
+    if (earlier.outcome !== 'replay') throw new Error('not a replay');
+    const taken = await idempotency.takeOver(earlier, 400_000);
+    expect(taken).toBeDefined();
+    expect(await idempotency.takeOver(earlier, 400_001)).toBeUndefined();
     expect(await idempotency.claim(ws, 'k', 'f', 'image_t3', 400_002)).toMatchObject({ outcome: 'replay', jobId: 'image_t1', claimedMs: 400_000 });
     // The claim keeps its lifetime, and another request's parameters are still refused.
-    expect(await redis.ttl(held.redisKey)).toBeGreaterThan(50);
+    expect(await redis.ttl(earlier.redisKey)).toBeGreaterThan(50);
     expect(await idempotency.claim(ws, 'k', 'other', 'image_t4')).toEqual({ outcome: 'mismatch' });
-    await redis.del(held.redisKey);
-    expect(await idempotency.takeOver(held, 500_000)).toBe(false);
+    // The first request, still alive, finds its claim taken and cannot give it back.
+    expect([await idempotency.holds(first.claim), await idempotency.holds(taken!)]).toEqual([false, true]);
+    await idempotency.release(first.claim);
+    expect(await redis.exists(earlier.redisKey)).toBe(1);
+    await idempotency.release(taken!);
+    expect(await redis.exists(earlier.redisKey)).toBe(0);
+    expect(await idempotency.takeOver(earlier, 500_000)).toBeUndefined();
+    expect(await idempotency.claim(ws, 'k', 'f', 'image_t5')).toMatchObject({ outcome: 'new' });
   });
 });
 

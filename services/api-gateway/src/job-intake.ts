@@ -3,7 +3,14 @@ import { FaultInjector, generationQueueEntry, type JobQueue } from '@media/commo
 import { CallbackUrlGuard, CallbackUrlRejectedError } from '@media/callback-guard';
 import { blobFolderOf, findModel, isFinished, newIdBeside, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
 import type { BlobStore, ImageExtension } from '@media/blob-store';
-import { idempotencyKeyHash, type IdempotencyEntry, type IdempotencyRepository, type JobRepository, type LimitRepository } from '@media/storage';
+import {
+  idempotencyKeyHash,
+  type HeldClaim,
+  type IdempotencyEntry,
+  type IdempotencyRepository,
+  type JobRepository,
+  type LimitRepository,
+} from '@media/storage';
 import { activeTraceparent } from '@media/tracing';
 import { ApiError } from './http/api-error';
 import { IntakeMarks } from './intake-marks';
@@ -11,9 +18,9 @@ import type { ImageParams, RemixParams, VideoParams } from './validation';
 
 /**
  * How long a claimed Idempotency-Key whose job is not stored yet is taken to be in use by the
- * request that claimed it: it claims the key once the body is in, and then has this long to store
- * its uploads and the job (Node's whole-request limit, which the upload itself had, again). A
- * repeat sooner is told to retry; one later finishes what a request that died had begun.
+ * request that claimed it: it claims the key once the body is in, then stores the uploads and the
+ * job, which takes seconds (a blob store that slow is down). A repeat sooner is told to retry; one
+ * later finishes what a request that died had begun.
  */
 const UPLOAD_INTAKE_MS = 300_000;
 const IN_USE_RETRY_AFTER_SECONDS = 1;
@@ -259,47 +266,62 @@ export class JobIntakeService {
     build: (id: string) => Promise<JobRecord>,
   ): Promise<Intake> {
     build = withTrace(withKeyHash(build, idempotencyKey));
-    if (idempotencyKey !== undefined) {
-      const claim = await this.idempotency.claim(workspaceId, idempotencyKey, fingerprint(), proposedId);
-      if (claim.outcome === 'mismatch') throw this.keyReused();
-      if (claim.outcome === 'replay') {
-        const existing = await this.jobs.getForWorkspace(workspaceId, claim.jobId);
-        if (existing) {
-          if (!isFinished(existing.status)) await this.enqueue(existing);
-          return { job: existing, replayed: true };
-        }
-        // Claimed, not stored: the request that claimed the key is still storing its uploads, or it
-        // died doing so. Two requests storing the same job would write the same files and undo each
-        // other's work when one fails, so a repeat finishes creating the job only once the claim is
-        // older than any intake takes, and only one repeat: the one that takes the claim over.
-        const now = Date.now();
-        if (now - claim.claimedMs < UPLOAD_INTAKE_MS || !(await this.idempotency.takeOver(claim, now))) throw this.keyInUse();
-        return { job: await this.accept(workspaceId, claim.jobId, build), replayed: true };
-      }
+    if (idempotencyKey === undefined) return { job: await this.accept(workspaceId, proposedId, build), replayed: false };
+    const claim = await this.idempotency.claim(workspaceId, idempotencyKey, fingerprint(), proposedId);
+    if (claim.outcome === 'mismatch') throw this.keyReused();
+    if (claim.outcome === 'new') {
       this.faults.at('intake.claimed');
+      return { job: await this.accept(workspaceId, proposedId, build, claim.claim), replayed: false };
     }
-    return { job: await this.accept(workspaceId, proposedId, build), replayed: false };
+    const existing = await this.jobs.getForWorkspace(workspaceId, claim.jobId);
+    if (existing) {
+      if (!isFinished(existing.status)) await this.enqueue(existing);
+      return { job: existing, replayed: true };
+    }
+    // Claimed, not stored: the request that claimed the key is still storing its uploads, or it
+    // died doing so (one that failed gives its claim back). Two requests storing the same job
+    // would write the same files and undo each other's work when one fails, so a repeat finishes
+    // creating the job only once the claim is older than any intake takes, and only one repeat:
+    // the one that takes the claim over.
+    const now = Date.now();
+    const taken = now - claim.claimedMs < UPLOAD_INTAKE_MS ? undefined : await this.idempotency.takeOver(claim, now);
+    if (!taken) throw this.keyInUse();
+    return { job: await this.accept(workspaceId, claim.jobId, build, taken), replayed: true };
   }
 
   /**
    * Takes a place under the workspace's waiting-jobs cap before anything is written (uploads
    * included), then stores and queues the job. If that fails before the record exists, the place
-   * is given back; a stored job keeps it until it finishes (the intake repair queues it).
+   * is given back, the uploads removed and the key's `claim` (if any) released, so that a retry
+   * makes the job; a stored job keeps its place until it finishes (the intake repair queues it).
+   * A request whose claim a repeat has taken over meanwhile (it took longer than any intake
+   * should) leaves the job to that repeat: it stores nothing and removes nothing.
    */
-  private async accept(workspaceId: string, id: string, build: (id: string) => Promise<JobRecord>): Promise<JobRecord> {
-    const verdict = await this.waiting.onJobAccepted(workspaceId, id);
-    if (!verdict.accepted) throw this.tooManyWaiting(verdict.waiting, verdict.max);
+  private async accept(workspaceId: string, id: string, build: (id: string) => Promise<JobRecord>, claim?: HeldClaim): Promise<JobRecord> {
+    const giveBackClaim = () => (claim ? this.idempotency.release(claim).catch(() => undefined) : undefined);
+    const verdict = await this.waiting.onJobAccepted(workspaceId, id).catch(async (err: unknown) => {
+      await giveBackClaim();
+      throw err;
+    });
+    if (!verdict.accepted) {
+      await giveBackClaim();
+      throw this.tooManyWaiting(verdict.waiting, verdict.max);
+    }
+    const stillOurs = async () => !claim || (await this.idempotency.holds(claim));
     try {
-      return await this.store(await build(id), verdict.waiting);
+      const job = await build(id);
+      if (!(await stillOurs())) throw this.keyInUse();
+      return await this.store(job, verdict.waiting);
     } catch (err) {
       const stored = await this.jobs.get(id).then(
         (job) => job !== undefined,
         () => true,
       );
-      if (!stored) {
+      if (!stored && (await stillOurs().catch(() => false))) {
         await this.waiting.onJobFinished(workspaceId, id).catch(() => undefined);
         // Uploads of a job that was never stored: no record, so retention would never find them.
         await this.blobs.removeAll(blobFolderOf({ workspace_id: workspaceId, id })).catch(() => undefined);
+        await giveBackClaim();
       }
       throw err;
     }

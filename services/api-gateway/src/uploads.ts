@@ -237,7 +237,7 @@ export function multipartParser(limits: { maxUploadBytes: number; maxUploadTotal
         throw ApiError.invalid('Invalid multipart body: the boundary parameter must be 1 to 70 characters.', null, 'invalid_multipart');
       }
       // busboy reads the bytes as they come: an encoded body would be taken for its encoding.
-      const encoding = (req.get('content-encoding') ?? 'identity').trim().toLowerCase();
+      const encoding = req.get('content-encoding')?.trim().toLowerCase() || 'identity';
       if (encoding !== 'identity') {
         closeAfterAnswer(req, res);
         throw new ApiError(415, 'invalid_request_error', 'Unsupported request encoding: a multipart body is taken unencoded.', null, 'unsupported_media_type');

@@ -210,13 +210,18 @@ export function parseCallbackListQuery(query: unknown): CallbackListQuery {
   };
 }
 
+/** How far ahead of the gateway's clock a client's may be. */
+const CLOCK_SKEW_MS = 60_000;
+
 /** `POST /v1/callbacks/recover`: the window in Unix seconds, `since` inclusive, `until` exclusive (default: now). */
 export function parseRecoveryRequest(body: unknown, nowMs = Date.now()): { sinceMs: number; untilMs?: number } {
   const raw = validate<{ since: number; until?: number }>(recoveryBody, body);
   if (raw.until !== undefined && raw.until <= raw.since) throw ApiError.invalid("Invalid 'until': must be later than 'since'.", 'until', 'invalid_value');
-  // Without `until` the window ends now, so a `since` from the future leaves it empty, backwards.
-  if (raw.until === undefined && raw.since * 1000 > nowMs) throw ApiError.invalid("Invalid 'since': must not be in the future.", 'since', 'invalid_value');
-  return { sinceMs: raw.since * 1000, untilMs: raw.until === undefined ? undefined : raw.until * 1000 };
+  if (raw.until !== undefined) return { sinceMs: raw.since * 1000, untilMs: raw.until * 1000 };
+  // Without `until` the window ends now, so a `since` from the future would make it run backwards:
+  // refused, unless it is within a client's clock skew of now, which reads as now.
+  if (raw.since * 1000 > nowMs + CLOCK_SKEW_MS) throw ApiError.invalid("Invalid 'since': must not be in the future.", 'since', 'invalid_value');
+  return { sinceMs: Math.min(raw.since * 1000, nowMs) };
 }
 
 function withoutNulls(body: unknown, params: readonly string[]): unknown {

@@ -18,6 +18,9 @@ const GRACE_MS = 1_500;
 
 type Behaviour = (socket: Socket) => void;
 
+/** A 101 head: Node hands such a connection away from the request instead of answering it. */
+const SWITCH = 'HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n\r\n';
+
 let pki: TestPki;
 const servers: TcpServer[] = [];
 const sockets = new Set<Socket>();
@@ -154,6 +157,20 @@ describe('a receiver that stalls', () => {
     );
     expect(exchange).toMatchObject({ status: 200, transportError: null });
     cutAtDeadline(exchange);
+    await socketsClosed();
+  });
+});
+
+describe('a receiver that switches protocols', () => {
+  it.each([
+    ['and holds the connection', (socket: Socket) => socket.write(SWITCH)],
+    ['and closes it', (socket: Socket) => socket.end(SWITCH)],
+    ['and then answers 200 on it', (socket: Socket) => socket.write(`${SWITCH}HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok`)],
+  ])('answers 101 %s: an answer that is not a 2xx, at once, and the connection let go', async (_how, behave) => {
+    const exchange = await post(await tlsReceiver(behave));
+    expect(exchange).toMatchObject({ status: 101, transportError: null });
+    expect(errorOf(exchange)).toBe('http_error');
+    expect(exchange.durationMs).toBeLessThan(TIMEOUT_MS);
     await socketsClosed();
   });
 });

@@ -11,6 +11,9 @@ import { classifyTransportError } from './classify';
 import { PROXY_ERROR, remoteAddressOf, TunnelHttpAgent, TunnelHttpsAgent, type EgressProxy } from './egress-proxy';
 import { parseRetryAfter } from './retry-after';
 
+/** How long past its timeout an exchange may run before it is ended regardless (got's own timer should have ended it). */
+const DEADLINE_SLACK_MS = 1_000;
+
 /** Bytes of a response body read at most; the rest is never downloaded. */
 export const RESPONSE_READ_CAP_BYTES = 4096;
 /** Characters of the body kept in the attempt log. */
@@ -190,9 +193,17 @@ export class WebhookSender {
         agent: agents,
         timeout: { request: timeoutMs },
       });
+      // got's own request timeout does not cover every way an exchange can stall (an upgraded
+      // connection is handed away from it): past this, the attempt ends as a timeout whatever the
+      // receiver did, so no receiver can hold a worker longer than the timeout says.
+      const deadline = setTimeout(
+        () => finish(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { name: 'TimeoutError' })),
+        timeoutMs + DEADLINE_SLACK_MS,
+      );
       const finish = (error: unknown) => {
         if (settled) return;
         settled = true;
+        clearTimeout(deadline);
         // Past the cap, or after an error, the rest of the answer is not wanted. (After a complete
         // answer the socket is already back in the pool, and this does not touch it.)
         stream.destroy();
@@ -221,6 +232,13 @@ export class WebhookSender {
         });
       };
       stream.on('request', (request: ClientRequest) => {
+        // 101 Switching Protocols: Node hands the connection to 'upgrade' listeners instead of
+        // answering, and without one the exchange never ends. It is an answer, and not a 2xx.
+        request.once('upgrade', (response: { statusCode?: number }, socket: Socket) => {
+          socket.destroy();
+          status = response.statusCode ?? 101;
+          finish(undefined);
+        });
         request.once('socket', (socket: Socket) => {
           if (request.reusedSocket) {
             // No lookup or connect happens on a pooled socket: it names its own address (through a

@@ -132,7 +132,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     usage: 'list-keys --workspace ID',
     run: async (ctx, flags) => {
       const workspaceId = required(flags, 'workspace');
-      if (!(await ctx.workspaces.get(workspaceId))) throw new UsageError(`no workspace ${workspaceId}`);
+      if (!(await ctx.workspaces.get(workspaceId))) throw new UsageError(`No workspace ${workspaceId}.`);
       const keys = await ctx.accounts.apiKeys(workspaceId);
       const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
       return {
@@ -161,7 +161,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     run: async (ctx, flags) => {
       const workspaceId = required(flags, 'workspace');
       const changes = Object.fromEntries(LIMIT_NAMES.map((name) => [name, limitFlag(flags, name)]));
-      if (!(await ctx.workspaces.get(workspaceId))) throw new UsageError(`no workspace ${workspaceId}`);
+      if (!(await ctx.workspaces.get(workspaceId))) throw new UsageError(`No workspace ${workspaceId}.`);
       const limits = await ctx.limits.override(workspaceId, changes);
       return { workspace_id: workspaceId, limits };
     },
@@ -170,6 +170,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     usage: 'ledger --workspace ID',
     run: async (ctx, flags) => {
       const workspaceId = required(flags, 'workspace');
+      if (!(await ctx.workspaces.get(workspaceId))) throw new UsageError(`No workspace ${workspaceId}.`);
       const entries = await ctx.jobs.ledger(workspaceId);
       const total = entries.reduce((sum, e) => sum + Math.round(e.amount * 1e6), 0) / 1e6;
       return { workspace_id: workspaceId, total, entries };
@@ -209,6 +210,10 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
     );
   const config = loadConfig();
   const redis = createRedis(config.redis, 'request');
+  // A connection error reaches the command that met it; kept to say so, instead of ioredis
+  // printing a stack trace for every retry.
+  let connectionError: Error | undefined;
+  redis.on('error', (err: Error) => (connectionError = err));
   const keys = new StoreKeys(config.keyPrefix);
   try {
     const limits = new LimitRepository(redis, keys, configuredLimits(config));
@@ -224,6 +229,7 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
   } catch (err) {
     // Refusals of the accounts rules (last owner, unknown member, bad e-mail) are the operator's input, not a crash.
     if (err instanceof AccountsError) throw new UsageError(err.message);
+    if (connectionError && redis.status !== 'ready') throw new Error(`cannot reach Redis (REDIS_URL or its REDIS_* settings): ${connectionError.message}`);
     throw err;
   } finally {
     redis.disconnect();

@@ -1,4 +1,4 @@
-import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener, type Server } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '@media/common';
 import { newId } from '@media/domain';
@@ -54,6 +54,23 @@ export function clientErrorHandler(logger: Logger): (err: NodeJS.ErrnoException,
 }
 
 /**
+ * Answers `error` in the documented shape through the request's response, which Node sends after
+ * the answers still owed to earlier requests on the connection, then closes it.
+ */
+function answerInTurn(res: ServerResponse, error: ApiError, logger: Logger, why: string): void {
+  const requestId = newId('req');
+  const body = JSON.stringify(error.toJSON());
+  res.writeHead(error.status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'x-request-id': requestId,
+    connection: 'close',
+  });
+  res.end(body);
+  logger.info('request', { request_id: requestId, status: error.status, parse_error: why });
+}
+
+/**
  * The gateway's HTTP server. Besides what {@link clientErrorHandler} covers, Node refuses three
  * parseable requests by itself, with a bare status or none at all: `CONNECT` (it hands the socket
  * over and closes it), an `Expect` other than `100-continue` (a bare 417), and an HTTP/1.1
@@ -62,18 +79,19 @@ export function clientErrorHandler(logger: Logger): (err: NodeJS.ErrnoException,
 export function createApiServer(listener: RequestListener, logger: Logger): Server {
   const server = createServer({ requireHostHeader: false }, (req, res) => {
     if (lacksHost(req)) {
-      answerAndClose(req.socket, ApiError.invalid('An HTTP/1.1 request needs a Host header.', null, 'invalid_http_request'), logger, 'no Host header');
+      answerInTurn(res, ApiError.invalid('An HTTP/1.1 request needs a Host header.', null, 'invalid_http_request'), logger, 'no Host header');
       return;
     }
     listener(req, res);
   });
   server.on('clientError', clientErrorHandler(logger));
+  // The socket is the handler's alone from here: nothing else will answer on it.
   server.on('connect', (_req: IncomingMessage, socket: Duplex) =>
     answerAndClose(socket, ApiError.invalid('CONNECT is not served here: this is an API, not a proxy.', null, 'invalid_http_request'), logger, 'CONNECT'),
   );
-  server.on('checkExpectation', (req: IncomingMessage) => {
-    const error = new ApiError(417, 'invalid_request_error', "The only Expect this server meets is '100-continue'.", null, 'expectation_failed');
-    answerAndClose(req.socket, error, logger, `Expect: ${req.headers.expect}`);
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const error = new ApiError(417, 'invalid_request_error', 'The only Expect this server meets is 100-continue.', null, 'expectation_failed');
+    answerInTurn(res, error, logger, `Expect: ${req.headers.expect}`);
   });
   return server;
 }

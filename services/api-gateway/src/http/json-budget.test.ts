@@ -1,15 +1,23 @@
-import { BodyBudget } from './json-budget';
+import { gzipSync } from 'node:zlib';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { BodyBudget, budgetedJson, MIN_BODY_RATE_BYTES_PER_S, PREEMPT_GRACE_MS } from './json-budget';
+import { errorHandler } from './middleware';
 
 describe('BodyBudget', () => {
   let now: number;
   let cut: string[];
+  let arrived: Map<string, number>;
   let budget: BodyBudget;
-  const take = (bytes: number, workspaceId: string, name = workspaceId) => budget.take(bytes, workspaceId, () => cut.push(name));
+  const take = (bytes: number, workspaceId: string, name = workspaceId) =>
+    budget.take(bytes, { workspaceId, arrived: () => arrived.get(name) ?? 0, cutShort: () => cut.push(name) });
 
   beforeEach(() => {
     now = 0;
     cut = [];
-    budget = new BodyBudget(100, 10_000, () => now);
+    arrived = new Map();
+    budget = new BodyBudget(100, () => now);
   });
 
   it('holds what each request declares until it is given back, and refuses what does not fit', () => {
@@ -21,14 +29,35 @@ describe('BodyBudget', () => {
     expect(cut).toEqual([]);
   });
 
-  it('gives the place of bodies of other workspaces arriving for too long to a request that waits, oldest first, and only as many as it needs', () => {
+  it('gives the place of a body that stopped arriving to another workspace once the grace has passed, slowest first, only as many as needed', () => {
     take(60, 'ws_a');
-    now = 1_000;
     take(40, 'ws_b');
-    now = 9_999;
+    now = PREEMPT_GRACE_MS - 1;
     expect(take(50, 'ws_c')).toBeUndefined();
-    now = 11_000;
+    now = PREEMPT_GRACE_MS;
+    // ws_b has sent a little: ws_a, which sent nothing, goes first, and that is enough.
+    arrived.set('ws_b', 10);
     expect(take(50, 'ws_c')).toBeDefined();
+    expect(cut).toEqual(['ws_a']);
+  });
+
+  it('keeps a body arriving fast enough, and takes one that began fast and then stopped', () => {
+    take(100, 'ws_a');
+    const fast = (MIN_BODY_RATE_BYTES_PER_S * 2 * PREEMPT_GRACE_MS) / 1000;
+    now = PREEMPT_GRACE_MS;
+    arrived.set('ws_a', fast);
+    expect(take(50, 'ws_b')).toBeUndefined();
+    // Nothing more arrives for the grace: stopped, whatever it averaged.
+    now = 2 * PREEMPT_GRACE_MS;
+    expect(take(50, 'ws_b')).toBeDefined();
+    expect(cut).toEqual(['ws_a']);
+  });
+
+  it('cuts a body averaging under the rate once the grace has passed, even while bytes still come', () => {
+    take(100, 'ws_a');
+    now = PREEMPT_GRACE_MS;
+    arrived.set('ws_a', (MIN_BODY_RATE_BYTES_PER_S * PREEMPT_GRACE_MS) / 1000 / 2);
+    expect(take(50, 'ws_b')).toBeDefined();
     expect(cut).toEqual(['ws_a']);
   });
 
@@ -44,5 +73,40 @@ describe('BodyBudget', () => {
     expect(take(40, 'ws_b', 'ws_b again')).toBeUndefined();
     expect(take(40, 'ws_c')).toBeDefined();
     expect(cut).toEqual(['ws_b']);
+  });
+});
+
+describe('budgetedJson', () => {
+  it('counts a compressed body as the cap, whatever it declares: it may inflate to that much', async () => {
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    let arrived!: () => void;
+    const first = new Promise<void>((resolve) => (arrived = resolve));
+    const app = express();
+    app.post('/', budgetedJson(100_000), async (req, res) => {
+      arrived();
+      await held;
+      res.json({ size: JSON.stringify(req.body).length });
+    });
+    app.use(errorHandler());
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const small = gzipSync(JSON.stringify({ a: 'x'.repeat(50_000) }));
+      const post = () =>
+        fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+          body: small,
+        });
+      const holding = post();
+      await first;
+      const second = await post();
+      expect([second.status, ((await second.json()) as { error: { code: string } }).error.code]).toEqual([503, 'server_busy']);
+      letGo();
+      expect((await holding).status).toBe(200);
+    } finally {
+      server.close();
+    }
   });
 });

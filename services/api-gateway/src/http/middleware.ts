@@ -87,7 +87,9 @@ export function errorHandler(): (err: unknown, req: Request, res: Response, next
     const apiError = toApiError(err);
     if (apiError.status === 503 && !(err instanceof ApiError))
       res.locals.logger?.warn('dependency unavailable', { error: err instanceof Error ? err.message : String(err) });
-    else if (apiError.status >= 500 && apiError.status !== 503)
+    // An ApiError is an answer the code chose (a 504 from a wait that ran out, say); only what
+    // nothing chose to answer is an error to look at.
+    else if (apiError.status >= 500 && apiError.status !== 503 && !(err instanceof ApiError))
       res.locals.logger?.error('unhandled error', { error: err instanceof Error ? err.stack : String(err) });
     if (apiError.retryAfterSeconds !== undefined) res.setHeader('retry-after', String(apiError.retryAfterSeconds));
     res.status(apiError.status).json(apiError.toJSON());

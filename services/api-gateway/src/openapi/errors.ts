@@ -82,7 +82,7 @@ export const ERROR_CODES: Record<string, ErrorCode> = {
   server_busy: {
     status: 503,
     type: 'api_error',
-    when: 'a JSON edit while the gateway holds as many large JSON bodies as it can, or one still arriving after 10 s whose place another workspace took (`Retry-After`); multipart is not limited so',
+    when: 'a JSON edit while the gateway holds as many large JSON bodies as it can, or one that stopped arriving whose place another workspace took (`Retry-After`); multipart is not limited so',
   },
   timeout: { status: 504, type: 'api_error', when: 'synchronous image call still running after the wait; fetch `GET /v1/images/{id}` later' },
 };

@@ -114,6 +114,23 @@ it('refuses a ledger of a workspace that does not exist, as every other command 
   await expect(admin('ledger', '--workspace', 'ws_nope')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('No workspace ws_nope.') });
 });
 
+it('refuses a flag the command does not take, or one given twice, rather than ignoring it', async () => {
+  const ws = await admin('create-workspace', '--name', 'flags');
+  await expect(admin('set-limits', '--workspace', ws.workspace_id, '--max-waiting-job', '2')).rejects.toMatchObject({
+    code: 2,
+    stderr: expect.stringMatching(/^unknown flag --max-waiting-job\nusage: admin set-limits --workspace ID/),
+  });
+  await expect(admin('rotate-secret', '--workspace', ws.workspace_id, '--workspace', 'ws_other')).rejects.toMatchObject({
+    code: 2,
+    stderr: expect.stringContaining('--workspace is given twice'),
+  });
+});
+
+it('makes a workspace with a long name, whose owner address stays an address', async () => {
+  const out = await admin('create-workspace', '--name', 'Long '.repeat(60));
+  expect(out.dashboard.email).toBe(`owner@${'long-'.repeat(12)}lon.local`);
+});
+
 it('exits 2 with usage on bad input', async () => {
   await expect(admin('rotate-secret')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--workspace is required') });
   await expect(admin('frobnicate')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('usage') });

@@ -42,7 +42,13 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     usage: 'create-workspace --name NAME [--owner-email EMAIL]',
     run: async (ctx, flags) => {
       const name = required(flags, 'name');
-      const email = flags['owner-email'] ?? `owner@${name.toLowerCase().replace(/[^a-z0-9]+/g, '-') || 'workspace'}.local`;
+      // A DNS label is at most 63 characters: a long name still makes an address that is one.
+      const label =
+        name
+          .toLowerCase()
+          .replace(/[^a-z0-9]+/g, '-')
+          .slice(0, 63) || 'workspace';
+      const email = flags['owner-email'] ?? `owner@${label}.local`;
       const created = await ctx.accounts.createWorkspace(name, email);
       return {
         workspace_id: created.workspace.id,
@@ -194,6 +200,7 @@ export function parseFlags(args: string[]): Record<string, string> {
     const arg = args[i];
     if (!arg.startsWith('--')) throw new UsageError(`unexpected argument "${arg}"`);
     const [name, inline] = arg.slice(2).split('=', 2);
+    if (name in flags) throw new UsageError(`--${name} is given twice`);
     flags[name] = inline ?? args[++i] ?? '';
   }
   return flags;
@@ -208,6 +215,11 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
         .map((c) => `  ${c.usage}`)
         .join('\n')}`,
     );
+  const flags = parseFlags(rest);
+  // A mistyped flag must not be ignored: an optional one (a limit, say) would read as left out.
+  const known = new Set([...command.usage.matchAll(/--([a-z-]+)/g)].map((m) => m[1]));
+  const unknown = Object.keys(flags).filter((flag) => !known.has(flag));
+  if (unknown.length > 0) throw new UsageError(`unknown flag ${unknown.map((f) => `--${f}`).join(', ')}\nusage: admin ${command.usage}`);
   const config = loadConfig();
   const redis = createRedis(config.redis, 'request');
   // A connection error reaches the command that met it; kept to say so, instead of ioredis
@@ -225,7 +237,7 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
       limits,
       accounts: createAccounts(config, redis),
     };
-    return await command.run(context, parseFlags(rest));
+    return await command.run(context, flags);
   } catch (err) {
     // Refusals of the accounts rules (last owner, unknown member, bad e-mail) are the operator's input, not a crash.
     if (err instanceof AccountsError) throw new UsageError(err.message);

@@ -241,20 +241,25 @@ export class OverviewRepository {
     const pendingNow = Number(values[count + OVERVIEW_DAYS]);
 
     const n = (bucket: Record<string, string>, field: string) => Number(bucket[field] ?? 0);
-    const slots: OverviewSlot[] = buckets.map((bucket, i) => ({
-      startMs: slotIds[i]! * tier.slotMs,
-      created: n(bucket, 'c'),
-      // The bucket keeps first attempts apart from the rest (see overview-buckets.lua).
-      delivered: n(bucket, '1d') + n(bucket, 'd'),
-      recovered: n(bucket, 'r'),
-      failed: n(bucket, 'f'),
-      attempts: n(bucket, '1') + n(bucket, 'a'),
-      failedAttempts: n(bucket, 'ae'),
-      firstAttempts: n(bucket, '1'),
-      firstAttemptsDelivered: n(bucket, '1d'),
-      latency: Array.from({ length: LATENCY_BOUNDS_MS.length + 1 }, (_, b) => n(bucket, `l${b}`)),
-      pendingAtEnd: 0,
-    }));
+    const slots: OverviewSlot[] = buckets.map((bucket, i) => {
+      const latency = Array.from({ length: LATENCY_BOUNDS_MS.length + 1 }, (_, b) => n(bucket, `l${b}`));
+      // Every delivery that ended a wait is in the histogram: a first attempt's, a later one's (d)
+      // or a failed callback's (r); see overview-buckets.lua.
+      const firstAttemptsDelivered = Math.max(0, latency.reduce((sum, count) => sum + count, 0) - n(bucket, 'd') - n(bucket, 'r'));
+      return {
+        startMs: slotIds[i]! * tier.slotMs,
+        created: n(bucket, 'c'),
+        delivered: firstAttemptsDelivered + n(bucket, 'd'),
+        recovered: n(bucket, 'r'),
+        failed: n(bucket, 'f'),
+        attempts: n(bucket, '1') + n(bucket, 'a'),
+        failedAttempts: n(bucket, 'ae'),
+        firstAttempts: n(bucket, '1'),
+        firstAttemptsDelivered,
+        latency,
+        pendingAtEnd: 0,
+      };
+    });
     let pending = pendingNow;
     for (let i = slots.length - 1; i >= 0; i--) {
       const slot = slots[i]!;

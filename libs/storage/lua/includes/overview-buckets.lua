@@ -4,15 +4,16 @@
   each expiring when its tier's longest window no longer reaches it. An event adds to the bucket
   of its slot in every tier, so no read ever adds up finer slots or scans an index. Fields:
     c            callbacks created
-    1, 1d        first attempts (attempt 1 of the ladder); those that delivered, each ending its
-                 callback's wait
+    1            first attempts (attempt 1 of the ladder)
     a            attempts after the first (later automatic ones, manual ones): attempts are 1 + a
-    d            callbacks delivered while pending by an attempt after the first: callbacks
-                 that ended delivered are 1d + d (the common case writes two fields, not four)
+    d            callbacks delivered while pending by an attempt after the first
     ae           failed attempts
     f            callbacks that ended failed
     r            failed callbacks delivered later (a manual attempt, a recovery)
-    l<i>         deliveries whose time from the job's end fell in latency bucket i
+    l<i>         deliveries that ended their callback's wait, by the latency bucket i their time
+                 from the job's end fell in: one for each d, each r, and each first attempt that
+                 delivered, so those are the l's less d and r, and need no field of their own
+                 (the common case, a first attempt that delivers, writes two fields)
     x:<origin>   failed attempts to a destination; e:<origin> its last failure
                  ('<sent ms> <error class> <status or ->')
     nx           destinations the bucket names; past the cap the rest count under '*'
@@ -86,8 +87,6 @@ end
 local function overview_count_attempt(buckets, a)
   if a.first then
     overview_add(buckets, '1', 1)
-    -- Attempt 1 is made only while the callback is pending: its delivery ends the callback's wait.
-    if a.delivered then overview_add(buckets, '1d', 1) end
   else
     overview_add(buckets, 'a', 1)
   end

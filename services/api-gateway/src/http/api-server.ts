@@ -15,25 +15,30 @@ function toApiError(code: string | undefined): ApiError {
   return ApiError.invalid('The request is not valid HTTP.', null, 'invalid_http_request');
 }
 
-/**
- * Answers `error` in the documented shape with an `x-request-id`, straight onto the socket, and
- * closes the connection: what follows on it (a body, the next request) cannot be framed.
- */
-function answerAndClose(socket: Duplex, error: ApiError, logger: Logger, why: string): void {
+/** `error` as a closing answer in the documented shape, with an `x-request-id` of its own; logged as the request. */
+function closingAnswer(error: ApiError, logger: Logger, why: string): { headers: Record<string, string>; body: string } {
   const requestId = newId('req');
   const body = JSON.stringify(error.toJSON());
-  socket.end(
-    [
-      `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}`,
-      'content-type: application/json; charset=utf-8',
-      `content-length: ${Buffer.byteLength(body)}`,
-      `x-request-id: ${requestId}`,
-      'connection: close',
-      '',
-      body,
-    ].join('\r\n'),
-  );
   logger.info('request', { request_id: requestId, status: error.status, parse_error: why });
+  return {
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': String(Buffer.byteLength(body)),
+      'x-request-id': requestId,
+      connection: 'close',
+    },
+    body,
+  };
+}
+
+/**
+ * Answers `error` straight onto the socket and closes the connection: what follows on it (a body,
+ * the next request) cannot be framed.
+ */
+function answerAndClose(socket: Duplex, error: ApiError, logger: Logger, why: string): void {
+  const { headers, body } = closingAnswer(error, logger, why);
+  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}`);
+  socket.end([`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}`, ...head, '', body].join('\r\n'));
 }
 
 /**
@@ -54,20 +59,12 @@ export function clientErrorHandler(logger: Logger): (err: NodeJS.ErrnoException,
 }
 
 /**
- * Answers `error` in the documented shape through the request's response, which Node sends after
- * the answers still owed to earlier requests on the connection, then closes it.
+ * Answers `error` through the request's response, which Node sends after the answers still owed to
+ * earlier requests on the connection, then closes it.
  */
 function answerInTurn(res: ServerResponse, error: ApiError, logger: Logger, why: string): void {
-  const requestId = newId('req');
-  const body = JSON.stringify(error.toJSON());
-  res.writeHead(error.status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    'x-request-id': requestId,
-    connection: 'close',
-  });
-  res.end(body);
-  logger.info('request', { request_id: requestId, status: error.status, parse_error: why });
+  const { headers, body } = closingAnswer(error, logger, why);
+  res.writeHead(error.status, headers).end(body);
 }
 
 /**

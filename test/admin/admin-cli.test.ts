@@ -110,6 +110,25 @@ it('says plainly that it cannot reach Redis, with no stack trace', async () => {
   });
 });
 
+it('says so within seconds when a Redis Cluster or the Sentinels cannot be reached, whose clients would retry for good', async () => {
+  const cli = join(__dirname, '../../tools/admin/dist/main.js');
+  for (const settings of [{ REDIS_CLUSTER_NODES: '127.0.0.1:1' }, { REDIS_SENTINELS: '127.0.0.1:1', REDIS_SENTINEL_NAME: 'mymaster' }]) {
+    const refused = run(process.execPath, [cli, 'list-keys', '--workspace', 'ws_x'], {
+      env: { PATH: process.env.PATH, KEY_PREFIX: prefix, ...settings },
+      timeout: 30_000,
+    });
+    await expect(refused).rejects.toMatchObject({ code: 1, stderr: expect.stringMatching(/^admin: cannot reach Redis [^\n]*\n$/) });
+  }
+});
+
+it('says that there is no link-signing key yet, on a deployment no service has started on, instead of calling it sealed', async () => {
+  const fresh = `${prefix}-fresh`;
+  const { stdout } = await run(process.execPath, [join(__dirname, '../../tools/admin/dist/main.js'), 'reencrypt-secrets'], {
+    env: { PATH: process.env.PATH, REDIS_URL, KEY_PREFIX: fresh, SECRETS_ENCRYPTION_KEYS: randomBytes(32).toString('base64') },
+  });
+  expect(JSON.parse(stdout)).toEqual({ workspaces: 0, workspaces_resealed: 0, link_signing_key: 'none yet' });
+});
+
 it('refuses a ledger of a workspace that does not exist, as every other command does', async () => {
   await expect(admin('ledger', '--workspace', 'ws_nope')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('No workspace ws_nope.') });
 });

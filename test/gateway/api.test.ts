@@ -290,6 +290,16 @@ describe.each(BLOB_STORES)('gateway API (%s blob store)', (blobStore) => {
       expect(page2.json.data.map((v: { id: string }) => v.id)).toEqual([ids[0]]);
       expect(page2.json.has_more).toBe(false);
       expect((await mine('/v1/videos?limit=500')).status).toBe(400);
+
+      // A cursor that names no video of this workspace (deleted, expired, made up, an image's) is
+      // refused, not answered as the list's end.
+      for (const cursor of ['video_nosuchvideo', ids[1]!.replace('video_', 'req_')]) {
+        const gone = await mine(`/v1/videos?limit=2&after=${cursor}`);
+        expect([gone.status, gone.json.error]).toEqual([
+          400,
+          expect.objectContaining({ type: 'invalid_request_error', param: 'after', code: 'invalid_value' }),
+        ]);
+      }
     });
   });
 

@@ -110,7 +110,13 @@ describe('GET /v1/callbacks', () => {
       ['limit=0', 'limit'],
       ['limit=101', 'limit'],
       ['created_after=yesterday', 'created_after'],
+      ['created_after=2000000000&created_before=1000000000', 'created_before'],
+      ['created_after=1800000000&created_before=1800000000', 'created_before'],
       ['colour=blue', 'colour'],
+      // A cursor that names no callback of this workspace: an empty page would read as the end.
+      ['after=msg_nosuchcallback', 'after'],
+      [`after=${delivered.jobId}`, 'after'],
+      [`job_id=${failed.jobId}&after=${delivered.id}`, 'after'],
     ]) {
       const res = await call(`/v1/callbacks?${query}`);
       expect(res.status).toBe(400);
@@ -163,6 +169,22 @@ describe('POST /v1/callbacks/{id}/retry', () => {
     const ids = async (query: string) => (await call(`/v1/callbacks?${query}`)).json.data.map((c: { id: string }) => c.id);
     expect(await ids('status=failed')).toEqual([]);
     expect(await ids('status=delivered')).toEqual([moderated.id, failed.id, delivered.id]);
+  });
+
+  it('makes an attempt for every 202, however many arrive at once', async () => {
+    const before = (await call(`/v1/callbacks/${moderated.id}`)).json.attempt_count as number;
+    const answers = await Promise.all(Array.from({ length: 12 }, () => call(`/v1/callbacks/${moderated.id}/retry`, { method: 'POST' })));
+    expect(answers.map((r) => r.status)).toEqual(Array(12).fill(202));
+    const detail = await eventually(
+      async () => {
+        const { json } = await call(`/v1/callbacks/${moderated.id}`);
+        return json.attempt_count >= before + 12 ? json : undefined;
+      },
+      20_000,
+      'twelve manual attempts',
+    );
+    expect(detail.attempt_count).toBe(before + 12);
+    expect(detail.attempts.filter((a: { trigger: string }) => a.trigger === 'manual')).toHaveLength(12);
   });
 });
 

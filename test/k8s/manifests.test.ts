@@ -63,6 +63,11 @@ describe.each(OVERLAYS)('k8s/%s', (overlay) => {
     // And the values parse: the services would refuse to start otherwise.
     const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'media-config')!;
     expect(() => loadConfig({ ...config.data, OPERATOR_PASSWORD: 'x'.repeat(16) })).not.toThrow();
+    // The base Secret's placeholders are not: a deployment that kept one would not start.
+    const secret = objects.find((o) => o.kind === 'Secret' && o.metadata.name === 'media-secrets')!;
+    const placeholders = Object.entries<string>(secret.stringData ?? {});
+    expect(placeholders.length).toBeGreaterThanOrEqual(3);
+    for (const [key, value] of placeholders) expect(() => loadConfig({ ...config.data, [key]: value })).toThrow(new RegExp(key));
   });
 
   it('runs each service with its command, hardened, and probes what the code serves', () => {

@@ -103,6 +103,18 @@ describe('QueueConsumer.health', () => {
     await eventually(async () => ((await consumer.health()).healthy ? true : undefined), 10_000, 'liveness to recover');
   });
 
+  it('counts an unreadable queue from its first failed read, however long nothing probed before', async () => {
+    const { consumer } = start([]);
+    await consumer.waitUntilReady();
+    expect((await consumer.health()).healthy).toBe(true);
+    await admin.call('CLIENT', 'PAUSE', '3000', 'ALL');
+    // The first probe in a long while meets the outage: one failed read is not yet a bound's worth.
+    const later = Date.now() + 10 * BOUND_MS;
+    expect(await consumer.health(later)).toMatchObject({ healthy: true, reason: 'queue depth unknown' });
+    expect(await consumer.health(later + BOUND_MS + 1)).toMatchObject({ healthy: false, reason: expect.stringMatching(/queue unreadable for \d+s/) });
+    await eventually(async () => ((await consumer.health()).healthy ? true : undefined), 10_000, 'liveness to recover');
+  });
+
   it('stays healthy while closing, so a liveness probe cannot cut a drain short', async () => {
     const { consumer } = start([]);
     await consumer.waitUntilReady();

@@ -129,6 +129,40 @@ describe('loadConfig', () => {
     expect(config.moderationBlocklist).toEqual(['forbidden', 'nope']);
   });
 
+  it('refuses CIDRs that are not address/prefix, naming the setting', () => {
+    for (const bad of ['garbage', '10.0.0.0/99', '::1/129', '127.0.0.1', 'localhost/8', '10.0.0.0/8,x']) {
+      expect(() => loadConfig({ CALLBACK_ALLOWED_CIDRS: bad })).toThrow(/CALLBACK_ALLOWED_CIDRS.*not address\/prefix/);
+    }
+  });
+
+  it('refuses millisecond settings past what a timer holds, and retry gaps over a day', () => {
+    // Node fires a timer of more than 2^31 - 1 ms at once: a lock, a timeout or a drain deadline
+    // of that size would turn into one of 1 ms.
+    for (const [key, over] of [
+      ['JOB_LOCK_MS', '600001'],
+      ['GENERATION_TIMEOUT_MS', '3000000000'],
+      ['SHUTDOWN_TIMEOUT_MS', '99999999999'],
+      ['SYNC_IMAGE_TIMEOUT_MS', '600001'],
+      ['WORKER_LIVENESS_BOUND_MS', '86400001'],
+    ]) {
+      expect(() => loadConfig({ [key!]: over })).toThrow(new RegExp(`"${key}" must be less than or equal to`));
+    }
+    expect(loadConfig({ JOB_LOCK_MS: '600000', SHUTDOWN_TIMEOUT_MS: '3600000' })).toMatchObject({ jobLockMs: 600_000, shutdownTimeoutMs: 3_600_000 });
+    expect(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: '1m,5m,30m,2h,99999999h' })).toThrow(
+      /WEBHOOK_RETRY_SCHEDULE.*"99999999h" is longer than a gap may be \(24h\)/,
+    );
+    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '24h,24h,24h,24h,24h' }).webhookRetryScheduleMs).toEqual(Array(5).fill(86_400_000));
+  });
+
+  it("refuses k8s/base's placeholder secrets, Redis credentials that REDIS_URL would ignore, and a host name for OPS_HOST", () => {
+    expect(() => loadConfig({ LINK_SIGNING_SECRET: 'replace-me-with-32-or-more-random-characters' })).toThrow(/LINK_SIGNING_SECRET.*placeholder/);
+    expect(() => loadConfig({ OPERATOR_PASSWORD: 'replace-me-with-a-long-operator-password' })).toThrow(/OPERATOR_PASSWORD.*placeholder/);
+    expect(() => loadConfig({ REDIS_PASSWORD: 's3cretpass' })).toThrow(/with REDIS_URL put them in it/);
+    expect(() => loadConfig({ REDIS_USERNAME: 'media' })).toThrow(/with REDIS_URL put them in it/);
+    expect(() => loadConfig({ OPS_HOST: 'localhost' })).toThrow(/"OPS_HOST" must be an IP address to listen on/);
+    expect(loadConfig({ OPS_HOST: '0.0.0.0' }).opsHost).toBe('0.0.0.0');
+  });
+
   it('reads CALLBACK_ALLOWED_ENDPOINTS as address:port pairs and refuses names, ranges and bare addresses', () => {
     expect(loadConfig({}).callbackAllowedEndpoints).toEqual([]);
     expect(loadConfig({ CALLBACK_ALLOWED_ENDPOINTS: '127.0.0.1:9443, [::1]:9443' }).callbackAllowedEndpoints).toEqual(['127.0.0.1:9443', '[::1]:9443']);

@@ -229,6 +229,35 @@ const nodeList = Joi.string().custom((value: string, helpers) => {
   return bad.length === 0 ? value : helpers.message({ custom: `{{#label}} has entries that are not host:port: ${bad.join(', ')}` });
 });
 
+// Millisecond settings become Node timers, which take at most 2^31 - 1 ms (24.8 days) and fire at
+// once beyond that: each has a maximum well inside it, so a typo is refused at start-up.
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+/** `address/prefix`, IPv4 or IPv6, as the callback guard takes them (`127.0.0.0/8`, `::1/128`). */
+function isCidr(text: string): boolean {
+  const match = /^([^/]+)\/(\d{1,3})$/.exec(text);
+  const family = match ? isIP(match[1]!) : 0;
+  return family !== 0 && Number(match![2]) <= (family === 4 ? 32 : 128);
+}
+
+const cidrList = Joi.string()
+  .custom((value: string, helpers) => {
+    const bad = list(value).filter((entry) => !isCidr(entry));
+    return bad.length === 0
+      ? value
+      : helpers.message({ custom: `{{#label}} has entries that are not address/prefix (127.0.0.0/8, ::1/128): ${bad.join(', ')}` });
+  })
+  .allow('')
+  .default('');
+
+/**
+ * The placeholders `k8s/base` ships in its Secret: a deployment that forgot to replace one would
+ * run with a value anyone who has read the repository knows.
+ */
+const notThePlaceholder = (placeholder: string) =>
+  Joi.string().invalid(placeholder).messages({ 'any.invalid': "{{#label}} is k8s/base's placeholder: replace it with a secret of your own" });
+
 const schema = Joi.object({
   REDIS_URL: Joi.string()
     .uri({ scheme: ['redis', 'rediss'] })
@@ -259,7 +288,7 @@ const schema = Joi.object({
     .uri({ scheme: ['http', 'https'] })
     .default('https://docs.example.com'),
   LINK_TTL_SECONDS: Joi.number().integer().min(60).default(86_400),
-  LINK_SIGNING_SECRET: Joi.string().min(32),
+  LINK_SIGNING_SECRET: notThePlaceholder('replace-me-with-32-or-more-random-characters').min(32),
   MEDIA_DIR: Joi.string().default('var/media'),
   BLOB_STORE: Joi.string().valid('fs', 's3').default('fs'),
   S3_BUCKET: Joi.string()
@@ -315,7 +344,7 @@ const schema = Joi.object({
     .default(DEFAULT_RETRY_SCHEDULE),
   SECRET_ROTATION_OVERLAP_SECONDS: Joi.number().integer().min(0).default(86_400),
   CALLBACK_ALLOW_HTTP: Joi.boolean().truthy('1').falsy('0').default(false),
-  CALLBACK_ALLOWED_CIDRS: csv,
+  CALLBACK_ALLOWED_CIDRS: cidrList,
   CALLBACK_ALLOWED_ENDPOINTS: endpointList,
   CALLBACK_CA_FILE: Joi.string(),
   LOG_LEVEL: Joi.string().valid('error', 'warn', 'info', 'debug').default('info'),
@@ -324,10 +353,12 @@ const schema = Joi.object({
   DISPATCHER_CONCURRENCY: Joi.number().integer().min(1).max(5000).default(500),
   CALLBACK_DESTINATION_MAX_IN_FLIGHT: Joi.number().integer().min(1).max(10_000).default(100),
   CALLBACK_DESTINATION_SLOW_MAX_IN_FLIGHT: Joi.number().integer().min(1).max(10_000).default(20),
-  GENERATION_TIMEOUT_MS: Joi.number().integer().min(1_000).default(300_000),
+  GENERATION_TIMEOUT_MS: Joi.number().integer().min(1_000).max(DAY_MS).default(300_000),
   GENERATION_ATTEMPTS: Joi.number().integer().min(1).max(10).default(3),
-  JOB_LOCK_MS: Joi.number().integer().min(1_000).default(10_000),
-  SYNC_IMAGE_TIMEOUT_MS: Joi.number().integer().min(1_000).default(120_000),
+  // BullMQ writes its stalled-job check's key with this as its expiry and renews locks every half of
+  // it: a lock of hours would leave jobs of a killed worker unrecovered for as long, on every worker.
+  JOB_LOCK_MS: Joi.number().integer().min(1_000).max(600_000).default(10_000),
+  SYNC_IMAGE_TIMEOUT_MS: Joi.number().integer().min(1_000).max(600_000).default(120_000),
   MODERATION_BLOCKLIST: csv,
   MAX_UPLOAD_BYTES: Joi.number()
     .integer()
@@ -342,7 +373,7 @@ const schema = Joi.object({
     .min(1_024)
     .default(32 * 1024 * 1024),
   IDEMPOTENCY_TTL_SECONDS: Joi.number().integer().min(60).default(86_400),
-  SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(1_000).default(30_000),
+  SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(1_000).max(HOUR_MS).default(30_000),
   FFMPEG_PATH: Joi.string(),
   RATE_LIMIT_CREATE_PER_MINUTE: Joi.number().integer().min(1).default(300),
   RATE_LIMIT_READ_PER_MINUTE: Joi.number().integer().min(1).default(1_200),
@@ -359,8 +390,14 @@ const schema = Joi.object({
     .allow('')
     .default(''),
   OPS_PORT: Joi.number().port().default(9464),
-  OPS_HOST: Joi.string().ip({ cidr: 'forbidden' }).default('127.0.0.1'),
-  WORKER_LIVENESS_BOUND_MS: Joi.number().integer().min(1_000).default(120_000),
+  OPS_HOST: Joi.string()
+    .ip({ cidr: 'forbidden' })
+    .messages({
+      'string.ip': '{{#label}} must be an IP address to listen on (127.0.0.1, 0.0.0.0, ::), not a host name',
+      'string.ipVersion': '{{#label}} must be an IP address to listen on (127.0.0.1, 0.0.0.0, ::), not a host name',
+    })
+    .default('127.0.0.1'),
+  WORKER_LIVENESS_BOUND_MS: Joi.number().integer().min(1_000).max(DAY_MS).default(120_000),
   LOCAL_STACK_DIR: Joi.string().default('var'),
   LOCAL_RECEIVER: Joi.string().valid('on', 'off').default('on'),
   LOCAL_RECEIVER_PORT: Joi.number().port().default(9443),
@@ -368,7 +405,7 @@ const schema = Joi.object({
     .pattern(/^[^:]+$/)
     .default('operator'),
   // Long enough that Basic auth over the ops port is not guessable in practice.
-  OPERATOR_PASSWORD: Joi.string().min(16),
+  OPERATOR_PASSWORD: notThePlaceholder('replace-me-with-a-long-operator-password').min(16),
   // Base64 of 32 random bytes each (`openssl rand -base64 32`), newest first.
   SECRETS_ENCRYPTION_KEYS: Joi.string().custom((value: string, helpers) =>
     list(value).every((k) => /^[A-Za-z0-9+/]{43}=$/.test(k))
@@ -393,6 +430,16 @@ const schema = Joi.object({
   .custom((value: Record<string, unknown>, helpers) =>
     value.REDIS_CLUSTER_NODES && Number(value.REDIS_WAIT_REPLICAS) > 0
       ? helpers.message({ custom: 'REDIS_WAIT_REPLICAS is not supported with REDIS_CLUSTER_NODES' })
+      : value,
+  )
+  // With one REDIS_URL the credentials are the URL's (redis://user:password@host:port); separate
+  // ones would be ignored, and the first command would fail with NOAUTH naming neither.
+  .custom((value: Record<string, unknown>, helpers) =>
+    !value.REDIS_SENTINELS && !value.REDIS_CLUSTER_NODES && (value.REDIS_USERNAME || value.REDIS_PASSWORD)
+      ? helpers.message({
+          custom:
+            'REDIS_USERNAME and REDIS_PASSWORD are read with REDIS_SENTINELS or REDIS_CLUSTER_NODES; with REDIS_URL put them in it (redis://user:password@host:port)',
+        })
       : value,
   )
   // A CA file for a connection that is not TLS would be ignored, and the operator would believe the

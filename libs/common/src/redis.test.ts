@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import type { Redis } from 'ioredis';
+import { ConfigError } from './config';
 import { createRedis } from './redis';
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -69,4 +70,10 @@ describe('request connections coalesce the writes of one turn', () => {
     expect(await reply).toBe('PONG');
     worker.disconnect();
   });
+});
+
+it('names REDIS_TLS_CA_FILE when the file cannot be read, rather than only the file', () => {
+  const target = { kind: 'single' as const, url: 'rediss://127.0.0.1:1', tls: { caFile: '/nonexistent/ca.pem' } };
+  expect(() => createRedis(target, 'request')).toThrow(ConfigError);
+  expect(() => createRedis(target, 'request')).toThrow(/REDIS_TLS_CA_FILE cannot be read: ENOENT/);
 });

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import type { RedisAuth, RedisTarget, RedisTls } from './config';
+import { ConfigError, type RedisAuth, type RedisTarget, type RedisTls } from './config';
 import { storePrefix } from './keyspace';
 import type { Logger } from './logger';
 
@@ -63,7 +63,14 @@ const caFiles = new Map<string, Buffer>();
 function tlsOptions(tls: RedisTls): ConnectionOptions {
   if (!tls.caFile) return {};
   let ca = caFiles.get(tls.caFile);
-  if (!ca) caFiles.set(tls.caFile, (ca = readFileSync(tls.caFile)));
+  if (!ca) {
+    try {
+      ca = readFileSync(tls.caFile);
+    } catch (err) {
+      throw new ConfigError([`REDIS_TLS_CA_FILE cannot be read: ${(err as Error).message}`]);
+    }
+    caFiles.set(tls.caFile, ca);
+  }
   return { ca };
 }
 

@@ -34,6 +34,11 @@ export class RetryScheduleError extends Error {
 
 const GAP = /^(\d+)(ms|s|m|h)$/;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+/**
+ * The longest gap a schedule may hold: a day, which keeps a whole ladder within a week (a callback's
+ * retention) and every gap a valid Node timer.
+ */
+const MAX_GAP_MS = 86_400_000;
 
 /**
  * A schedule from its text: exactly one gap per attempt after the first, comma-separated, each a
@@ -48,10 +53,13 @@ export function parseRetrySchedule(text: string): RetrySchedule {
   const unreadable = parts.find((part) => !GAP.test(part));
   if (unreadable !== undefined) throw new RetryScheduleError(`${expected}; "${unreadable}" is not a whole number with a unit ms, s, m or h`);
   if (parts.length !== gaps) throw new RetryScheduleError(`${expected}; it has ${parts.length}`);
-  return parts.map((part) => {
+  const schedule = parts.map((part) => {
     const [, amount, unit] = GAP.exec(part)!;
     return Number(amount) * UNIT_MS[unit];
   });
+  const tooLong = schedule.findIndex((gap) => gap > MAX_GAP_MS);
+  if (tooLong !== -1) throw new RetryScheduleError(`${expected}; "${parts[tooLong]}" is longer than a gap may be (24h)`);
+  return schedule;
 }
 
 /**

@@ -39,6 +39,8 @@ export interface RecordedAttempt {
 export interface CallbackPage {
   callbacks: CallbackRecord[];
   hasMore: boolean;
+  /** False when the query's `after` names no callback of the list (see `IndexPage.cursorFound`). */
+  cursorFound: boolean;
 }
 
 /** Filters of a callback list; times are Unix ms, `createdAfterMs` inclusive, `createdBeforeMs` exclusive. */
@@ -362,8 +364,8 @@ export class CallbackRepository {
       const ids = EVENT_TYPES.map((type) => callbackIdFor(q.jobId!, type));
       const records = (await this.getMany(ids)).filter(matches).sort((a, b) => b.created_ms - a.created_ms || (a.id < b.id ? 1 : -1));
       const start = q.after === undefined ? 0 : records.findIndex((cb) => cb.id === q.after) + 1;
-      if (q.after !== undefined && start === 0) return { callbacks: [], hasMore: false };
-      return { callbacks: records.slice(start, start + q.limit), hasMore: records.length > start + q.limit };
+      if (q.after !== undefined && start === 0) return { callbacks: [], hasMore: false, cursorFound: false };
+      return { callbacks: records.slice(start, start + q.limit), hasMore: records.length > start + q.limit, cursorFound: true };
     }
     const filterInMemory = q.state !== undefined && q.type !== undefined;
     const found: CallbackRecord[] = [];
@@ -377,14 +379,21 @@ export class CallbackRepository {
         maxScore: q.createdBeforeMs,
         cursorScoreKey: this.keys.workspaceCallbacks(workspaceId),
       });
+      if (!page.cursorFound) {
+        // The client's cursor names no callback of the workspace. A chunk's own last one removed
+        // before the next chunk was read (deleted, expired) ends this page where it got to: the
+        // client's next page starts after its last callback, which was read a moment ago.
+        if (after === q.after) return { callbacks: [], hasMore: false, cursorFound: false };
+        return { callbacks: found, hasMore: found.length > 0, cursorFound: true };
+      }
       const records = await this.getMany(page.ids);
       for (const record of records) {
         if (!matches(record)) continue;
-        if (found.length === q.limit) return { callbacks: found, hasMore: true };
+        if (found.length === q.limit) return { callbacks: found, hasMore: true, cursorFound: true };
         found.push(record);
       }
-      if (!page.hasMore) return { callbacks: found, hasMore: false };
-      if (!filterInMemory && found.length === q.limit) return { callbacks: found, hasMore: true };
+      if (!page.hasMore) return { callbacks: found, hasMore: false, cursorFound: true };
+      if (!filterInMemory && found.length === q.limit) return { callbacks: found, hasMore: true, cursorFound: true };
       after = page.ids.at(-1);
     }
   }

@@ -169,10 +169,51 @@ describe('JobRepository', () => {
     const ws = 'ws_pages';
     for (let i = 0; i < 5; i++) await jobs.create({ ...video(`video_p${i}`, 1_000 + i), workspace_id: ws });
     const first = await jobs.list(ws, 'video', { limit: 2, order: 'desc' });
-    expect(first).toEqual({ ids: ['video_p4', 'video_p3'], hasMore: true });
+    expect(first).toEqual({ ids: ['video_p4', 'video_p3'], hasMore: true, cursorFound: true });
     const last = await jobs.list(ws, 'video', { limit: 3, order: 'desc', after: 'video_p3' });
-    expect(last).toEqual({ ids: ['video_p2', 'video_p1', 'video_p0'], hasMore: false });
+    expect(last).toEqual({ ids: ['video_p2', 'video_p1', 'video_p0'], hasMore: false, cursorFound: true });
     expect((await jobs.list(ws, 'video', { limit: 2, order: 'asc' })).ids).toEqual(['video_p0', 'video_p1']);
+    expect(await jobs.list(ws, 'video', { limit: 2, order: 'desc', createdBeforeMs: 1_003 })).toEqual({
+      ids: ['video_p2', 'video_p1'],
+      hasMore: true,
+      cursorFound: true,
+    });
+
+    // A cursor whose item was removed names nothing any more: said, not answered as the list's end.
+    await jobs.remove((await jobs.get('video_p3'))!);
+    expect(await jobs.list(ws, 'video', { limit: 2, order: 'desc', after: 'video_p3' })).toEqual({ ids: [], hasMore: false, cursorFound: false });
+    expect((await jobs.list(ws, 'video', { limit: 2, order: 'desc', after: 'video_p2' })).ids).toEqual(['video_p1', 'video_p0']);
+  });
+
+  it('pages without repeating or skipping an item while new ones are added between pages and within them', async () => {
+    const ws = 'ws_pages_busy';
+    const before = Array.from({ length: 150 }, (_, i) => ({ ...video(`video_b${String(i).padStart(3, '0')}`, 10_000 + i), workspace_id: ws }));
+    for (const job of before) await jobs.create(job);
+    // Another connection adds newer videos as fast as Redis takes them while the pages are read:
+    // each lands ahead of every cursor, which a page read in several steps would see as a shift.
+    const writer = redis.duplicate();
+    let adding = true;
+    let added = 0;
+    const adder = (async () => {
+      while (adding) await jobs.create({ ...video(`video_n${added++}`, 20_000 + added), workspace_id: ws }).catch(() => undefined);
+    })();
+    const seen: string[] = [];
+    let after: string | undefined;
+    try {
+      for (;;) {
+        const page = await jobs.list(ws, 'video', { limit: 3, order: 'desc', after });
+        seen.push(...page.ids);
+        if (!page.hasMore) break;
+        after = page.ids.at(-1);
+      }
+    } finally {
+      adding = false;
+      await adder;
+      writer.disconnect();
+    }
+    expect(added).toBeGreaterThan(20);
+    const older = seen.filter((id) => id.startsWith('video_b'));
+    expect(older).toEqual(before.map((j) => j.id).reverse());
   });
 });
 

@@ -199,6 +199,11 @@ export function parseCallbackListQuery(query: unknown): CallbackListQuery {
     created_after?: number;
     created_before?: number;
   }>(callbackListQuery, query);
+  // As `POST /v1/callbacks/recover` refuses it: a window that ends before it starts is a mistake,
+  // not a question whose answer is "none".
+  if (raw.created_after !== undefined && raw.created_before !== undefined && raw.created_before <= raw.created_after) {
+    throw ApiError.invalid("Invalid 'created_before': must be later than 'created_after'.", 'created_before', 'invalid_value');
+  }
   return {
     limit: raw.limit,
     after: raw.after,

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
-import { FaultInjector, JobQueue, type AppConfig, type CallbackMetrics, type Logger } from '@media/common';
+import { ConfigError, FaultInjector, JobQueue, type AppConfig, type CallbackMetrics, type Logger } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
 import {
   CallbackRepository,
@@ -46,7 +46,11 @@ export async function createCallbackService(config: AppConfig, redis: Redis, log
   const keys = new StoreKeys(config.keyPrefix);
   const box = SecretBox.of(config.secretsEncryptionKeys);
   const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret, box), config.publicBaseUrl, config.linkTtlSeconds);
-  const extraCaPem = config.callbackCaFile ? await readFile(config.callbackCaFile, 'utf8') : undefined;
+  const extraCaPem = config.callbackCaFile
+    ? await readFile(config.callbackCaFile, 'utf8').catch((err: Error) => {
+        throw new ConfigError([`CALLBACK_CA_FILE cannot be read: ${err.message}`]);
+      })
+    : undefined;
   const sender = await WebhookSender.create(
     {
       timeoutMs: config.webhookTimeoutMs,

@@ -126,11 +126,16 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
       const ids = await ctx.workspaces.list();
       let resealed = 0;
       for (const id of ids) if (await ctx.workspaces.resealSecrets(id)) resealed++;
+      const keys = new StoreKeys(ctx.config.keyPrefix);
+      const stored = ctx.config.linkSigningSecret ? undefined : await ctx.redis.get(keys.linkKey());
       const linkKey = ctx.config.linkSigningSecret
         ? 'configured'
-        : (await resealLinkKey(ctx.redis, new StoreKeys(ctx.config.keyPrefix), box))
-          ? 'resealed'
-          : 'already sealed';
+        : stored === null || stored === undefined
+          ? // The first service to start makes it, sealed under the newest key.
+            'none yet'
+          : (await resealLinkKey(ctx.redis, keys, box, stored))
+            ? 'resealed'
+            : 'already sealed';
       return { workspaces: ids.length, workspaces_resealed: resealed, link_signing_key: linkKey };
     },
   },
@@ -228,6 +233,7 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
   redis.on('error', (err: Error) => (connectionError = err));
   const keys = new StoreKeys(config.keyPrefix);
   try {
+    await reachable(redis, () => connectionError);
     const limits = new LimitRepository(redis, keys, configuredLimits(config));
     const context = {
       config,
@@ -241,9 +247,41 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
   } catch (err) {
     // Refusals of the accounts rules (last owner, unknown member, bad e-mail) are the operator's input, not a crash.
     if (err instanceof AccountsError) throw new UsageError(err.message);
-    if (connectionError && redis.status !== 'ready') throw new Error(`cannot reach Redis (REDIS_URL or its REDIS_* settings): ${connectionError.message}`);
+    if (err instanceof UnreachableRedisError || (connectionError && redis.status !== 'ready')) {
+      throw new Error(`cannot reach Redis (REDIS_URL or its REDIS_* settings): ${(connectionError ?? (err as Error)).message}`);
+    }
     throw err;
   } finally {
     redis.disconnect();
   }
+}
+
+/** How long the CLI waits for Redis to answer before it says it cannot reach it. */
+const REACH_TIMEOUT_MS = 10_000;
+
+class UnreachableRedisError extends Error {}
+
+/**
+ * Waits until the connection is ready, and gives up at its first error or after
+ * {@link REACH_TIMEOUT_MS}: a Cluster or Sentinel client retries forever and queues the command
+ * meanwhile, so without this an unreachable one (or a wrong primary name) kept the CLI silent for good.
+ */
+async function reachable(redis: ReturnType<typeof createRedis>, lastError: () => Error | undefined): Promise<void> {
+  if (redis.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    const give = (err: Error) => {
+      clearTimeout(timer);
+      redis.off('ready', ready);
+      redis.off('error', give);
+      reject(new UnreachableRedisError(err.message));
+    };
+    const ready = () => {
+      clearTimeout(timer);
+      redis.off('error', give);
+      resolve();
+    };
+    const timer = setTimeout(() => give(lastError() ?? new Error(`no answer within ${REACH_TIMEOUT_MS / 1000} s`)), REACH_TIMEOUT_MS);
+    redis.once('ready', ready);
+    redis.on('error', give);
+  });
 }

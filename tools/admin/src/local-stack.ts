@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
@@ -243,6 +244,12 @@ async function startStack(config: AppConfig, stateDir: string, stack: Stack, pid
   }
   if (stack.stopping) return;
 
+  // Bull Board is mounted only with an operator password: without one set, the stack makes one (kept
+  // in the state directory, so it stays the same from run to run), and the board is there as the
+  // docs show it.
+  const operatorFile = join(stateDir, 'operator-password');
+  const operatorEnv = config.operatorPassword ? {} : { OPERATOR_PASSWORD: await localOperatorPassword(operatorFile) };
+
   // One machine, three ops ports (design section 3): gateway OPS_PORT, generator +1, dispatcher +2.
   const opsPortOf = (index: number) => config.opsPort + index;
   pidFile.recordPorts({
@@ -253,7 +260,7 @@ async function startStack(config: AppConfig, stateDir: string, stack: Stack, pid
   SERVICES.forEach((name, index) => {
     const child = spawn(process.execPath, [TETHER, join(ROOT, 'services', name, 'dist', 'main.js')], {
       // The default MEDIA_DIR is relative; every service gets the same absolute one.
-      env: { ...process.env, ...callbackEnv, MEDIA_DIR: resolve(ROOT, config.mediaDir), OPS_PORT: String(opsPortOf(index)) },
+      env: { ...process.env, ...callbackEnv, ...operatorEnv, MEDIA_DIR: resolve(ROOT, config.mediaDir), OPS_PORT: String(opsPortOf(index)) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     child.on('exit', (code, signal) => {
@@ -286,8 +293,24 @@ async function startStack(config: AppConfig, stateDir: string, stack: Stack, pid
   }
   console.log(`Dashboard: ${config.publicBaseUrl}/dashboard/  (sign in with dashboard.email and dashboard.password)`);
   SERVICES.forEach((name, index) => console.log(`${name} ops: http://127.0.0.1:${opsPortOf(index)}  (/healthz /readyz /metrics)`));
-  if (config.operatorPassword) console.log(`Bull Board: http://127.0.0.1:${opsPortOf(0)}/queues  (OPERATOR_USERNAME / OPERATOR_PASSWORD)`);
+  console.log(
+    `Bull Board: http://127.0.0.1:${opsPortOf(0)}/queues  (${
+      config.operatorPassword ? 'OPERATOR_USERNAME / OPERATOR_PASSWORD' : `user ${config.operatorUsername}, password in ${shown(operatorFile)}`
+    })`,
+  );
   console.log(notReady.length === 0 ? 'stack ready (Ctrl-C stops it)' : `not ready after ${READY_WITHIN_MS / 1000} s: ${notReady.join(' ')}`);
+}
+
+/** The local stack's operator password: the one saved in `path`, or a new one saved there (owner-only). */
+async function localOperatorPassword(path: string): Promise<string> {
+  const saved = await readFile(path, 'utf8').then(
+    (text) => text.trim(),
+    () => '',
+  );
+  if (saved.length >= 16) return saved;
+  const password = randomBytes(18).toString('base64url');
+  await writeFile(path, `${password}\n`, { mode: 0o600 });
+  return password;
 }
 
 main().catch((err) => {

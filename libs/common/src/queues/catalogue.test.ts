@@ -52,6 +52,10 @@ describe('delivery ids', () => {
     expect(jobIds.delivery('msg_abc', 3, 'scheduled')).not.toBe(jobIds.delivery('msg_abc', 4, 'scheduled'));
     expect(jobIds.delivery('msg_abc', 3, 'scheduled', 2)).toBe('msg_abc.3.r2');
     expect(jobIds.delivery('msg_abc', 1, 'manual')).toMatch(/^msg_abc\.manual\.\d+$/);
+    // Manual ones are each their own, even many in one millisecond, and never read as a deferral.
+    const manual = Array.from({ length: 200 }, () => jobIds.delivery('msg_abc', 1, 'manual'));
+    expect(new Set(manual).size).toBe(200);
+    for (const id of manual) expect(jobIds.beforeDeferral(id)).toBe(id);
   });
 
   it("give an automatic attempt's job the name it waits under in the schedule, which turns back into that job", () => {

@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import { PRIORITY_LIMIT, type JobsOptions } from 'bullmq';
 import { generationJobName, isSynchronous, parseScheduledAttempt, scheduledAttemptId, type AttemptTrigger, type JobRecord } from '@media/domain';
 import type { AppConfig } from '../config';
@@ -136,7 +137,10 @@ export const jobIds = {
    */
   delivery: (messageId: string, attempt: number, trigger: AttemptTrigger, requeue = 0) =>
     trigger === 'manual'
-      ? `${messageId}.manual.${Date.now()}`
+      ? // Every request its own attempt: two in the same millisecond were one job before, and the
+        // second request was answered 202 for an attempt that was never its own. Digits only, so
+        // that no suffix reads as a deferral's (`.d<n>`).
+        `${messageId}.manual.${Date.now()}${String(randomInt(1_000_000)).padStart(6, '0')}`
       : requeue === 0
         ? scheduledAttemptId(messageId, attempt)
         : `${scheduledAttemptId(messageId, attempt)}.r${requeue}`,

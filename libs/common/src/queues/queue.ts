@@ -186,7 +186,12 @@ export class QueueConsumer<Q extends QueueName> {
   private readonly depth: QueueDepth;
   private lastActivityMs = Date.now();
   /** When the health probe last read the queue; a probe blind for longer than the bound fails liveness. */
-  private lastProbeOkMs = Date.now();
+  /**
+   * The first failed read since the last good one (or busy spell): how long the queue has been
+   * unreadable is counted from it, not from the last good read, which may be long before when
+   * nothing probed in between.
+   */
+  private probeFailingSinceMs: number | undefined;
   private inFlight = 0;
   /** Set while the shared connection is down; cleared when it is ready again. */
   private disconnectedSinceMs: number | undefined;
@@ -285,17 +290,19 @@ export class QueueConsumer<Q extends QueueName> {
     }
     if (this.inFlight >= this.opts.concurrency) {
       // Not probed while busy: blindness is counted from the end of the busy spell, not before it.
-      this.lastProbeOkMs = nowMs;
+      this.probeFailingSinceMs = undefined;
       return { ...base, healthy: true, reason: 'busy' };
     }
     let reading;
     try {
       reading = await withTimeout(this.depth.read(this.name, nowMs), HEALTH_READ_TIMEOUT_MS);
-      this.lastProbeOkMs = nowMs;
+      this.probeFailingSinceMs = undefined;
     } catch {
       // A short outage is readiness's business. But a connection that is half-open after a failover
-      // never emits `close`, so the bound also applies to how long the queue could not be read.
-      const blindMs = nowMs - this.lastProbeOkMs;
+      // never emits `close`, so the bound also applies to how long the queue could not be read:
+      // from the first failed read.
+      this.probeFailingSinceMs ??= nowMs;
+      const blindMs = nowMs - this.probeFailingSinceMs;
       if (blindMs > bound) return { ...base, healthy: false, reason: `queue unreadable for ${Math.round(blindMs / 1000)}s` };
       return { ...base, healthy: true, reason: 'queue depth unknown' };
     }

@@ -153,7 +153,10 @@ const body = (schemaName: string, multipartSchema?: string): RequestBodyObject =
 
 const listParameters = (what: string) => [
   param('limit'),
-  { ...param('after'), description: `The id of the last ${what} seen: the page continues after it.` },
+  {
+    ...param('after'),
+    description: `The id of the last ${what} seen: the page continues after it. An id that names no ${what} of the workspace (deleted, expired) is a 400.`,
+  },
   param('order'),
 ];
 
@@ -417,12 +420,17 @@ function paths(s: OpenApiSettings): Record<string, PathItemObject> {
         bucket: 'read',
         parameters: [
           param('limit'),
-          { ...param('after'), description: 'The `msg_` id of the last callback seen.' },
+          { ...param('after'), description: 'The `msg_` id of the last callback seen; one that names no callback of the list is a 400.' },
           { name: 'status', in: 'query', schema: ref('CallbackStatus') },
           { name: 'type', in: 'query', schema: ref('EventType') },
           { name: 'job_id', in: 'query', schema: { type: 'string', maxLength: 64 }, description: 'The callbacks of one job.' },
           { name: 'created_after', in: 'query', schema: { type: 'integer', minimum: 0, maximum: 2 ** 40 }, description: 'Unix seconds, inclusive.' },
-          { name: 'created_before', in: 'query', schema: { type: 'integer', minimum: 0, maximum: 2 ** 40 }, description: 'Unix seconds, exclusive.' },
+          {
+            name: 'created_before',
+            in: 'query',
+            schema: { type: 'integer', minimum: 0, maximum: 2 ** 40 },
+            description: 'Unix seconds, exclusive; later than `created_after`.',
+          },
         ],
         ok: { 200: { description: 'A page of callbacks.', content: json(ref('CallbackList')) } },
         errors: [400],

@@ -3,7 +3,7 @@ import { CallbackNotFoundError, presentCallback, presentCallbackDetail, Recovery
 import { ApiError } from '../http/api-error';
 import { requireBodyType } from '../http/middleware';
 import type { RateLimits } from '../http/rate-limit';
-import { listObject } from './list';
+import { listObject, refuseUnknownCursor } from './list';
 import { parseCallbackListQuery, parseRecoveryRequest } from '../validation';
 
 export interface CallbackRoutesDeps {
@@ -27,6 +27,7 @@ export function callbackRoutes(deps: CallbackRoutesDeps): Router {
 
   router.get('/', limitRead, async (req, res) => {
     const page = await admin.list(res.locals.workspaceId, parseCallbackListQuery(req.query));
+    refuseUnknownCursor(page, 'callback');
     res.json(listObject(page.callbacks.map(presentCallback), page.hasMore));
   });
 

@@ -9,7 +9,7 @@ import type { JobIntakeService } from '../job-intake';
 import type { JobWaiter } from '../job-waiter';
 import { jsonEditInputs, multipartEditInputs, multipartParser } from '../uploads';
 import { parseIdempotencyKey, parseImageRequest, parseListQuery } from '../validation';
-import { listObject } from './list';
+import { listObject, refuseUnknownCursor } from './list';
 
 export interface ImageRoutesDeps {
   intake: JobIntakeService;
@@ -72,6 +72,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
 
   router.get('/', limitRead, async (req, res) => {
     const page = await deps.jobs.list(res.locals.workspaceId, 'image', parseListQuery(req.query));
+    refuseUnknownCursor(page, 'image');
     const images = (await deps.jobs.getMany(page.ids)).filter((j): j is ImageJob => j.kind === 'image');
     res.json(
       listObject(

@@ -9,7 +9,7 @@ import type { RateLimits } from '../http/rate-limit';
 import { sendBlob } from '../http/send-blob';
 import type { Intake, JobIntakeService } from '../job-intake';
 import { multipartParser } from '../uploads';
-import { listObject } from './list';
+import { listObject, refuseUnknownCursor } from './list';
 import { parseIdempotencyKey, parseListQuery, parseRemixRequest, parseVideoRequest } from '../validation';
 
 export interface VideoRoutesDeps {
@@ -67,6 +67,7 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
 
   router.get('/', limitRead, async (req, res) => {
     const page = await deps.jobs.list(res.locals.workspaceId, 'video', parseListQuery(req.query));
+    refuseUnknownCursor(page, 'video');
     const videos = (await deps.jobs.getMany(page.ids)).filter((j): j is VideoJob => j.kind === 'video');
     res.json(
       listObject(

@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from '@media/common';
+import { defaultFfmpegPath } from '../media';
 import { createGeneratorBackend } from './create';
 import { OpenAiCompatibleBackend } from './openai-compatible';
 import { ProceduralBackend } from './procedural';
@@ -16,5 +17,11 @@ describe('createGeneratorBackend', () => {
   it('refuses a model map naming a model the catalog does not have (a typo would otherwise be ignored)', () => {
     expect(() => createGeneratorBackend(loadConfig({ ...upstream, UPSTREAM_MODEL_MAP: 'pixel-1=gpt-image-1,pixle-2=dall-e-3' }))).toThrow(ConfigError);
     expect(() => createGeneratorBackend(loadConfig({ ...upstream, UPSTREAM_MODEL_MAP: 'pixle-2=dall-e-3' }))).toThrow(/not in the catalog: pixle-2/);
+  });
+
+  it('refuses an FFMPEG_PATH that does not run, instead of failing every video later', () => {
+    expect(() => createGeneratorBackend(loadConfig({ FFMPEG_PATH: '/nonexistent/ffmpeg' }))).toThrow(/FFMPEG_PATH cannot be run \(.*ENOENT/);
+    expect(() => createGeneratorBackend(loadConfig({ FFMPEG_PATH: '/bin/false' }))).toThrow(/FFMPEG_PATH cannot be run \(exit 1\)/);
+    expect(createGeneratorBackend(loadConfig({ FFMPEG_PATH: defaultFfmpegPath() }))).toBeInstanceOf(ProceduralBackend);
   });
 });

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { ConfigError, type AppConfig, type Logger } from '@media/common';
 import { findModel } from '@media/domain';
 import { defaultFfmpegPath, ImageRenderer, VideoEncoder } from '../media';
@@ -7,6 +8,7 @@ import { ProceduralBackend } from './procedural';
 
 /** The backend GENERATOR_BACKEND names, for the generator's wiring. */
 export function createGeneratorBackend(config: Pick<AppConfig, 'generatorBackend' | 'generationTimeoutMs' | 'ffmpegPath'>, logger?: Logger): GeneratorBackend {
+  if (config.ffmpegPath) refuseUnrunnable(config.ffmpegPath);
   const ffmpegPath = config.ffmpegPath ?? defaultFfmpegPath();
   const settings = config.generatorBackend;
   switch (settings.kind) {
@@ -26,4 +28,14 @@ export function createGeneratorBackend(config: Pick<AppConfig, 'generatorBackend
       });
     }
   }
+}
+
+/**
+ * Runs `FFMPEG_PATH -version` once at start-up: a path that does not run would otherwise leave a
+ * healthy-looking generator whose every video fails, the reason only in its log.
+ */
+function refuseUnrunnable(ffmpegPath: string): void {
+  const ran = spawnSync(ffmpegPath, ['-version'], { stdio: 'ignore', timeout: 10_000 });
+  const reason = ran.error ? ran.error.message : ran.status !== 0 ? `exit ${ran.status ?? ran.signal}` : undefined;
+  if (reason) throw new ConfigError([`FFMPEG_PATH cannot be run (${reason}); every video would fail`]);
 }

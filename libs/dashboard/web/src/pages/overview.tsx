@@ -77,7 +77,7 @@ function OverviewBody({ data, words, onRecovered }: { data: Overview; words: str
           {t.recovered ? `${count(t.recovered)} of them after failing` : `callbacks ${words}`}
         </Tile>
         <Tile tone="bad" label="Failed" value={count(t.failed)} testId="tile-failed">
-          out of attempts {words}
+          callbacks that ran out of attempts {words}
         </Tile>
         <Tile tone="wait" label="Pending now" value={count(t.pending)} testId="tile-pending">
           on their retry ladder

@@ -134,3 +134,34 @@ it('records a deferred manual attempt under the id it was requested with, where 
   expect(await handle.service.deliver(deferred.data, deferred.id!)).toMatchObject({ trigger: 'manual', status: 200 });
   expect(await store.attempt(callback.id, attemptKey('manual', 0, requestId))).toMatchObject({ status: 200 });
 });
+
+it("keeps a recovery's attempts on their workspace's pace when the destination is full, instead of in its line, so they never all go at once", async () => {
+  receiver.script('/recovered', () => ({ status: 200 }));
+  const callbacks = [];
+  for (let i = 0; i < 3; i++) callbacks.push((await handle.service.onJobFinished(await finishedJob('/recovered'), 'queued'))!);
+  await occupy('elsewhere.4');
+  const destination = destinationOf(callbacks[0]!.url);
+  const started = Date.now();
+  const requests = callbacks.map((callback) => jobIds.recoveryDelivery(callback.id, 'rcv_pacetest'));
+  for (const [i, callback] of callbacks.entries()) {
+    expect(await handle.service.deliver({ messageId: callback.id, attempt: 0, trigger: 'manual' }, requests[i]!)).toBeUndefined();
+  }
+  // Not in the destination's line, so a slot coming back cannot hand them all a slot together...
+  expect(await redis.zrange(keys.destinationParked(destination.id), 0, -1)).toEqual([]);
+  // ...but each on a later turn of the pace (5 a second): a turn apart, the first not before the next turn.
+  const due = await Promise.all(
+    requests.map(async (id) => {
+      const job = (await deliveries.getJob(jobIds.deferral(id, 1)))!;
+      expect(job.data).toMatchObject({ trigger: 'manual', deferrals: 1 });
+      return job.timestamp + job.delay;
+    }),
+  );
+  const turnMs = 1000 / 5;
+  expect(due[0]! - started).toBeGreaterThanOrEqual(turnMs - 50);
+  for (let i = 1; i < due.length; i++) expect(due[i]! - due[i - 1]!).toBeGreaterThanOrEqual(turnMs - 5);
+  // When its turn comes and a slot is free, it goes, recorded under the recovery's id.
+  await handle.service['giveBack'](destination, 'elsewhere.4', QUIET);
+  const first = (await deliveries.getJob(jobIds.deferral(requests[0]!, 1)))!;
+  expect(await handle.service.deliver(first.data, first.id!)).toMatchObject({ trigger: 'manual', status: 200 });
+  expect(await store.attempt(callbacks[0]!.id, attemptKey('manual', 0, requests[0]!))).toMatchObject({ status: 200 });
+});

@@ -1,10 +1,9 @@
 import { jobIds, type JobQueue } from '@media/common';
-import { destinationOf, newId } from '@media/domain';
+import { destinationOf, newId, RECOVERY_ATTEMPTS_PER_SECOND } from '@media/domain';
 import { attemptKey, type CallbackAttempt, type CallbackListQuery, type CallbackPage, type CallbackRecord, type CallbackRepository } from '@media/storage';
 import { CallbackNotFoundError, RecoveryTooLargeError } from './errors';
 
-/** Manual attempts a bulk recovery queues per second at most, so a receiver back from an outage is not flooded. */
-export const RECOVERY_ATTEMPTS_PER_SECOND = 5;
+export { RECOVERY_ATTEMPTS_PER_SECOND };
 /** Ids read from the failed index per step while a recovery collects its callbacks. */
 const RECOVERY_READ_CHUNK = 500;
 /** Jobs queued per round trip. */

@@ -121,3 +121,10 @@ export function nextAttemptAt(attempt: number, endedMs: number, schedule: RetryS
   const delay = nextAttemptDelay(attempt, schedule);
   return delay === null ? null : endedMs + delay;
 }
+
+/**
+ * Manual attempts of bulk recoveries (`POST /v1/callbacks/recover`, after the ladder ran out) that a
+ * workspace makes per second at most, so a receiver back from an outage is not flooded: queued at
+ * this pace, and an attempt whose destination has no free slot waits for the pace's next turn.
+ */
+export const RECOVERY_ATTEMPTS_PER_SECOND = 5;

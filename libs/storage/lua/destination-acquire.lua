@@ -18,7 +18,7 @@
     ARGV[8] origin, for people
     ARGV[9] ms that idle destination keys are kept
     ARGV[10] park as: the id of the job the attempt goes on as if parked (a slot is reserved under it
-             when its turn comes)
+             when its turn comes), or '' for an attempt that is not to be parked
 
   Output:
     {1, limit, woken ids...}           granted (also when a lease was already held in its name:
@@ -26,7 +26,8 @@
     {0, wake at ms, limit, position, woken ids...}
                                        parked; wake at = when its turn comes at the latest if every
                                         attempt ahead of it takes its whole lease (the delayed job's
-                                        fallback, and the callback's next_attempt_at)
+                                        fallback, and the callback's next_attempt_at); not parked
+                                        (ARGV[10] ''): wake at = now, position = -1
   Woken ids are parked attempts handed a slot on the way (slots had come free by lapsing), whose
   delayed jobs the caller promotes.
 ]]
@@ -56,6 +57,12 @@ if granted then
   for _, id in ipairs(woken) do
     if id ~= ARGV[2] then table.insert(reply, id) end
   end
+  return reply
+end
+
+if ARGV[10] == '' then
+  local reply = {0, now, limit, -1}
+  for _, id in ipairs(woken) do table.insert(reply, id) end
   return reply
 end
 

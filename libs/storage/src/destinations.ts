@@ -38,8 +38,12 @@ export interface SlotRequest {
   workspaceId: string;
   /** The id of the job making the attempt: the slot is held in its name (and one reserved for it is found under it). */
   leaseId: string;
-  /** The id of the job the attempt goes on as if it is parked: its slot will be reserved under this id. */
-  parkAs: string;
+  /**
+   * The id of the job the attempt goes on as if it is parked: its slot will be reserved under this
+   * id. Undefined: an attempt that waits elsewhere when no slot is free (a recovery's, on its
+   * workspace's pace) is not parked.
+   */
+  parkAs?: string;
   /** When the attempt became due: parked attempts are served in this order. */
   dueMs: number;
   nowMs: number;
@@ -48,7 +52,10 @@ export interface SlotRequest {
 export type SlotAnswer =
   /** `woken`: parked attempts that were handed a slot on the way, whose delayed jobs the caller promotes. */
   | { granted: true; woken: string[] }
-  /** No slot free: the attempt is parked; `wakeAtMs` is when its turn comes at the latest (see the script). */
+  /**
+   * No slot free: the attempt is parked (unless it asked not to be; then `wakeAtMs` is now and
+   * `position` -1); `wakeAtMs` is when its turn comes at the latest (see the script).
+   */
   | { granted: false; wakeAtMs: number; limit: number; position: number; woken: string[] };
 
 /**
@@ -91,7 +98,7 @@ export class DestinationGate {
           this.limits.slowMaxInFlight,
           d.origin,
           IDLE_KEEP_MS,
-          request.parkAs,
+          request.parkAs ?? '',
         ],
       ),
       this.noteWorkspaceUse(request.workspaceId, d.id, request.nowMs),

@@ -7,6 +7,7 @@ import {
   isFinished,
   LADDER_ATTEMPTS,
   nextAttemptAt,
+  RECOVERY_ATTEMPTS_PER_SECOND,
   signalOf,
   type AttemptTrigger,
   type CallbackAttempt,
@@ -81,6 +82,8 @@ export interface CallbackServiceDeps {
   retryScheduleMs: RetrySchedule;
   /** WEBHOOK_TIMEOUT_MS: what an attempt's duration is measured against to call its destination slow. */
   attemptTimeoutMs: number;
+  /** The pace of a workspace's recovery attempts (the one the API queues them at); RECOVERY_ATTEMPTS_PER_SECOND by default. */
+  recoveryRatePerSecond?: number;
   docsUrl: string;
   now?: () => number;
   faults?: FaultInjector;
@@ -109,11 +112,13 @@ export class CallbackService {
   private readonly now: () => number;
   private readonly faults: FaultInjector;
   private readonly metrics: CallbackMetrics;
+  private readonly recoveryRatePerSecond: number;
 
   constructor(private readonly deps: CallbackServiceDeps) {
     this.now = deps.now ?? Date.now;
     this.faults = deps.faults ?? FaultInjector.none();
     this.metrics = deps.metrics ?? NO_CALLBACK_METRICS;
+    this.recoveryRatePerSecond = deps.recoveryRatePerSecond ?? RECOVERY_ATTEMPTS_PER_SECOND;
   }
 
   /**
@@ -419,16 +424,29 @@ export class CallbackService {
     const now = this.now();
     const deferrals = (request.deferrals ?? 0) + 1;
     const parkAs = jobIds.deferral(queueJobId, deferrals);
+    // A recovery's attempt waits for its workspace's next turn on the recovery pace, not in the
+    // destination's line: parked, a recovery's attempts were all handed slots together when the
+    // destination's attempts in flight ended together, the flood the pace is there to prevent.
+    const paced = jobIds.isRecoveryDelivery(queueJobId);
     const slot = await this.deps.destinations.acquire({
       destination,
       workspaceId: callback.workspace_id,
       leaseId: queueJobId,
-      parkAs,
+      parkAs: paced ? undefined : parkAs,
       // Automatic attempts queue in the order the ladder made them due; manual ones from when asked.
       dueMs: request.trigger === 'scheduled' ? Math.min(now, callback.next_attempt_ms ?? now) : now,
       nowMs: now,
     });
     await this.wake(slot.woken);
+    if (!slot.granted && paced) {
+      this.metrics.deferred();
+      const turn = () => this.deps.callbacks.reserveRecoverySlots(callback.workspace_id, 1, this.recoveryRatePerSecond, now);
+      let turnMs = await turn();
+      // A turn that is now (the pace was idle) was just spent on finding no slot: the next one.
+      if (turnMs <= now) turnMs = await turn();
+      await this.deps.deliveries.add('deliver', { ...request, deferrals }, { jobId: parkAs, delay: Math.max(0, turnMs - this.now()) });
+      return 'deferred';
+    }
     if (!slot.granted) {
       this.metrics.deferred();
       if (request.trigger === 'scheduled') await this.deps.callbacks.deferNext(callback.id, request.attempt, slot.wakeAtMs);

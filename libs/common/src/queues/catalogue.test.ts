@@ -56,6 +56,10 @@ describe('delivery ids', () => {
     const manual = Array.from({ length: 200 }, () => jobIds.delivery('msg_abc', 1, 'manual'));
     expect(new Set(manual).size).toBe(200);
     for (const id of manual) expect(jobIds.beforeDeferral(id)).toBe(id);
+    // A recovery's attempt is known as one, deferred or not; no other attempt is.
+    const recovery = jobIds.recoveryDelivery('msg_abc', 'rcv_xyz');
+    expect([recovery, jobIds.deferral(recovery, 3)].map(jobIds.isRecoveryDelivery)).toEqual([true, true]);
+    expect([manual[0]!, 'msg_abc.3', jobIds.deferral('msg_abc.3', 1)].map(jobIds.isRecoveryDelivery)).toEqual([false, false, false]);
   });
 
   it("give an automatic attempt's job the name it waits under in the schedule, which turns back into that job", () => {

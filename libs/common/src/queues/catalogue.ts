@@ -154,6 +154,8 @@ export const jobIds = {
   beforeDeferral: (jobId: string) => jobId.replace(/\.d[0-9]+$/, ''),
   /** A manual attempt of a bulk recovery: one per callback per recovery, however often the recovery is re-run. */
   recoveryDelivery: (messageId: string, recoveryId: string) => `${messageId}.recovery.${recoveryId}`,
+  /** Whether a delivery job is (a deferral of) an attempt of a bulk recovery. */
+  isRecoveryDelivery: (jobId: string) => /\.recovery\.[^.]+$/.test(jobIds.beforeDeferral(jobId)),
 };
 
 /**

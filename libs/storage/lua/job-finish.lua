@@ -1,6 +1,6 @@
 --[[
   Finishes a job: its finished record, its charge, and its leaving the sets of unfinished work,
-  then announces it and counts it into its workspace's Overview.
+  then announces it (to a synchronous call waiting for it) and counts it into its workspace's Overview.
 
   One step, so that completion and charge go together: a job ends once, so it is charged at most
   once even when a crashed worker's job is processed again. The job leaves its workspace's
@@ -18,7 +18,7 @@
     ARGV[1] the finished record (JSON)
     ARGV[2] the charge (JSON), or '' for none
     ARGV[3] job id
-    ARGV[4] the job-finished channel (PUBLISH)
+    ARGV[4] the job-finished channel (PUBLISH), or '' when nobody waits for the job (not synchronous)
     ARGV[5] when its retention ends, ms, or '' for never
     ARGV[6] '1' when the job has a callback URL
     ARGV[7] 'completed' or 'failed'
@@ -42,6 +42,6 @@ redis.call('SREM', KEYS[3], ARGV[3])
 redis.call('ZREM', KEYS[4], ARGV[3])
 if ARGV[5] ~= '' then redis.call('ZADD', KEYS[5], ARGV[5], ARGV[3]) end
 if ARGV[6] == '1' then redis.call('SADD', KEYS[6], ARGV[3]) end
-redis.call('PUBLISH', ARGV[4], ARGV[3])
+if ARGV[4] ~= '' then redis.call('PUBLISH', ARGV[4], ARGV[3]) end
 overview_count(overview_count_job_finished, overview_buckets(7, 9), ARGV[7], tonumber(ARGV[8]))
 return 1

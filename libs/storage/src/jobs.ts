@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { isFinished, shardOfId, type JobRecord, type LedgerEntry } from '@media/domain';
+import { isFinished, isSynchronous, shardOfId, type JobRecord, type LedgerEntry } from '@media/domain';
 import { readIndexPage, type IndexPage } from './index-page';
 import type { IdempotencyEntry } from './idempotency';
 import type { StoreKeys } from './keys';
@@ -201,7 +201,9 @@ export class JobRepository {
         encodeRecord(job),
         charge ? encodeRecord(charge) : '',
         job.id,
-        this.keys.jobFinishedChannel(),
+        // Only a synchronous call waits for its job (the gateway's JobWaiter): announcing every
+        // finished job sent each one to every gateway (and, on a cluster, to every node).
+        isSynchronous(job) ? this.keys.jobFinishedChannel() : '',
         job.expires_ms ?? '',
         job.callback_url ? '1' : '',
         ...count.args,

@@ -8,6 +8,7 @@ import {
   nextAttemptAt,
   scheduledAttemptId,
   shardOfId,
+  type JobRecord,
   type VideoJob,
 } from '@media/domain';
 import { IdempotencyRepository, idempotencyKeyHash } from './idempotency';
@@ -157,6 +158,29 @@ describe('JobRepository', () => {
     expect(await redis.exists(claim.redisKey)).toBe(0);
     await redis.zrem(keys.intake(shardOfId('video_r1')), 'video_r1');
     await redis.srem(keys.workspaceUnfinished(ws), 'video_r1');
+  });
+
+  it('announces a finished job only when a synchronous call may be waiting for it', async () => {
+    const subscriber = redis.duplicate();
+    const heard: string[] = [];
+    subscriber.on('message', (_channel: string, id: string) => heard.push(id));
+    await subscriber.subscribe(keys.jobFinishedChannel());
+    try {
+      const image = (id: string, callback_url: string | null) => ({ ...video(id, Date.now()), kind: 'image' as const, callback_url }) as unknown as JobRecord;
+      const sync = image('req_announced', null);
+      const async = image('req_unannounced', 'https://receiver.test/hook');
+      for (const job of [async, sync, video('video_unannounced', Date.now())]) {
+        await jobs.create(job);
+        expect(await jobs.finish({ ...job, status: 'failed', finished_ms: Date.now() } as JobRecord, null)).toBe(true);
+      }
+      // A last message: every one published before it has arrived when it has.
+      const ended = new Promise<void>((resolve) => subscriber.on('message', (_c: string, id: string) => id === 'end' && resolve()));
+      await redis.publish(keys.jobFinishedChannel(), 'end');
+      await ended;
+      expect(heard).toEqual(['req_announced', 'end']);
+    } finally {
+      subscriber.disconnect();
+    }
   });
 
   it('scopes reads to the owning workspace', async () => {

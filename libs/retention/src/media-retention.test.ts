@@ -274,10 +274,21 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
   it('never lists a pending callback as ended, and sweeps a backlog larger than one batch', async () => {
     const pending = await callbackFor(await finishedImage(`req_${kind}d`, { expires: clock + 1_000 * HOUR, callback: true }), 'pending');
     expect(await redis.zscore(keys.endedCallbacks(shardOfId(pending.id)), pending.id)).toBeNull();
-    const many = await Promise.all(Array.from({ length: 230 }, (_, i) => finishedImage(`req_${kind}e${i}`, { expires: clock + 1 })));
+    // Batches of 10 here: 23 jobs are three of them (on S3 every job's media is four objects).
+    const batched = new MediaRetention({
+      jobs,
+      callbacks,
+      blobs,
+      logger,
+      callbackRetentionMs: 2 * HOUR,
+      linkTtlMs: 24 * HOUR,
+      now: () => clock,
+      batchSize: 10,
+    });
+    const many = await Promise.all(Array.from({ length: 23 }, (_, i) => finishedImage(`req_${kind}e${i}`, { expires: clock + 1 })));
     clock += 2;
-    const report = await retention.sweep();
-    expect(report).toMatchObject({ jobsRemoved: 230, blobsRemoved: 230 * 4, complete: true });
+    const report = await batched.sweep();
+    expect(report).toMatchObject({ jobsRemoved: 23, blobsRemoved: 23 * 4, complete: true });
     expect(await jobs.getMany(many.map((j) => j.id))).toEqual([]);
   });
 

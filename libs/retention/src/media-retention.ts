@@ -17,6 +17,8 @@ export interface RetentionDeps {
   /** LINK_TTL_SECONDS in ms: a job held for its callback stays at least this long after the hold, so the next attempt's links are whole. */
   linkTtlMs: number;
   now?: () => number;
+  /** Items read from a shard's index per step; {@link BATCH} by default. */
+  batchSize?: number;
 }
 
 /** What one sweep did; the counts are also logged. */
@@ -55,12 +57,14 @@ const CORRUPT_HOLD_MS = 86_400_000;
  */
 export class MediaRetention {
   private readonly now: () => number;
+  private readonly batch: number;
   private stopping = false;
   /** Where the next sweep starts among the shards (see `rotatedShards`). */
   private firstShard = 0;
 
   constructor(private readonly deps: RetentionDeps) {
     this.now = deps.now ?? Date.now;
+    this.batch = deps.batchSize ?? BATCH;
   }
 
   /** The shards in the order this sweep takes them: one further on than the last sweep's. */
@@ -96,26 +100,26 @@ export class MediaRetention {
     const shards = this.rotatedShards();
     for (const shard of shards) {
       for (;;) {
-        const ids = await this.deps.jobs.dueForRemoval(shard, this.now(), BATCH);
+        const ids = await this.deps.jobs.dueForRemoval(shard, this.now(), this.batch);
         const found = new Map((await this.deps.jobs.getMany(ids)).map((job) => [job.id, job]));
         for (const id of ids) {
           if (!goOn()) return this.done(report);
           await this.isolated(report, 'job', id, () => this.sweepJob(id, found.get(id), report));
         }
-        if (ids.length < BATCH) break;
+        if (ids.length < this.batch) break;
       }
     }
     for (const shard of shards) {
       for (;;) {
         const cutoff = this.now() - this.deps.callbackRetentionMs;
-        const ids = await this.deps.callbacks.endedBefore(shard, cutoff, BATCH);
+        const ids = await this.deps.callbacks.endedBefore(shard, cutoff, this.batch);
         for (const id of ids) {
           if (!goOn()) return this.done(report);
           await this.isolated(report, 'callback', id, async () => {
             if (await this.deps.callbacks.remove(id, cutoff)) report.callbacksRemoved++;
           });
         }
-        if (ids.length < BATCH) break;
+        if (ids.length < this.batch) break;
       }
     }
     report.complete = true;

@@ -88,6 +88,18 @@ describe('sessions', () => {
     expect((await owner.call('POST', '/secrets/reveal')).status).toBe(200);
   });
 
+  it("answers a page's read 401 session_changed once the browser signed in again in another tab, rather than the new session's data", async () => {
+    const browser = await DashboardClient.signedIn(h.stack.baseUrl, h.workspace.owner.email, h.workspace.owner.password);
+    const firstTab = browser.csrf!;
+    expect((await browser.call('GET', '/overview?window=1h', { csrf: firstTab })).status).toBe(200);
+    // Another tab signs in: the browser's one cookie now names a new session.
+    expect((await browser.signIn(h.workspace.owner.email, h.workspace.owner.password)).status).toBe(200);
+    expectApiError(await browser.call('GET', '/overview?window=1h', { csrf: firstTab }), 401, { code: 'session_changed', type: 'authentication_error' });
+    expect((await browser.call('GET', '/overview?window=1h', { csrf: browser.csrf! })).status).toBe(200);
+    // A script that never held a token reads as before.
+    expect((await browser.call('GET', '/overview?window=1h')).status).toBe(200);
+  });
+
   it('sends the Content-Security-Policy on the page and on unknown paths under it', async () => {
     for (const path of ['/dashboard/', '/dashboard/requests/req_x']) {
       const res = await fetch(`${h.stack.baseUrl}${path}`);
@@ -228,7 +240,7 @@ describe('roles, secrets and keys', () => {
     expectApiError(await owner.call('DELETE', '/members/temp@test.test'), 404);
   });
 
-  it('refuses an e-mail that is not a string, or holds a control character, with 400 on email', async () => {
+  it('refuses an e-mail that is not a string, or holds a control or format character, with 400 on email', async () => {
     const before = (await owner.call('GET', '/members')).json;
     for (const email of [
       { toString: 1 },
@@ -239,6 +251,9 @@ describe('roles, secrets and keys', () => {
       null,
       'a\u0000b@test.test',
       'a@te\u0007st.test',
+      // Invisible format characters: a right-to-left override shows another address, a zero-width space none.
+      'Robert\u202Eevil@test.test',
+      'a\u200Bb@test.test',
     ]) {
       const res = await owner.call('POST', '/members', { json: { email, role: 'member' } });
       expectApiError(res, 400, { type: 'invalid_request_error', param: 'email', code: 'invalid_value' });
@@ -339,7 +354,11 @@ describe('requests, retry, usage and test callbacks', () => {
     expectApiError(await stranger.call('GET', `/requests/${failedImage}`), 404, { type: 'not_found_error' });
     expectApiError(await stranger.call('POST', `/callbacks/${msg}/retry`), 404, { type: 'not_found_error' });
     expect((await stranger.call('GET', `/requests?q=${msg}`)).json.data).toEqual([]);
-    expect((await stranger.call('GET', `/requests?after=${video}`)).json.data).toEqual([]);
+    // Another workspace's request as a cursor is answered as one that does not exist.
+    const strangersCursor = await stranger.call('GET', `/requests?after=${video}`);
+    const missingCursor = await stranger.call('GET', '/requests?after=video_doesnotexist');
+    expectApiError(strangersCursor, 400, { param: 'after', code: 'invalid_value' });
+    expect(strangersCursor.json).toEqual(missingCursor.json);
     const [key] = (await owner.call('GET', '/keys')).json.api_keys;
     expectApiError(await stranger.call('DELETE', `/keys/${key.id}`), 404, { type: 'not_found_error' });
     expect((await stranger.call('GET', '/requests')).json.data).toEqual([]);

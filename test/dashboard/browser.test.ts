@@ -239,6 +239,30 @@ describe('dashboard in a real browser', () => {
     }
   });
 
+  it("changes a member's role only once asked again in place, and titles each page", async () => {
+    const { page } = owner;
+    const member = await h.stack.accounts.addMember(h.workspace.workspaceId, 'ops@test.test', 'member');
+    await page.getByRole('link', { name: 'Members' }).click();
+    await eventually(async () => ((await page.title()).startsWith('Members · ') ? true : undefined), 5_000, 'the page title');
+    const role = page.getByLabel(`Role of ${member.email}`);
+    // The keyboard walks the list (an arrow key is a change): nothing is sent until confirmed.
+    await role.selectOption('admin');
+    const question = page.getByRole('group', { name: `Make ${member.email} an admin? Their open sessions end.` });
+    await question.waitFor();
+    await page.waitForTimeout(300);
+    expect((await h.stack.accounts.members(h.workspace.workspaceId)).find((m) => m.email === member.email)?.role).toBe('member');
+    await question.getByRole('button', { name: 'Cancel' }).click();
+    expect(await role.inputValue()).toBe('member');
+    await role.selectOption('admin');
+    await page.getByRole('button', { name: 'Change role' }).click();
+    await eventually(
+      async () => ((await h.stack.accounts.members(h.workspace.workspaceId)).find((m) => m.email === member.email)?.role === 'admin' ? true : undefined),
+      5_000,
+      'the role change',
+    );
+    await question.waitFor({ state: 'detached' });
+  });
+
   it('signs out, and ran without a script error or CSP violation', async () => {
     const { page, problems } = owner;
     await page.getByRole('button', { name: 'Sign out' }).click();

@@ -138,6 +138,13 @@ describe('GET /dashboard/api/requests for on-call', () => {
     expect([idsOf(rest), rest.json.has_more]).toEqual([newer.slice(2), false]);
     expectApiError(await owner.call('GET', '/requests?created_after=yesterday'), 400, { param: 'created_after', type: 'invalid_request_error' });
     expectApiError(await owner.call('GET', '/requests?callback_status=broken'), 400, { param: 'callback_status' });
+    // A page that continues from a request that is gone (deleted, retention) says so, in every mode,
+    // rather than answering an empty page that reads as the end of the list.
+    for (const query of ['', `created_after=${boundary}&`, 'callback_status=failed&', 'q=door&']) {
+      const gone = await owner.call('GET', `/requests?${query}after=req_deletedmeanwhile`);
+      expectApiError(gone, 400, { param: 'after', code: 'invalid_value' });
+      expect(gone.json.error.message).toContain('start again from the first page');
+    }
   });
 
   it('searches prompts and destinations among the newest requests, ignoring case, and says how far it looked', async () => {

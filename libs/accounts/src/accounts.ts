@@ -57,9 +57,10 @@ export const API_KEY_CACHE_MS = 2_000;
 /** At most this many keys are remembered; the oldest lookup is forgotten first. */
 export const API_KEY_CACHE_ENTRIES = 10_000;
 
-// No spaces and no control characters (a NUL among them), which no mailbox has and every screen
-// that shows the address would have to guard against.
-const EMAIL = /^[^\s@\p{Cc}]{1,64}@[^\s@\p{Cc}]{1,255}$/u;
+// No spaces, no control characters (a NUL among them) and no other invisible ones (format
+// characters: a right-to-left override made `Robert\u202Eevil@demo.local` read as another address),
+// which no mailbox has and every screen that shows the address would have to guard against.
+const EMAIL = /^[^\s@\p{C}]{1,64}@[^\s@\p{C}]{1,255}$/u;
 
 export interface Credentials {
   email: string;

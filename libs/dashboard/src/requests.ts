@@ -14,6 +14,7 @@ import {
   type JobRecord,
 } from '@media/domain';
 import type { DestinationGate, JobRepository } from '@media/storage';
+import { ApiError } from '@media/common';
 import {
   ATTEMPT_ERROR_WORDS,
   type CallbackFilter,
@@ -92,7 +93,7 @@ export class RequestsView {
     if (q.callbackStatus || q.destination || q.createdAfterMs !== undefined || q.createdBeforeMs !== undefined) return this.listByCallbacks(workspaceId, q);
     const kinds: JobKind[] = q.kind ? [q.kind] : ['image', 'video'];
     const cursor = q.after ? await this.deps.jobs.getForWorkspace(workspaceId, q.after) : undefined;
-    if (q.after && !cursor) return { data: [], has_more: false };
+    if (q.after && !cursor) throw pagedFromGone();
     let hasMore = false;
     const candidates: JobRecord[] = [];
     for (const kind of kinds) {
@@ -254,7 +255,11 @@ export class RequestsView {
     if (unchecked.length > 0) await check();
     if (!everything && lookedThrough === SEARCH_WINDOW && streams.every((stream) => stream.buffer.length === 0 && !stream.more)) everything = true;
     const search = { window: SEARCH_WINDOW, looked_through: lookedThrough, complete: everything };
-    if (!passedCursor) return { data: [], has_more: false, search };
+    if (!passedCursor) {
+      // Not met within the window: gone, or further back than a search looks.
+      if (!(await this.deps.jobs.getForWorkspace(workspaceId, q.after!))) throw pagedFromGone();
+      return { data: [], has_more: false, search };
+    }
     const page = matched.slice(0, q.limit);
     return { data: await this.rows(workspaceId, page, callbackFiltered ? callbacks : undefined), has_more: matched.length > q.limit, search };
   }
@@ -269,7 +274,7 @@ export class RequestsView {
     if (q.after) {
       const cursor = await this.deps.jobs.getForWorkspace(workspaceId, q.after);
       after = cursor ? callbackIdOf(cursor) : undefined;
-      if (!after) return { data: [], has_more: false };
+      if (!after) throw pagedFromGone();
     }
     const failing = q.callbackStatus === 'failing';
     const filtered = q.kind !== undefined || q.destination !== undefined || failing;
@@ -405,4 +410,16 @@ function sameOrigin(url: string, origin: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The request a page continued from (`after`) is gone (deleted, or removed by retention): said, so
+ * that the page offers the first page again, rather than an empty page that reads as the list's end.
+ */
+function pagedFromGone(): ApiError {
+  return ApiError.invalid(
+    'The request this page continued from no longer exists (it was deleted, or retention removed it): start again from the first page.',
+    'after',
+    'invalid_value',
+  );
 }

@@ -194,6 +194,20 @@ function apiRouter(deps: DashboardDeps): Router {
       const sent = req.get('x-csrf-token') ?? '';
       if (!tokensEqual(sent, session.csrfToken))
         throw new ApiError(403, 'permission_error', 'Missing or wrong CSRF token (x-csrf-token).', null, 'csrf_failed');
+    } else {
+      // The app sends its session's token with reads too: a page opened under a session that a
+      // sign-in in another tab replaced (the cookie is the browser's, not the page's) would
+      // otherwise show the new session's workspace under the old one's name.
+      const sent = req.get('x-csrf-token');
+      if (sent !== undefined && !tokensEqual(sent, session.csrfToken)) {
+        throw new ApiError(
+          401,
+          'authentication_error',
+          'This page belongs to a session that has ended: this browser signed in again.',
+          null,
+          'session_changed',
+        );
+      }
     }
     res.locals.dashboardSession = session;
     res.locals.workspaceId = session.workspace.id;

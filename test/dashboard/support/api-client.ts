@@ -15,12 +15,12 @@ export class DashboardClient {
     private readonly localAddress?: string,
   ) {}
 
-  /** A call to `/dashboard/api<path>`; state-changing calls carry the CSRF token unless `csrf` says otherwise. */
+  /** A call to `/dashboard/api<path>`; state-changing calls carry the CSRF token unless `csrf` says otherwise, reads only when `csrf` gives one. */
   async call(method: string, path: string, opts: { json?: unknown; csrf?: string | null; headers?: Record<string, string> } = {}) {
     const headers = new Headers(opts.headers);
     if (this.cookie) headers.set('cookie', this.cookie);
     const csrf = opts.csrf === undefined ? this.csrf : opts.csrf;
-    if (method !== 'GET' && csrf) headers.set('x-csrf-token', csrf);
+    if (csrf && (method !== 'GET' || opts.csrf !== undefined)) headers.set('x-csrf-token', csrf);
     let body: string | undefined;
     if (opts.json !== undefined) {
       headers.set('content-type', 'application/json');

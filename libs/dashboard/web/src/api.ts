@@ -177,7 +177,9 @@ export class DashboardApi {
     // only JSON bodies, and an empty body still counts as one of no type.
     if (method === 'POST' || method === 'PATCH') body ??= {};
     if (body !== undefined) headers['content-type'] = 'application/json';
-    if (method !== 'GET' && this.csrfToken) headers['x-csrf-token'] = this.csrfToken;
+    // Reads carry it too: the server answers 401 `session_changed` when the browser's cookie now
+    // belongs to another session (a sign-in in another tab) rather than the new session's data.
+    if (this.csrfToken) headers['x-csrf-token'] = this.csrfToken;
     let res: Response;
     try {
       res = await fetch(`${API_ROOT}${path}`, {
@@ -207,7 +209,10 @@ export class DashboardApi {
       typeof error?.code === 'string' ? error.code : null,
       retryAfter,
     );
-    if (res.status === 401 && !opts.quiet401) {
+    if (res.status === 401 && failure.code === 'session_changed') {
+      // The browser is signed in as someone else now: start again under that session.
+      window.location.reload();
+    } else if (res.status === 401 && !opts.quiet401) {
       this.csrfToken = null;
       this.onSignedOut();
     }

@@ -11,6 +11,20 @@ import { KeysPage } from './pages/keys';
 import { UsagePage } from './pages/usage';
 import { MembersPage } from './pages/members';
 
+/** How long a page that could not reach the server at start waits before asking again. */
+const BOOT_RETRY_MS = 5_000;
+
+/** Each page's name, for the window title (after the workspace's), so tabs and history tell them apart. */
+const PAGE_TITLES: [RegExp, string][] = [
+  [/^\/overview/, 'Overview'],
+  [/^\/requests\/./, 'Request'],
+  [/^\/requests/, 'Requests'],
+  [/^\/keys/, 'API keys'],
+  [/^\/usage/, 'Usage'],
+  [/^\/members/, 'Members'],
+  [/^\/sign-in/, 'Sign in'],
+];
+
 /** Vite's base is '/dashboard/'; the router wants it without the trailing slash. */
 const BASE = import.meta.env.BASE_URL.replace(/\/$/, '');
 
@@ -31,9 +45,33 @@ function Shell() {
   const api = useMemo(() => new DashboardApi(() => setSession(null)), []);
   const now = useNow();
 
+  // Asked again every few seconds while it fails (Redis away a moment, a deploy): a page opened then
+  // comes up by itself once the server answers.
+  const [bootAttempt, setBootAttempt] = useState(0);
   useEffect(() => {
-    api.session().then(setSession, setBootError);
-  }, [api]);
+    api.session().then(
+      (s) => {
+        setBootError(null);
+        setSession(s);
+      },
+      (err: unknown) => {
+        setBootError(err);
+        setTimeout(() => setBootAttempt((n) => n + 1), BOOT_RETRY_MS);
+      },
+    );
+  }, [api, bootAttempt]);
+
+  // The window's title names the page and the workspace; on a change of page, focus goes to the
+  // page's content, so a screen reader announces the new page rather than staying on the link.
+  const workspaceName = session ? session.workspace.name : undefined;
+  useEffect(() => {
+    const page = PAGE_TITLES.find(([path]) => path.test(location))?.[1];
+    document.title = [page, workspaceName, 'Media callbacks'].filter(Boolean).join(' · ');
+  }, [location, workspaceName]);
+  const [firstLocation] = useState(location);
+  useEffect(() => {
+    if (location !== firstLocation) document.getElementById('main')?.focus();
+  }, [location, firstLocation]);
 
   // Signed out (at start, by a 401 anywhere, or by signing out): the sign-in page, remembering where we were.
   useEffect(() => {
@@ -47,6 +85,10 @@ function Shell() {
     return (
       <main class="page">
         <ErrorBanner error={bootError} />
+        <p class="muted">Trying again every {BOOT_RETRY_MS / 1000} seconds.</p>
+        <button type="button" class="btn" onClick={() => setBootAttempt((n) => n + 1)}>
+          Try now
+        </button>
       </main>
     );
   if (session === undefined)

@@ -39,7 +39,7 @@ const STATE_WORDS: Record<string, string> = {
   in_progress: 'In progress',
   completed: 'Completed',
   none: 'No callback',
-  ok: 'Healthy',
+  ok: 'Not holding back',
   slow: 'Slow',
   throttled: 'Throttled',
   saturated: 'Saturated',

@@ -35,8 +35,8 @@ export function DestinationsPanel() {
       <p class="muted">
         {troubled === 0
           ? rows.length === 1
-            ? 'The receiver your callbacks went to lately is healthy.'
-            : `All ${rows.length} receivers your callbacks went to lately are healthy.`
+            ? 'The receiver your callbacks went to lately holds none back: they go out when due (whether it accepts them is on the Overview).'
+            : `None of the ${rows.length} receivers your callbacks went to lately holds any back: they go out when due (whether they are accepted is on the Overview).`
           : `${troubled} of ${rows.length} receiver${rows.length === 1 ? '' : 's'} your callbacks went to lately ${troubled === 1 ? 'holds' : 'hold'} callbacks back.`}
       </p>
       <ErrorBanner error={error} />

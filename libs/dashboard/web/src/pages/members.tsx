@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import type { CreatedMember, Role } from '../api';
 import { ConfirmButton, CopyButton, ErrorBanner, useApp, useLoad } from '../ui';
 
@@ -62,18 +62,7 @@ export function MembersPage() {
                 </td>
                 <td>
                   {isOwner ? (
-                    <>
-                      <label class="sr-only" for={`role-${m.email}`}>
-                        Role of {m.email}
-                      </label>
-                      <select id={`role-${m.email}`} value={m.role} onChange={(e) => void act(() => api.setRole(m.email, e.currentTarget.value as Role))}>
-                        {ROLES.map((r) => (
-                          <option key={r} value={r}>
-                            {r}
-                          </option>
-                        ))}
-                      </select>
-                    </>
+                    <RoleChoice email={m.email} role={m.role} onChange={(role) => act(() => api.setRole(m.email, role))} />
                   ) : (
                     <span class="role">{m.role}</span>
                   )}
@@ -132,6 +121,55 @@ export function MembersPage() {
       ) : (
         <p class="muted">Only owners add and remove members.</p>
       )}
+    </>
+  );
+}
+
+/**
+ * A member's role: choosing another one asks once more in place, since a role change ends every
+ * session the member has and may hand them more power (an arrow key on the list alone changed it).
+ */
+function RoleChoice({ email, role, onChange }: { email: string; role: Role; onChange: (role: Role) => Promise<void> }) {
+  const [chosen, setChosen] = useState<Role>(role);
+  const [busy, setBusy] = useState(false);
+  // The list was read again (this change, or another owner's): show what is stored.
+  useEffect(() => setChosen(role), [role]);
+  const question = `Make ${email} ${chosen === 'admin' || chosen === 'owner' ? 'an' : 'a'} ${chosen}? Their open sessions end.`;
+  return (
+    <>
+      <label class="sr-only" for={`role-${email}`}>
+        Role of {email}
+      </label>
+      <select id={`role-${email}`} value={chosen} disabled={busy} onChange={(e) => setChosen(e.currentTarget.value as Role)}>
+        {ROLES.map((r) => (
+          <option key={r} value={r}>
+            {r}
+          </option>
+        ))}
+      </select>
+      {chosen !== role ? (
+        <span class="confirm" role="group" aria-label={question}>
+          <span class="confirm-question">{question}</span>
+          <button
+            type="button"
+            class="btn btn-primary btn-small"
+            disabled={busy}
+            onClick={async () => {
+              setBusy(true);
+              try {
+                await onChange(chosen);
+              } finally {
+                setBusy(false);
+              }
+            }}
+          >
+            Change role
+          </button>
+          <button type="button" class="btn btn-small" onClick={() => setChosen(role)}>
+            Cancel
+          </button>
+        </span>
+      ) : null}
     </>
   );
 }

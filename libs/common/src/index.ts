@@ -41,6 +41,7 @@ export {
 } from './metrics';
 export { startOpsServer, type HealthCheck, type OpsServer, type OpsServerOptions } from './ops-server';
 export { drainWithin, every } from './shutdown';
+export { scratchDir, sweepStaleScratch } from './scratch';
 export {
   ASYNC_PRIORITY_BAND,
   generationPriority,

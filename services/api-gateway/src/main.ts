@@ -2,6 +2,7 @@ import type { RequestListener } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   createLogger,
+  sweepStaleScratch,
   createMetricsRegistry,
   createRedis,
   drainWithin,
@@ -37,6 +38,10 @@ const CLOSE_TIMEOUT_MS = 5_000;
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('api-gateway', config.logLevel);
+  // What a process killed outright left in its scratch directory (uploads, a video's frames) goes now:
+  // nothing else would ever remove it, and in a pod it fills the emptyDir towards eviction.
+  const swept = await sweepStaleScratch();
+  if (swept > 0) logger.info('removed the temporary files of processes that were killed', { directories: swept });
   const tracing = startTracing('api-gateway', config.tracing);
   warnIfCallbackChecksRelaxed(config, logger);
   warnIfSecretsUnsealed(config, logger);

@@ -1,11 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Request, RequestHandler } from 'express';
 import multer from 'multer';
 import { extensionOf, sniffImageFormat, type ImageExtension } from '@media/blob-store';
+import { scratchDir } from '@media/common';
 import { ApiError } from './http/api-error';
 import { closeAfterAnswer } from './http/middleware';
 import type { EditInputs, Upload } from './job-intake';
@@ -113,7 +113,7 @@ class StreamedImageStorage implements multer.StorageEngine {
   constructor(private readonly maxFileBytes: number) {}
 
   _handleFile(req: Request, file: Express.Multer.File, done: (error?: unknown, info?: Partial<Express.Multer.File & StreamedFile>) => void): void {
-    const path = join(tmpdir(), `media-upload-${randomBytes(12).toString('hex')}`);
+    const path = join(scratchDir(), `upload-${randomBytes(12).toString('hex')}`);
     const out = createWriteStream(path, { flags: 'wx' });
     const hash = createHash('sha256');
     let head = Buffer.alloc(0);

@@ -1,7 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FaultInjector, jobIds, NO_GENERATION_METRICS, type GenerationMetrics, type JobQueue, type Logger } from '@media/common';
+import { FaultInjector, jobIds, NO_GENERATION_METRICS, scratchDir, type GenerationMetrics, type JobQueue, type Logger } from '@media/common';
 import {
   blobFolderOf,
   findModel,
@@ -167,7 +166,7 @@ export class GenerationService {
   }
 
   private async makeVideo(job: VideoJob, signal: AbortSignal, attempt: AttemptInfo): Promise<VideoJob> {
-    const dir = await mkdtemp(join(tmpdir(), 'video-'));
+    const dir = await mkdtemp(join(scratchDir(), 'video-'));
     try {
       const outputPath = join(dir, 'video.mp4');
       let written = job.progress;

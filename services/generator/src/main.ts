@@ -1,5 +1,6 @@
 import {
   createLogger,
+  sweepStaleScratch,
   createMetricsRegistry,
   createRedis,
   drainWithin,
@@ -31,6 +32,10 @@ const INTAKE_REPAIR_INTERVAL_MS = 5_000;
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('generator', config.logLevel);
+  // What a process killed outright left in its scratch directory (uploads, a video's frames) goes now:
+  // nothing else would ever remove it, and in a pod it fills the emptyDir towards eviction.
+  const swept = await sweepStaleScratch();
+  if (swept > 0) logger.info('removed the temporary files of processes that were killed', { directories: swept });
   const tracing = startTracing('generator', config.tracing);
   const redis = createRedis(config.redis, 'worker', logger);
   const keys = new StoreKeys(config.keyPrefix);

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism } from 'node:os';
+import { scratchDir } from '@media/common';
 import { basename, dirname, join } from 'node:path';
 import { composeVideo, FPS, type Composition, type MotionRequest } from './motion';
 
@@ -144,7 +145,7 @@ export class VideoEncoder {
     };
 
     // Layer images go to a private temp directory, so only the finished MP4 ever appears beside the output.
-    const layerDir = await mkdtemp(join(tmpdir(), 'media-video-'));
+    const layerDir = await mkdtemp(join(scratchDir(), 'layers-'));
     let layersRemoved: Promise<void> | undefined;
     const removeLayers = (): Promise<void> => (layersRemoved ??= rm(layerDir, { recursive: true, force: true }).catch(() => undefined));
     try {

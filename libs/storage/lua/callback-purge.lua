@@ -14,14 +14,20 @@
     KEYS[7] the workspace's callbacks of its type
     KEYS[8] its shard's ended callbacks
     KEYS[9] its shard's part of the ladder's schedule
+    KEYS[10..] the workspace's Overview buckets (includes/overview-buckets), with no cutoff: a
+               pending callback removed with its job leaves pending without ending
 
     ARGV[1] callback id
     ARGV[2] cutoff ms, or '' to remove it whatever its state
     ARGV[3] the ladder's separator in a scheduled attempt's name (SCHEDULED_ATTEMPT_SEPARATOR)
+    ARGV[4..] when each Overview bucket expires (Unix ms)
 
   Output:
     1 removed, 0 kept (or gone already), -1 its record cannot be decoded
 ]]
+--- @include "includes/overview-buckets"
+
+local withdrawn = false
 local raw = redis.call('GET', KEYS[1])
 if raw then
   local ok, cb = pcall(cjson.decode, raw)
@@ -35,6 +41,7 @@ if raw then
     if last and tonumber(last) > tonumber(ARGV[2]) then return 0 end
   elseif cb.state == 'pending' then
     redis.call('ZREM', KEYS[9], ARGV[1] .. ARGV[3] .. (cb.ladder_attempt + 1))
+    withdrawn = true
   end
 else
   -- Gone already (a repeat after this step): only the ended entry can be left.
@@ -48,4 +55,5 @@ redis.call('ZREM', KEYS[5], ARGV[1])
 redis.call('ZREM', KEYS[6], ARGV[1])
 redis.call('ZREM', KEYS[7], ARGV[1])
 redis.call('ZREM', KEYS[8], ARGV[1])
+if withdrawn then overview_count(overview_count_withdrawn, overview_buckets(10, 4)) end
 return 1

@@ -330,7 +330,14 @@ export class CallbackRepository {
       this.keys.endedCallbacks(shard),
       this.keys.callbackSchedule(shard),
     ];
-    const result = await PURGE.run(this.redis, keys, [messageId, cutoffMs === 'with-its-job' ? '' : cutoffMs, SCHEDULED_ATTEMPT_SEPARATOR]);
+    // A pending callback going with its job leaves pending without ending: the Overview counts that
+    // (in the bucket of now), or its pending line would read low for every earlier slot.
+    const count = record?.state === 'pending' && cutoffMs === 'with-its-job' ? this.overview.callbackEvent(workspaceId, Date.now()) : { keys: [], args: [] };
+    const result = await PURGE.run(
+      this.redis,
+      [...keys, ...count.keys],
+      [messageId, cutoffMs === 'with-its-job' ? '' : cutoffMs, SCHEDULED_ATTEMPT_SEPARATOR, ...count.args],
+    );
     if (result === -1) throw new CorruptRecordError(messageId);
     return result === 1;
   }

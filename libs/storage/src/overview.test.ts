@@ -138,6 +138,22 @@ describe('Overview aggregates', () => {
     expect([pendingAt(29), pendingAt(30), pendingAt(31), pendingAt(39), pendingAt(40), pendingAt(58)]).toEqual([0, 1, 3, 3, 2, 2]);
   });
 
+  it('keeps earlier pending figures when a pending callback goes with its job, counting its removal once', async () => {
+    const ws = newWorkspace();
+    const a = await newCallback(ws, 'https://r.example.test/', T0 + 30 * MINUTE);
+    const b = await newCallback(ws, 'https://r.example.test/', T0 + 31 * MINUTE);
+    // Its job deleted (DELETE /v1/videos/{id}) while it was on its ladder, now.
+    expect(await callbacks.remove(b.id, 'with-its-job')).toBe(true);
+    expect(await callbacks.remove(b.id, 'with-its-job')).toBe(false);
+    expect(await callbacks.remove(a.id, Date.now())).toBe(false); // retention keeps a pending one, and counts nothing
+    const reading = await overview.read(ws, '1h', Date.now());
+    expect(reading.pendingNow).toBe(1);
+    const pendingAt = (minute: number) => slotAt(reading, T0 + minute * MINUTE).pendingAtEnd;
+    expect([pendingAt(29), pendingAt(30), pendingAt(31), pendingAt(58)]).toEqual([0, 1, 2, 2]);
+    expect(reading.slots.at(-1)!.pendingAtEnd).toBe(1);
+    expect(reading.slots.reduce((sum, slot) => sum + slot.withdrawn, 0)).toBe(1);
+  });
+
   it('names at most the cap of destinations in a bucket and counts the rest as other', async () => {
     const ws = newWorkspace();
     const at = T0 + 45 * MINUTE;

@@ -170,6 +170,8 @@ export interface OverviewSlot {
   delivered: number;
   recovered: number;
   failed: number;
+  /** Pending callbacks removed with their job (a DELETE): they left pending without ending. */
+  withdrawn: number;
   attempts: number;
   failedAttempts: number;
   firstAttempts: number;
@@ -178,7 +180,7 @@ export interface OverviewSlot {
   latency: number[];
   /**
    * Callbacks pending at the slot's end (now, for the last slot): the pending count now, less what
-   * later slots created and plus what they ended. Never below 0, as callbacks made before the
+   * later slots created and plus what they ended or removed. Never below 0, as callbacks made before the
    * counting started may end inside the window.
    */
   pendingAtEnd: number;
@@ -252,6 +254,7 @@ export class OverviewRepository {
         delivered: firstAttemptsDelivered + n(bucket, 'd'),
         recovered: n(bucket, 'r'),
         failed: n(bucket, 'f'),
+        withdrawn: n(bucket, 'w'),
         attempts: n(bucket, '1') + n(bucket, 'a'),
         failedAttempts: n(bucket, 'ae'),
         firstAttempts: n(bucket, '1'),
@@ -264,7 +267,7 @@ export class OverviewRepository {
     for (let i = slots.length - 1; i >= 0; i--) {
       const slot = slots[i]!;
       slot.pendingAtEnd = Math.max(0, pending);
-      pending -= slot.created - slot.delivered - slot.failed;
+      pending -= slot.created - slot.delivered - slot.failed - slot.withdrawn;
     }
 
     const destinations = new Map<string, OverviewDestination>();

@@ -10,6 +10,7 @@
     ae           failed attempts
     f            callbacks that ended failed
     r            failed callbacks delivered later (a manual attempt, a recovery)
+    w            pending callbacks removed with their job (a DELETE): they left pending without ending
     l<i>         deliveries that ended their callback's wait, by the latency bucket i their time
                  from the job's end fell in: one for each d, each r, and each first attempt that
                  delivered, so those are the l's less d and r, and need no field of their own
@@ -102,6 +103,11 @@ local function overview_count_attempt(buckets, a)
     overview_add(buckets, 'f', 1)
   end
   if a.origin ~= '' then overview_fail_at(buckets, a.origin, a.failure, a.cap) end
+end
+
+-- A pending callback removed with its job.
+local function overview_count_withdrawn(buckets)
+  overview_add(buckets, 'w', 1)
 end
 
 -- A callback ended as failed without its last attempt (nothing could ever be sent).

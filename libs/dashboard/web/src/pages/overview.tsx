@@ -32,7 +32,15 @@ export function OverviewPage() {
     const timer = setInterval(() => {
       if (document.visibilityState === 'visible') void reload();
     }, 30_000);
-    return () => clearInterval(timer);
+    // A tab brought back after a while shows figures of now, not of when it was hidden.
+    const onVisible = () => {
+      if (document.visibilityState === 'visible') void reload();
+    };
+    document.addEventListener('visibilitychange', onVisible);
+    return () => {
+      clearInterval(timer);
+      document.removeEventListener('visibilitychange', onVisible);
+    };
   }, [reload]);
 
   const words = WINDOWS.find((w) => w.value === window)!.words;
@@ -66,6 +74,7 @@ export function OverviewPage() {
 }
 
 function OverviewBody({ data, words, onRecovered }: { data: Overview; words: string; onRecovered: () => void }) {
+  const { now } = useApp();
   const t = data.totals;
   const cap = data.latency_cap_ms;
   const delivered = t.delivered + t.recovered;
@@ -97,6 +106,10 @@ function OverviewBody({ data, words, onRecovered }: { data: Overview; words: str
           of {plural(t.attempts, 'attempt')}
         </Tile>
       </dl>
+      <p class="muted small" data-testid="overview-as-of">
+        As of <Time at={data.generated_at} now={now} inline />. Counted as things happened: callbacks deleted since with their job stay counted here, so the
+        lists can show fewer.
+      </p>
 
       <Destinations data={data} words={words} onRecovered={onRecovered} />
       <div class="chart-grid">
@@ -268,8 +281,8 @@ function Destinations({ data, words, onRecovered }: { data: Overview; words: str
     <section class="card" aria-labelledby="failing-title">
       <h2 id="failing-title">Destinations with the most failures</h2>
       <p class="muted small">
-        Failed attempts {words} per receiver (origin). A failing callback stays on its retry ladder for about 10 hours before it ends failed; a retry here sends
-        each callback that already ended failed once more, 5 a second.
+        Failed attempts {words} per receiver (origin). A failing callback stays on its retry ladder for six attempts (about 10.6 hours with the default
+        schedule) before it ends failed; a retry here sends each callback that already ended failed once more, 5 a second.
       </p>
       <div class="table-wrap">
         <table class="table table-stack" data-testid="table-destinations">

@@ -13,6 +13,7 @@ function slot(startMs: number, counts: Partial<OverviewSlot> = {}, latencies: nu
     delivered: 0,
     recovered: 0,
     failed: 0,
+    withdrawn: 0,
     attempts: 0,
     failedAttempts: 0,
     firstAttempts: 0,

@@ -292,6 +292,29 @@ describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) =>
     expect(await jobs.getMany(many.map((j) => j.id))).toEqual([]);
   });
 
+  it("removes an edit's uploads whose gateway died before storing the job, and frees its place; keeps a stored job's", async () => {
+    const lost = `req_${kind}lost`;
+    await jobs.uploadsStarting({ id: lost, workspace_id: ws }, clock - 31 * 60_000);
+    await redis.sadd(keys.workspaceUnfinished(ws), lost);
+    for (const key of [`${ws}/${lost}/input-0.png`, `${ws}/${lost}/input-1.png`]) await blobs.put(key, Buffer.from(key));
+    // One still being stored (a slow upload) and one whose job was stored: neither is touched.
+    const slow = `req_${kind}slow`;
+    await jobs.uploadsStarting({ id: slow, workspace_id: ws }, clock - 60_000);
+    await blobs.put(`${ws}/${slow}/input-0.png`, Buffer.from('x'));
+    const kept = await finishedImage(`req_${kind}kept`, { expires: clock + 1_000 * HOUR });
+    expect(await redis.zscore(keys.uploading(shardOfId(kept.id)), `${ws}/${kept.id}`)).toBeNull();
+    await jobs.uploadsStarting(kept, clock - 31 * 60_000); // a note that outlived its job's storing
+
+    const report = await retention.sweep();
+    expect(report).toMatchObject({ abandonedUploadsRemoved: 1, complete: true });
+    expect(await blobs.removeAll(`${ws}/${lost}`)).toBe(0);
+    expect(await redis.sismember(keys.workspaceUnfinished(ws), lost)).toBe(0);
+    expect(await redis.zrange(keys.uploading(shardOfId(lost)), 0, -1)).toEqual([`${ws}/${slow}`]);
+    expect(await blobs.removeAll(`${ws}/${slow}`)).toBe(1);
+    expect((await jobs.get(kept.id))?.status).toBe('completed');
+    expect(await blobs.removeAll(`${ws}/${kept.id}`)).toBeGreaterThan(0);
+  });
+
   it('removes a video at once on request (DELETE), and a repeat after a crash finishes the job', async () => {
     const video: VideoJob = {
       id: `video_${kind}f`,

@@ -6,7 +6,18 @@ import { CorruptRecordError, type CallbackRepository, type JobRepository } from 
 export interface RetentionDeps {
   jobs: Pick<
     JobRepository,
-    'shards' | 'get' | 'getMany' | 'dueForRemoval' | 'countDueForRemoval' | 'holdUntil' | 'postponeRemoval' | 'forgetRemoval' | 'remove' | 'awaitsCallback'
+    | 'shards'
+    | 'get'
+    | 'getMany'
+    | 'dueForRemoval'
+    | 'countDueForRemoval'
+    | 'holdUntil'
+    | 'postponeRemoval'
+    | 'forgetRemoval'
+    | 'remove'
+    | 'awaitsCallback'
+    | 'abandonedUploads'
+    | 'forgetUploads'
   >;
   callbacks: Pick<CallbackRepository, 'get' | 'endedBefore' | 'countEndedBefore' | 'remove' | 'postponeRemoval'>;
   blobs: Pick<BlobStore, 'removeAll'>;
@@ -28,6 +39,8 @@ export interface SweepReport {
   jobsHeld: number;
   blobsRemoved: number;
   callbacksRemoved: number;
+  /** Edits whose gateway died while storing their uploads, before the job existed: their files removed. */
+  abandonedUploadsRemoved: number;
   /** Items that failed (logged, and looked at again later); they never stop the rest. */
   errors: number;
   /** False when the sweep stopped (time budget, shutdown) with more due: the next one goes on. */
@@ -36,6 +49,12 @@ export interface SweepReport {
 
 /** Ids read and handled per step: small enough that one step never holds Redis or the store for long. */
 const BATCH = 100;
+/**
+ * How long an edit's uploads may be in storing before their job is given up for never stored: far
+ * past any request (Node ends one after 5 minutes) and the Idempotency-Key's take-over of a request
+ * that died (5 minutes), which stores the job under the same id.
+ */
+const ABANDONED_UPLOADS_MS = 30 * 60_000;
 /** How far a due job that is still needed, or one that failed to go, is moved on: it is looked at again then. */
 const HOLD_MS = 3_600_000;
 /** A record that cannot be decoded is left for a person; it is looked at again a day later, not every sweep. */
@@ -92,7 +111,7 @@ export class MediaRetention {
   /** Sweeps until nothing is due, `budgetMs` has passed, or {@link stop}. */
   async sweep(budgetMs = 30_000): Promise<SweepReport> {
     const started = this.now();
-    const report: SweepReport = { jobsRemoved: 0, jobsHeld: 0, blobsRemoved: 0, callbacksRemoved: 0, errors: 0, complete: false };
+    const report: SweepReport = { jobsRemoved: 0, jobsHeld: 0, blobsRemoved: 0, callbacksRemoved: 0, abandonedUploadsRemoved: 0, errors: 0, complete: false };
     const goOn = () => !this.stopping && this.now() - started <= budgetMs;
     // Jobs first: a held job waits on its callback, which ends (and is then swept) only later.
     // Shard by shard: each keeps its own expiry and ended sets (keys.ts). Each sweep starts one
@@ -122,8 +141,28 @@ export class MediaRetention {
         if (ids.length < this.batch) break;
       }
     }
+    for (const shard of shards) {
+      for (;;) {
+        const uploads = await this.deps.jobs.abandonedUploads(shard, this.now() - ABANDONED_UPLOADS_MS, this.batch);
+        for (const upload of uploads) {
+          if (!goOn()) return this.done(report);
+          await this.isolated(report, 'upload', upload.jobId, () => this.sweepUploads(upload, report));
+        }
+        if (uploads.length < this.batch) break;
+      }
+    }
     report.complete = true;
     return this.done(report);
+  }
+
+  /** An edit's uploads whose job was never stored go; a job that was stored keeps its own (its note is stale). */
+  private async sweepUploads(upload: { workspaceId: string; jobId: string }, report: SweepReport): Promise<void> {
+    const stored = (await this.deps.jobs.get(upload.jobId)) !== undefined;
+    if (!stored) {
+      report.blobsRemoved += await this.deps.blobs.removeAll(blobFolderOf({ workspace_id: upload.workspaceId, id: upload.jobId }));
+      report.abandonedUploadsRemoved++;
+    }
+    await this.deps.jobs.forgetUploads(upload, !stored);
   }
 
   private async sweepJob(id: string, read: JobRecord | undefined, report: SweepReport): Promise<void> {
@@ -156,7 +195,7 @@ export class MediaRetention {
   }
 
   /** One item's work; a failure is logged and the item is looked at again later, the sweep goes on. */
-  private async isolated(report: SweepReport, kind: 'job' | 'callback', id: string, work: () => Promise<void>): Promise<void> {
+  private async isolated(report: SweepReport, kind: 'job' | 'callback' | 'upload', id: string, work: () => Promise<void>): Promise<void> {
     try {
       await work();
     } catch (err) {
@@ -165,7 +204,7 @@ export class MediaRetention {
       this.deps.logger.error(
         corrupt ? `expired ${kind} record cannot be read; left in place` : `retention could not remove a ${kind}; it is tried again later`,
         {
-          [kind === 'job' ? 'job_id' : 'message_id']: id,
+          [kind === 'callback' ? 'message_id' : 'job_id']: id,
           error: String(err),
         },
       );

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { isFinished, isSynchronous, shardOfId, type JobRecord, type LedgerEntry } from '@media/domain';
+import { blobFolderOf, isFinished, isSynchronous, shardOfId, type JobRecord, type LedgerEntry } from '@media/domain';
 import { readIndexPage, type IndexPage } from './index-page';
 import type { IdempotencyEntry } from './idempotency';
 import type { StoreKeys } from './keys';
@@ -76,6 +76,35 @@ export class JobRepository {
   }
 
   /**
+   * Notes that a job's uploads are about to be stored, before its record exists ({@link create}
+   * takes the note out): a gateway that dies in between leaves files no record names, which
+   * {@link abandonedUploads} finds for retention.
+   */
+  async uploadsStarting(job: Pick<JobRecord, 'id' | 'workspace_id'>, nowMs: number): Promise<void> {
+    besideItsWorkspace(job);
+    await this.redis.zadd(this.keys.uploading(shardOfId(job.id)), nowMs, blobFolderOf(job));
+  }
+
+  /** Blob folders of a shard whose uploads began before `beforeMs` and whose job was never stored (or the note outlived a crash). */
+  async abandonedUploads(shard: number, beforeMs: number, limit: number): Promise<{ workspaceId: string; jobId: string }[]> {
+    const folders = await this.redis.zrangebyscore(this.keys.uploading(shard), '-inf', beforeMs, 'LIMIT', 0, limit);
+    return folders.map((folder) => {
+      const [workspaceId = '', jobId = ''] = folder.split('/');
+      return { workspaceId, jobId };
+    });
+  }
+
+  /**
+   * Forgets the note of a job's uploads, and frees the place under its workspace's cap it took if
+   * it was never stored (the gateway died while storing its uploads): called once they are removed.
+   */
+  async forgetUploads(upload: { workspaceId: string; jobId: string }, neverStored: boolean): Promise<void> {
+    const multi = this.redis.multi().zrem(this.keys.uploading(shardOfId(upload.jobId)), `${upload.workspaceId}/${upload.jobId}`);
+    if (neverStored) multi.srem(this.keys.workspaceUnfinished(upload.workspaceId), upload.jobId);
+    await multi.exec();
+  }
+
+  /**
    * Stores a new job; false when a job with that id already exists (an idempotent replay).
    *
    * The job is also entered in the intake set until {@link markQueued}: storing a job and queueing
@@ -91,6 +120,7 @@ export class JobRepository {
       .zadd(index, 'NX', job.created_ms, job.id)
       .zadd(this.keys.intake(shardOfId(job.id)), 'NX', job.created_ms, job.id)
       .sadd(this.keys.workspaceUnfinished(job.workspace_id), job.id)
+      .zrem(this.keys.uploading(shardOfId(job.id)), blobFolderOf(job))
       .exec()) as [[Error | null, unknown], ...unknown[]];
     if (error) throw error;
     await this.replicaWait.after(this.redis);
@@ -307,7 +337,7 @@ export class JobRepository {
  * A job's id must name its workspace's shard (`newIdBeside`): its scripts join the two, which a
  * cluster refuses across slots and a single Redis would let pass unnoticed.
  */
-function besideItsWorkspace(job: JobRecord): void {
+function besideItsWorkspace(job: Pick<JobRecord, 'id' | 'workspace_id'>): void {
   if (shardOfId(job.id) !== shardOfId(job.workspace_id)) throw new Error(`job ${job.id} is not on the store shard of its workspace ${job.workspace_id}`);
 }
 

@@ -76,6 +76,12 @@ export class StoreKeys {
   job = (id: string) => `${this.by(id)}:job:${id}`;
   /** A shard's jobs stored but not yet known to be queued, scored by creation time (the intake repair reads it). */
   intake = (shard: number) => `${this.at(shard)}:intake`;
+  /**
+   * A shard's edits whose uploads are being stored before their job exists: member the blob folder
+   * (`<workspace>/<job>`), score when the storing began (Unix ms). Storing the job takes it out; one
+   * left long after names uploads whose gateway died first, which retention removes.
+   */
+  uploading = (shard: number) => `${this.at(shard)}:uploading`;
   /** A shard's finished jobs by when their record and media expire (Unix ms): what the retention sweep removes. */
   jobExpiry = (shard: number) => `${this.at(shard)}:expiry:jobs`;
   /** A shard's finished jobs with a `callback_url` whose callback the dispatcher has not created yet: retention holds them. */

@@ -309,6 +309,8 @@ export class JobIntakeService {
     }
     const stillOurs = async () => !claim || (await this.idempotency.holds(claim));
     try {
+      // Noted before the first upload is stored, so that uploads this gateway dies storing are found.
+      await this.jobs.uploadsStarting({ id, workspace_id: workspaceId }, Date.now());
       const job = await build(id);
       if (!(await stillOurs())) throw this.keyInUse();
       return await this.store(job, verdict.waiting);
@@ -320,7 +322,10 @@ export class JobIntakeService {
       if (!stored && (await stillOurs().catch(() => false))) {
         await this.waiting.onJobFinished(workspaceId, id).catch(() => undefined);
         // Uploads of a job that was never stored: no record, so retention would never find them.
-        await this.blobs.removeAll(blobFolderOf({ workspace_id: workspaceId, id })).catch(() => undefined);
+        await this.blobs
+          .removeAll(blobFolderOf({ workspace_id: workspaceId, id }))
+          .then(() => this.jobs.forgetUploads({ workspaceId, jobId: id }, false))
+          .catch(() => undefined);
         await giveBackClaim();
       }
       throw err;

@@ -117,7 +117,7 @@ function Shell() {
         Skip to content
       </a>
       <header class="topbar">
-        <div class="brand">
+        <div class="brand" title={session.workspace.name}>
           Media callbacks <span class="muted">· {session.workspace.name}</span>
         </div>
         <nav aria-label="Sections">
@@ -128,9 +128,10 @@ function Shell() {
           <NavLink href="/members">Members</NavLink>
         </nav>
         <div class="who">
-          <span>
-            {session.member.email} <span class="role">{session.member.role}</span>
+          <span class="who-email" title={session.member.email}>
+            {session.member.email}
           </span>
+          <span class="role">{session.member.role}</span>
           <button
             type="button"
             class="btn btn-small"

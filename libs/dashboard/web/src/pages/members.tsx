@@ -42,45 +42,47 @@ export function MembersPage() {
         </div>
       ) : null}
       <section class="card">
-        <table class="table">
-          <thead>
-            <tr>
-              <th scope="col">E-mail</th>
-              <th scope="col">Role</th>
-              {isOwner ? (
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              ) : null}
-            </tr>
-          </thead>
-          <tbody>
-            {(data ?? []).map((m) => (
-              <tr key={m.email}>
-                <td>
-                  {m.email} {m.email === session.member.email ? <span class="muted">(you)</span> : null}
-                </td>
-                <td>
-                  {isOwner ? (
-                    <RoleChoice email={m.email} role={m.role} onChange={(role) => act(() => api.setRole(m.email, role))} />
-                  ) : (
-                    <span class="role">{m.role}</span>
-                  )}
-                </td>
+        <div class="table-wrap">
+          <table class="table">
+            <thead>
+              <tr>
+                <th scope="col">E-mail</th>
+                <th scope="col">Role</th>
                 {isOwner ? (
-                  <td class="actions">
-                    <ConfirmButton
-                      label="Remove"
-                      confirmLabel="Remove now"
-                      question={`Remove ${m.email} from the workspace?`}
-                      onConfirm={() => act(() => api.removeMember(m.email))}
-                    />
-                  </td>
+                  <th scope="col">
+                    <span class="sr-only">Actions</span>
+                  </th>
                 ) : null}
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {(data ?? []).map((m) => (
+                <tr key={m.email}>
+                  <td>
+                    {m.email} {m.email === session.member.email ? <span class="muted">(you)</span> : null}
+                  </td>
+                  <td>
+                    {isOwner ? (
+                      <RoleChoice email={m.email} role={m.role} onChange={(role) => act(() => api.setRole(m.email, role))} />
+                    ) : (
+                      <span class="role">{m.role}</span>
+                    )}
+                  </td>
+                  {isOwner ? (
+                    <td class="actions">
+                      <ConfirmButton
+                        label="Remove"
+                        confirmLabel="Remove now"
+                        question={`Remove ${m.email} from the workspace?`}
+                        onConfirm={() => act(() => api.removeMember(m.email))}
+                      />
+                    </td>
+                  ) : null}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       </section>
       {isOwner ? (
         <section class="card" aria-labelledby="add-title">

@@ -205,8 +205,9 @@ function Headline({ data, words }: { data: Overview; words: string }) {
   );
 }
 
-const clock = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
-const dayClock = new Intl.DateTimeFormat(undefined, { weekday: 'short', hour: '2-digit', minute: '2-digit' });
+// With the zone named (and the day, past an hour's window): "01:43 AM" read in another zone is a guess.
+const clock = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
+const dayClock = new Intl.DateTimeFormat(undefined, { weekday: 'short', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
 
 /** When the first failure of the window was, to the point's precision (a minute, a quarter hour, an hour). */
 function sinceWords(at: number, stepSeconds: number): string {

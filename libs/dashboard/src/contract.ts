@@ -318,6 +318,8 @@ export interface Overview {
   series: OverviewPoint[];
   /** The latency histogram's last bound: a percentile there reads "at least". */
   latency_cap_ms: number;
+  /** How long a failing callback's automatic attempts take, from the first to the last (WEBHOOK_RETRY_SCHEDULE's gaps). */
+  ladder_seconds: number;
   /** Most failed attempts first, at most 10. */
   destinations: OverviewDestination[];
   /** Failed attempts to destinations the aggregates did not name (more than 16 in one point). */

@@ -27,6 +27,7 @@ function slot(startMs: number, counts: Partial<OverviewSlot> = {}, latencies: nu
 function view(reading: OverviewReading) {
   return new OverviewView({
     overview: { read: async () => reading },
+    retryScheduleMs: [60_000, 300_000],
     callbackAdmin: {
       previewRecovery: async (_ws, window) => ({ sinceMs: window.sinceMs, untilMs: NOW, origin: window.origin ?? null, count: 4, ratePerSecond: 5 }),
       recover: async (_ws, window) => ({ id: 'rcv_1', sinceMs: window.sinceMs, untilMs: NOW, origin: window.origin ?? null, count: 4, ratePerSecond: 5 }),
@@ -87,6 +88,8 @@ describe('OverviewView', () => {
     ]);
     expect(overview.step_seconds).toBe(60);
     expect(overview.latency_cap_ms).toBe(43_200_000);
+    // What the page says a failing callback's ladder takes: the schedule's gaps.
+    expect(overview.ladder_seconds).toBe(360);
   });
 
   it('lists the ten destinations failing most and counts the rest as other', async () => {

@@ -18,6 +18,7 @@ export class OverviewView {
     private readonly deps: {
       overview: Pick<OverviewRepository, 'read'>;
       callbackAdmin: Pick<CallbackAdmin, 'previewRecovery' | 'recover'>;
+      retryScheduleMs: readonly number[];
       now?: () => number;
     },
   ) {}
@@ -48,6 +49,7 @@ export class OverviewView {
       totals: point(whole),
       series: reading.slots.map((slot) => ({ at: seconds(slot.startMs), ...point(slot) })),
       latency_cap_ms: LATENCY_BOUNDS_MS.at(-1)!,
+      ladder_seconds: seconds(this.deps.retryScheduleMs.reduce((sum, gap) => sum + gap, 0)),
       destinations: reading.destinations.slice(0, TOP_DESTINATIONS).map((d) => ({
         origin: d.origin,
         failed_attempts: d.failedAttempts,

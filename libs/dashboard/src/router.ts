@@ -59,6 +59,8 @@ export const CONTENT_SECURITY_POLICY =
 
 export interface DashboardDeps {
   accounts: WorkspaceAccounts;
+  /** WEBHOOK_RETRY_SCHEDULE: what the Overview says a failing callback's ladder takes. */
+  retryScheduleMs: readonly number[];
   jobs: JobRepository;
   presenter: JobPresenter;
   callbackAdmin: CallbackAdmin;

@@ -42,6 +42,8 @@ export interface GatewayDeps {
   destinations: Pick<DestinationGate, 'ofWorkspace'>;
   /** The aggregates the dashboard's Overview reads. */
   overview: Pick<OverviewRepository, 'read'>;
+  /** WEBHOOK_RETRY_SCHEDULE, which the Overview states. */
+  retryScheduleMs: readonly number[];
   /** The public address is https: the dashboard's cookie is Secure, and every answer carries HSTS. */
   secureCookies: boolean;
   /** Express's `trust proxy` (TRUST_PROXY): which proxies' X-Forwarded-For names the client. */

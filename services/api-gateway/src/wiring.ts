@@ -87,6 +87,7 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
     testCallbacks: callbackAdmin.tests,
     destinations: new DestinationGate(redis, keys, destinationLimits(config)),
     overview: new OverviewRepository(redis, keys),
+    retryScheduleMs: config.webhookRetryScheduleMs,
     secureCookies: config.publicBaseUrl.startsWith('https:'),
     storeAnswers: () => storeAnswers(redis, config.keyPrefix),
     trustProxy: config.trustProxy,

@@ -14,6 +14,9 @@ const WINDOWS: { value: OverviewWindow; label: string; words: string }[] = [
 
 const count = (n: number) => n.toLocaleString('en');
 const percent = (rate: number | null) => (rate === null ? '—' : `${(Math.floor(rate * 1000) / 10).toLocaleString('en')} %`);
+/** A stretch of time in the unit that reads best: the ladder takes seconds in a demo and hours in production. */
+const span = (seconds: number) =>
+  seconds >= 3_600 ? `${(seconds / 3_600).toFixed(1)} hours` : seconds >= 60 ? `${Math.round(seconds / 60)} minutes` : `${seconds} seconds`;
 const latency = (ms: number | null, cap: number) => (ms === null ? '—' : `${ms >= cap ? '≥ ' : ''}${formatDuration(ms)}`);
 
 /**
@@ -282,8 +285,8 @@ function Destinations({ data, words, onRecovered }: { data: Overview; words: str
     <section class="card" aria-labelledby="failing-title">
       <h2 id="failing-title">Destinations with the most failures</h2>
       <p class="muted small">
-        Failed attempts {words} per receiver (origin). A failing callback stays on its retry ladder for six attempts (about 10.6 hours with the default
-        schedule) before it ends failed; a retry here sends each callback that already ended failed once more, 5 a second.
+        Failed attempts {words} per receiver (origin). A failing callback stays on its retry ladder for six attempts over {span(data.ladder_seconds)} before it
+        ends failed; a retry here sends each callback that already ended failed once more, 5 a second.
       </p>
       <div class="table-wrap">
         <table class="table table-stack" data-testid="table-destinations">

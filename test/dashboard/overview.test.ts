@@ -230,7 +230,9 @@ async function expectHistoryOn(page: Page): Promise<void> {
   // The headline names the failures and where they went, in words.
   const headline = await page.getByTestId('headline').innerText();
   expect(headline).toMatch(
-    new RegExp(`${6 * FAILING} attempts failed in the last hour \\(the first at \\d\\d:\\d\\d [A-Z][A-Za-z0-9+:-]*\\), and ${FAILING} callbacks ran out of attempts\\.`),
+    new RegExp(
+      `${6 * FAILING} attempts failed in the last hour \\(the first at \\d\\d:\\d\\d [A-Z][A-Za-z0-9+:-]*\\), and ${FAILING} callbacks ran out of attempts\\.`,
+    ),
   );
   expect(headline).toContain(`Most failures: ${downOrigin} (${6 * FAILING} attempts, last HTTP 503)`);
 

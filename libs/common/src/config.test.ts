@@ -158,6 +158,8 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ LINK_SIGNING_SECRET: 'replace-me-with-32-or-more-random-characters' })).toThrow(/LINK_SIGNING_SECRET.*placeholder/);
     expect(() => loadConfig({ OPERATOR_PASSWORD: 'replace-me-with-a-long-operator-password' })).toThrow(/OPERATOR_PASSWORD.*placeholder/);
     expect(() => loadConfig({ REDIS_PASSWORD: 's3cretpass' })).toThrow(/with REDIS_URL put them in it/);
+    // A URL that carries its own credentials is used as it is (a shared Secret may hold the others).
+    expect(loadConfig({ REDIS_URL: 'redis://:urlpass@127.0.0.1:6379', REDIS_PASSWORD: 's3cretpass' }).redis).toMatchObject({ kind: 'single' });
     expect(() => loadConfig({ REDIS_USERNAME: 'media' })).toThrow(/with REDIS_URL put them in it/);
     expect(() => loadConfig({ OPS_HOST: 'localhost' })).toThrow(/"OPS_HOST" must be an IP address to listen on/);
     expect(loadConfig({ OPS_HOST: '0.0.0.0' }).opsHost).toBe('0.0.0.0');

@@ -435,7 +435,7 @@ const schema = Joi.object({
   // With one REDIS_URL the credentials are the URL's (redis://user:password@host:port); separate
   // ones would be ignored, and the first command would fail with NOAUTH naming neither.
   .custom((value: Record<string, unknown>, helpers) =>
-    !value.REDIS_SENTINELS && !value.REDIS_CLUSTER_NODES && (value.REDIS_USERNAME || value.REDIS_PASSWORD)
+    !value.REDIS_SENTINELS && !value.REDIS_CLUSTER_NODES && (value.REDIS_USERNAME || value.REDIS_PASSWORD) && !urlHasCredentials(value.REDIS_URL)
       ? helpers.message({
           custom:
             'REDIS_USERNAME and REDIS_PASSWORD are read with REDIS_SENTINELS or REDIS_CLUSTER_NODES; with REDIS_URL put them in it (redis://user:password@host:port)',
@@ -449,6 +449,11 @@ const schema = Joi.object({
       ? helpers.message({ custom: 'REDIS_TLS_CA_FILE is only read with TLS: set REDIS_TLS=true or a rediss:// REDIS_URL' })
       : value,
   );
+
+/** A `redis://user:password@…` URL: its credentials are the ones used, whatever else is set. */
+function urlHasCredentials(url: unknown): boolean {
+  return typeof url === 'string' && URL.canParse(url) && (new URL(url).username !== '' || new URL(url).password !== '');
+}
 
 /** TLS is on with REDIS_TLS, and for one Redis also with a `rediss://` URL. */
 function redisTlsOn(value: Partial<Record<'REDIS_TLS' | 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_CLUSTER_NODES', unknown>>): boolean {

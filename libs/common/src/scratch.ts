@@ -1,39 +1,42 @@
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
 
 /**
  * Where a process keeps its temporary files (uploads being received, a video's frames): a directory
- * of its own under the system's temp directory, named after the process (`<pid>-<random>`). A process
- * killed outright (SIGKILL, the OOM killer) removes nothing; the next one to start on the same disk
- * (in Kubernetes, the pod's emptyDir, which outlives its containers' restarts) finds what the dead
- * one left by its name and removes it ({@link sweepStaleScratch}).
+ * of its own under the system's temp directory, named after the host and the process
+ * (`<host>-<pid>-<random>`). A process killed outright (SIGKILL, the OOM killer) removes nothing;
+ * the next one to start on the same disk and host (in Kubernetes, the pod's emptyDir, which outlives
+ * its containers' restarts; a restarted container keeps its pod's host name) finds what the dead one
+ * left by its name and removes it ({@link sweepStaleScratch}). Directories of other hosts are never
+ * touched: their pids mean nothing here (two containers sharing a /tmp are both pid 1).
  */
-const ROOT = join(tmpdir(), 'media-scratch');
-let own: string | undefined;
+export const SCRATCH_ROOT = join(tmpdir(), 'media-scratch');
+const HOST = hostname().replace(/[^A-Za-z0-9.]/g, '_');
+const own = join(SCRATCH_ROOT, `${HOST}-${process.pid}-${randomBytes(4).toString('hex')}`);
 
-/** This process's scratch directory, made on first use. */
+/** This process's scratch directory; made again if something (a tmp cleaner) removed it. */
 export function scratchDir(): string {
-  if (own === undefined) {
-    mkdirSync(ROOT, { recursive: true });
-    own = mkdtempSync(join(ROOT, `${process.pid}-`));
-  }
+  mkdirSync(own, { recursive: true });
   return own;
 }
 
 /**
- * Removes the scratch directories of processes that are gone, and returns how many; run at start-up.
- * A directory named after this very pid is a dead process's too (a container's first process has
- * the same pid after every restart), unless it is this process's own.
+ * Removes the scratch directories that processes of this host left when they died, and returns how
+ * many; run at start-up. One named after this very pid is a dead process's too (a container's first
+ * process has the same pid after every restart), unless it is this process's own.
  */
-export async function sweepStaleScratch(): Promise<number> {
-  const names = await readdir(ROOT).catch(() => [] as string[]);
+export async function sweepStaleScratch(root = SCRATCH_ROOT): Promise<number> {
+  const names = await readdir(root).catch(() => [] as string[]);
   let removed = 0;
   for (const name of names) {
-    const pid = Number(/^(\d+)-/.exec(name)?.[1]);
-    const path = join(ROOT, name);
-    if (!pid || path === own || (pid !== process.pid && alive(pid))) continue;
+    const match = /^(.+)-(\d+)-[0-9a-f]+$/.exec(name);
+    if (!match || match[1] !== HOST) continue;
+    const pid = Number(match[2]);
+    const path = join(root, name);
+    if (path === own || (pid !== process.pid && alive(pid))) continue;
     await rm(path, { recursive: true, force: true });
     removed++;
   }

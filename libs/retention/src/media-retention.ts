@@ -18,6 +18,7 @@ export interface RetentionDeps {
     | 'awaitsCallback'
     | 'abandonedUploads'
     | 'forgetUploads'
+    | 'forgetUnstored'
   >;
   callbacks: Pick<CallbackRepository, 'get' | 'endedBefore' | 'countEndedBefore' | 'remove' | 'postponeRemoval'>;
   blobs: Pick<BlobStore, 'removeAll'>;
@@ -157,12 +158,12 @@ export class MediaRetention {
 
   /** An edit's uploads whose job was never stored go; a job that was stored keeps its own (its note is stale). */
   private async sweepUploads(upload: { workspaceId: string; jobId: string }, report: SweepReport): Promise<void> {
-    const stored = (await this.deps.jobs.get(upload.jobId)) !== undefined;
-    if (!stored) {
-      report.blobsRemoved += await this.deps.blobs.removeAll(blobFolderOf({ workspace_id: upload.workspaceId, id: upload.jobId }));
-      report.abandonedUploadsRemoved++;
-    }
-    await this.deps.jobs.forgetUploads(upload, !stored);
+    // The note is taken first, so that of two sweeps only one goes on; storing the job takes it too.
+    if (!(await this.deps.jobs.forgetUploads(upload))) return;
+    if ((await this.deps.jobs.get(upload.jobId)) !== undefined) return;
+    report.blobsRemoved += await this.deps.blobs.removeAll(blobFolderOf({ workspace_id: upload.workspaceId, id: upload.jobId }));
+    report.abandonedUploadsRemoved++;
+    await this.deps.jobs.forgetUnstored(upload);
   }
 
   private async sweepJob(id: string, read: JobRecord | undefined, report: SweepReport): Promise<void> {

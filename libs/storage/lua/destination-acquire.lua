@@ -61,6 +61,9 @@ if granted then
 end
 
 if ARGV[10] == '' then
+  -- Parked under this id before (by a dispatcher that parked every attempt): out of the line, or a
+  -- slot would be handed to a job that no longer waits for one.
+  redis.call('ZREM', KEYS[2], ARGV[2])
   local reply = {0, now, limit, -1}
   for _, id in ipairs(woken) do table.insert(reply, id) end
   return reply

@@ -95,13 +95,16 @@ export class JobRepository {
   }
 
   /**
-   * Forgets the note of a job's uploads, and frees the place under its workspace's cap it took if
-   * it was never stored (the gateway died while storing its uploads): called once they are removed.
+   * Takes the note of a job's uploads out; false when it was gone already (another sweep took it,
+   * or the job was stored meanwhile): only the taker deals with the uploads.
    */
-  async forgetUploads(upload: { workspaceId: string; jobId: string }, neverStored: boolean): Promise<void> {
-    const multi = this.redis.multi().zrem(this.keys.uploading(shardOfId(upload.jobId)), `${upload.workspaceId}/${upload.jobId}`);
-    if (neverStored) multi.srem(this.keys.workspaceUnfinished(upload.workspaceId), upload.jobId);
-    await multi.exec();
+  async forgetUploads(upload: { workspaceId: string; jobId: string }): Promise<boolean> {
+    return (await this.redis.zrem(this.keys.uploading(shardOfId(upload.jobId)), `${upload.workspaceId}/${upload.jobId}`)) === 1;
+  }
+
+  /** Frees the place under its workspace's cap that a job took and never used (it was never stored). */
+  async forgetUnstored(upload: { workspaceId: string; jobId: string }): Promise<void> {
+    await this.redis.srem(this.keys.workspaceUnfinished(upload.workspaceId), upload.jobId);
   }
 
   /**

@@ -324,7 +324,7 @@ export class JobIntakeService {
         // Uploads of a job that was never stored: no record, so retention would never find them.
         await this.blobs
           .removeAll(blobFolderOf({ workspace_id: workspaceId, id }))
-          .then(() => this.jobs.forgetUploads({ workspaceId, jobId: id }, false))
+          .then(() => this.jobs.forgetUploads({ workspaceId, jobId: id }))
           .catch(() => undefined);
         await giveBackClaim();
       }

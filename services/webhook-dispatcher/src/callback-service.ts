@@ -98,6 +98,9 @@ export interface CallbackServiceDeps {
  */
 export const MAX_REQUEUES = 5;
 
+/** How many times a recovery's attempt that finds its destination full waits for a pace turn before it waits in the destination's line. */
+const PACED_DEFERRALS = 3;
+
 /**
  * Callback delivery: turns finished jobs into callbacks, makes each attempt (fresh check, fresh
  * links, fresh signature), records it, and walks the retry ladder: each failed automatic attempt
@@ -426,8 +429,10 @@ export class CallbackService {
     const parkAs = jobIds.deferral(queueJobId, deferrals);
     // A recovery's attempt waits for its workspace's next turn on the recovery pace, not in the
     // destination's line: parked, a recovery's attempts were all handed slots together when the
-    // destination's attempts in flight ended together, the flood the pace is there to prevent.
-    const paced = jobIds.isRecoveryDelivery(queueJobId);
+    // destination's attempts in flight ended together, the flood the pace is there to prevent. Only
+    // a few times, though: the line is served first, so a destination that stays busy would
+    // otherwise never leave one a slot; after that it takes its place in the line like any other.
+    const paced = jobIds.isRecoveryDelivery(queueJobId) && (request.deferrals ?? 0) < PACED_DEFERRALS;
     const slot = await this.deps.destinations.acquire({
       destination,
       workspaceId: callback.workspace_id,

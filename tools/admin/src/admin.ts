@@ -233,7 +233,8 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
   redis.on('error', (err: Error) => (connectionError = err));
   const keys = new StoreKeys(config.keyPrefix);
   try {
-    await reachable(redis, () => connectionError);
+    // One Redis: ioredis's own retries (maxRetriesPerRequest) end a command that cannot be sent.
+    if (config.redis.kind !== 'single') await reachable(redis, () => connectionError);
     const limits = new LimitRepository(redis, keys, configuredLimits(config));
     const context = {
       config,

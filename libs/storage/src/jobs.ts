@@ -99,7 +99,8 @@ export class JobRepository {
    * or the job was stored meanwhile): only the taker deals with the uploads.
    */
   async forgetUploads(upload: { workspaceId: string; jobId: string }): Promise<boolean> {
-    return (await this.redis.zrem(this.keys.uploading(shardOfId(upload.jobId)), `${upload.workspaceId}/${upload.jobId}`)) === 1;
+    const folder = blobFolderOf({ workspace_id: upload.workspaceId, id: upload.jobId });
+    return (await this.redis.zrem(this.keys.uploading(shardOfId(upload.jobId)), folder)) === 1;
   }
 
   /** Frees the place under its workspace's cap that a job took and never used (it was never stored). */

@@ -443,27 +443,19 @@ export class CallbackService {
       nowMs: now,
     });
     await this.wake(slot.woken);
-    if (!slot.granted && paced) {
-      this.metrics.deferred();
-      const turn = () => this.deps.callbacks.reserveRecoverySlots(callback.workspace_id, 1, this.recoveryRatePerSecond, now);
-      let turnMs = await turn();
-      // A turn that is now (the pace was idle) was just spent on finding no slot: the next one.
-      if (turnMs <= now) turnMs = await turn();
-      await this.deps.deliveries.add('deliver', { ...request, deferrals }, { jobId: parkAs, delay: Math.max(0, turnMs - this.now()) });
-      return 'deferred';
-    }
     if (!slot.granted) {
       this.metrics.deferred();
-      if (request.trigger === 'scheduled') await this.deps.callbacks.deferNext(callback.id, request.attempt, slot.wakeAtMs);
-      await this.deps.deliveries.add('deliver', { ...request, deferrals }, { jobId: parkAs, delay: Math.max(0, slot.wakeAtMs - this.now()) });
+      const wakeAtMs = paced ? await this.nextRecoveryTurn(callback.workspace_id, now) : slot.wakeAtMs;
+      if (request.trigger === 'scheduled') await this.deps.callbacks.deferNext(callback.id, request.attempt, wakeAtMs);
+      await this.deps.deliveries.add('deliver', { ...request, deferrals }, { jobId: parkAs, delay: Math.max(0, wakeAtMs - this.now()) });
       // Its turn may have come between parking it and adding its job, when there was no job to wake.
-      if (await this.deps.destinations.holds(destination, parkAs)) await this.deps.deliveries.promote(parkAs);
+      if (!paced && (await this.deps.destinations.holds(destination, parkAs))) await this.deps.deliveries.promote(parkAs);
       this.deps.logger.debug('callback attempt deferred; destination saturated', {
         message_id: callback.id,
         destination: destination.origin,
         limit: slot.limit,
         position: slot.position,
-        until: new Date(slot.wakeAtMs).toISOString(),
+        until: new Date(wakeAtMs).toISOString(),
       });
       return 'deferred';
     }
@@ -475,6 +467,14 @@ export class CallbackService {
     } finally {
       await this.giveBack(destination, queueJobId, signal);
     }
+  }
+
+  /** The workspace's next turn on the recovery pace, for a recovery's attempt that found no slot. */
+  private async nextRecoveryTurn(workspaceId: string, now: number): Promise<number> {
+    const turn = () => this.deps.callbacks.reserveRecoverySlots(workspaceId, 1, this.recoveryRatePerSecond, now);
+    const turnMs = await turn();
+    // A turn that is now (the pace was idle) was just spent on finding no slot: the next one.
+    return turnMs > now ? turnMs : turn();
   }
 
   /** Gives an attempt's slot back (with what it learnt of the destination) and wakes whom that frees a slot for. */

@@ -2,6 +2,7 @@ import {
   createLogger,
   sweepStaleScratch,
   createMetricsRegistry,
+  coalesceWrites,
   createRedis,
   drainWithin,
   every,
@@ -38,6 +39,10 @@ async function main(): Promise<void> {
   if (swept > 0) logger.info('removed the temporary files of processes that were killed', { directories: swept });
   const tracing = startTracing('generator', config.tracing);
   const redis = createRedis(config.redis, 'worker', logger);
+  // Each finished job makes several commands on this connection (BullMQ's moveToFinished, the
+  // job-events add, the finish): with many jobs in flight, the commands of one event-loop turn share
+  // a write(2), so Redis wakes once for them (the bench's generation stage costs Redis about a tenth less).
+  coalesceWrites(redis);
   const keys = new StoreKeys(config.keyPrefix);
   const registry = createMetricsRegistry('generator');
   const replicaWaitShort = replicaWaitShortCounter(registry);

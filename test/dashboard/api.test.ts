@@ -364,6 +364,22 @@ describe('requests, retry, usage and test callbacks', () => {
     expect((await stranger.call('GET', '/requests')).json.data).toEqual([]);
   });
 
+  it('goes on after a request deleted while its page was shown, from where it was', async () => {
+    const pager = await h.stack.createWorkspace('pager');
+    const client = await DashboardClient.signedIn(h.stack.baseUrl, pager.owner.email, pager.owner.password);
+    const made: string[] = [];
+    for (const prompt of ['a red kite', 'a blue kite', 'a green kite']) {
+      const res = await api(h.stack, pager.apiKey)('/v1/images/generations', { method: 'POST', json: { prompt, size: '256x256' } });
+      expect(res.status).toBe(200);
+      made.push(res.json.id);
+    }
+    const first = await client.call('GET', '/requests?limit=2');
+    expect(first.json.data.map((row: { id: string }) => row.id)).toEqual([made[2], made[1]]);
+    await h.stack.jobs.remove((await h.stack.jobs.get(made[1]!))!);
+    const next = await client.call('GET', `/requests?limit=2&after=${made[1]}`);
+    expect([next.status, next.json.data.map((row: { id: string }) => row.id), next.json.has_more]).toEqual([200, [made[0]], false]);
+  });
+
   it('shows the workspace its own callback destinations and how each is doing, never another workspace’s', async () => {
     const gate = new DestinationGate(h.stack.redis, h.stack.keys, destinationLimits(loadConfig(h.stack.env)));
     const now = Date.now();

@@ -69,4 +69,31 @@ describe.each(BLOB_STORES)('deleting a video (%s blob store)', (blobStore) => {
     expect(answers.map((res) => res.status).sort()).toEqual([200, 404, 404, 404, 404, 404]);
     for (const res of answers.filter((r) => r.status === 404)) expect(res.json.error).toMatchObject({ type: 'not_found_error', code: 'not_found' });
   });
+
+  it("lets the SDK's auto-pagination delete every video it pages through", async () => {
+    // Each page's cursor is the last video of the page before, which the loop has just deleted.
+    const ws = await stack.createWorkspace('cleaner');
+    const sdk = new OpenAI({ apiKey: ws.apiKey, baseURL: `${stack.baseUrl}/v1`, maxRetries: 0 });
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      made.push((await sdk.videos.create({ model: 'motion-1' as never, prompt: `tide ${i}`, seconds: '1' as never, size: '640x360' as never })).id);
+    }
+    for (const id of made) {
+      await eventually(async () => ((await sdk.videos.retrieve(id)).status === 'completed' ? true : undefined), 60_000, 'the videos to complete');
+    }
+    const deleted: string[] = [];
+    for await (const video of sdk.videos.list({ limit: 2 })) {
+      await sdk.videos.delete(video.id);
+      deleted.push(video.id);
+    }
+    expect(deleted).toEqual([...made].reverse());
+    expect((await sdk.videos.list()).data).toEqual([]);
+
+    // The place of a deleted video is remembered for a while, and only by its own list.
+    const images = await api(stack, ws.apiKey)(`/v1/images?after=${made[0]}`);
+    expect([images.status, images.json.error?.param]).toEqual([400, 'after']);
+    const removed = stack.keys.removedFrom(stack.keys.workspaceVideos(ws.workspaceId));
+    expect(await stack.redis.zcard(removed)).toBe(5);
+    expect(await stack.redis.pttl(removed)).toBeGreaterThan(50 * 60_000);
+  });
 });

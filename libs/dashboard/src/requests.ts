@@ -68,7 +68,8 @@ const DAY_MS = 86_400_000;
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
 /** The order of the Requests page: newest first, ties broken by id as the sorted sets break them. */
-const newestFirst = (a: JobRecord, b: JobRecord) => b.created_ms - a.created_ms || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+const newestFirst = (a: Pick<JobRecord, 'created_ms' | 'id'>, b: Pick<JobRecord, 'created_ms' | 'id'>) =>
+  b.created_ms - a.created_ms || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 const kindOfType = (type: string): JobKind => (type.startsWith('video.') ? 'video' : 'image');
 
 /**
@@ -79,7 +80,7 @@ const kindOfType = (type: string): JobKind => (type.startsWith('video.') ? 'vide
 export class RequestsView {
   constructor(
     private readonly deps: {
-      jobs: Pick<JobRepository, 'list' | 'getMany' | 'getForWorkspace' | 'ledger'>;
+      jobs: Pick<JobRepository, 'list' | 'getMany' | 'getForWorkspace' | 'placeOf' | 'ledger'>;
       presenter: Pick<JobPresenter, 'render'>;
       callbackAdmin: Pick<CallbackAdmin, 'list' | 'findMany' | 'describe' | 'lastAttempts' | 'previewRecovery' | 'recover'>;
       destinations: Pick<DestinationGate, 'ofWorkspace'>;
@@ -92,7 +93,8 @@ export class RequestsView {
     if (text) return isId(text) ? { data: await this.findById(workspaceId, text, q), has_more: false } : this.search(workspaceId, text, q);
     if (q.callbackStatus || q.destination || q.createdAfterMs !== undefined || q.createdBeforeMs !== undefined) return this.listByCallbacks(workspaceId, q);
     const kinds: JobKind[] = q.kind ? [q.kind] : ['image', 'video'];
-    const cursor = q.after ? await this.deps.jobs.getForWorkspace(workspaceId, q.after) : undefined;
+    // A request deleted while its page was shown still has a place to go on from (its listing remembers it).
+    const cursor = q.after ? await this.deps.jobs.placeOf(workspaceId, q.after) : undefined;
     if (q.after && !cursor) throw pagedFromGone();
     let hasMore = false;
     const candidates: JobRecord[] = [];

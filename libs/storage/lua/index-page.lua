@@ -6,9 +6,10 @@
 
   Input:
     KEYS[1] the index
-    KEYS[2] where to look up the score of a cursor that is no longer in the index (a callback that
-            left a state index while its list was being paged): the index that holds every item of
-            the list; may be KEYS[1] itself
+    KEYS[2..] where to look up, in turn, the score of a cursor that is no longer in the index: the
+            index that holds every item of the list (a callback that left a state index while its
+            list was being paged), the removed set of that index (includes/list-removed: an item
+            deleted while its list was being paged)
 
     ARGV[1] 'desc' (newest first) or 'asc'
     ARGV[2] page size
@@ -46,7 +47,10 @@ if after ~= '' then
     start = math.max(start, rank + 1)
   else
     local score = false
-    if KEYS[2] ~= index then score = redis.call('ZSCORE', KEYS[2], after) end
+    for i = 2, #KEYS do
+      score = redis.call('ZSCORE', KEYS[i], after)
+      if score then break end
+    end
     if not score then return { 0 } end
     -- Items strictly past the cursor's time; items made in the same millisecond may repeat.
     local passed

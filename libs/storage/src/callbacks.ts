@@ -13,7 +13,7 @@ import {
   shardOfId,
 } from '@media/domain';
 import type { StoreKeys } from './keys';
-import { readIndexPage } from './index-page';
+import { readIndexPage, REMOVED_KEPT_MAX, REMOVED_KEPT_MS } from './index-page';
 import { OverviewCounters } from './overview';
 import { CorruptRecordError } from './jobs';
 import { encodeRecord } from './record-json';
@@ -329,6 +329,7 @@ export class CallbackRepository {
       this.keys.workspaceCallbacksOfType(workspaceId, type),
       this.keys.endedCallbacks(shard),
       this.keys.callbackSchedule(shard),
+      this.keys.removedFrom(this.keys.workspaceCallbacks(workspaceId)),
     ];
     // A pending callback going with its job leaves pending without ending: the Overview counts that
     // (in the bucket of now), or its pending line would read low for every earlier slot.
@@ -336,7 +337,7 @@ export class CallbackRepository {
     const result = await PURGE.run(
       this.redis,
       [...keys, ...count.keys],
-      [messageId, cutoffMs === 'with-its-job' ? '' : cutoffMs, SCHEDULED_ATTEMPT_SEPARATOR, ...count.args],
+      [messageId, cutoffMs === 'with-its-job' ? '' : cutoffMs, SCHEDULED_ATTEMPT_SEPARATOR, REMOVED_KEPT_MS, REMOVED_KEPT_MAX, ...count.args],
     );
     if (result === -1) throw new CorruptRecordError(messageId);
     return result === 1;
@@ -384,11 +385,11 @@ export class CallbackRepository {
         order: 'desc',
         minScore: q.createdAfterMs,
         maxScore: q.createdBeforeMs,
-        cursorScoreKey: this.keys.workspaceCallbacks(workspaceId),
+        cursorScoreKeys: [this.keys.workspaceCallbacks(workspaceId), this.keys.removedFrom(this.keys.workspaceCallbacks(workspaceId))],
       });
       if (!page.cursorFound) {
         // The client's cursor names no callback of the workspace. A chunk's own last one removed
-        // before the next chunk was read (deleted, expired) ends this page where it got to: the
+        // before the next chunk was read (expired: a deleted one keeps its place) ends this page where it got to: the
         // client's next page starts after its last callback, which was read a moment ago.
         if (after === q.after) return { callbacks: [], hasMore: false, cursorFound: false };
         return { callbacks: found, hasMore: found.length > 0, cursorFound: true };

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { blobFolderOf, isFinished, isSynchronous, shardOfId, type JobRecord, type LedgerEntry } from '@media/domain';
-import { readIndexPage, type IndexPage } from './index-page';
+import { readIndexPage, REMOVED_KEPT_MAX, REMOVED_KEPT_MS, type IndexPage } from './index-page';
 import type { IdempotencyEntry } from './idempotency';
 import type { StoreKeys } from './keys';
 import { NO_REPLICA_WAIT, type ReplicaWait } from './replica-wait';
@@ -56,6 +56,13 @@ export class CorruptRecordError extends Error {
 }
 
 export type ListPage = IndexPage;
+
+/** A job's place in its workspace's listing (see {@link JobRepository.placeOf}). */
+export interface ListPlace {
+  id: string;
+  kind: JobRecord['kind'];
+  created_ms: number;
+}
 
 /** Job records, per-workspace indexes and the charge ledger. */
 export class JobRepository {
@@ -202,6 +209,20 @@ export class JobRepository {
     return job && job.workspace_id === workspaceId ? job : undefined;
   }
 
+  /**
+   * Where a job of the workspace sits in its listing: its kind and creation time, also for a job
+   * removed lately, which its listing remembers ({@link REMOVED_KEPT_MS}); undefined for none.
+   */
+  async placeOf(workspaceId: string, id: string): Promise<ListPlace | undefined> {
+    const job = await this.getForWorkspace(workspaceId, id);
+    if (job) return { id: job.id, kind: job.kind, created_ms: job.created_ms };
+    for (const kind of ['image', 'video'] as const) {
+      const score = await this.redis.zscore(this.keys.removedFrom(this.keys.workspaceJobs(workspaceId, kind)), id);
+      if (score !== null) return { id, kind, created_ms: Number(score) };
+    }
+    return undefined;
+  }
+
   /** Writes an unfinished job; false if it has finished meanwhile. */
   async updateActive(job: JobRecord): Promise<boolean> {
     if (isFinished(job.status)) throw new Error('use finish() for finished jobs');
@@ -295,16 +316,17 @@ export class JobRepository {
   /**
    * Removes a job's record, its listing entry, its expiry entry and its Idempotency-Key's claim in
    * one step (its media are the caller's: remove them first, so a crash in between leaves a record
-   * that a repeat finds). With `dueBeforeMs` it removes only a job still due by then, and answers
+   * that a repeat finds). The listing remembers it for an hour ({@link REMOVED_KEPT_MS}), so that
+   * a client paging the list after it goes on from its place. With `dueBeforeMs` it removes only a job still due by then, and answers
    * false when a postponement came first; false too when the record was gone already (another
    * removal came first). The charge stays in the ledger.
    */
   async remove(job: JobRecord, dueBeforeMs?: number): Promise<boolean> {
     const index = this.keys.workspaceJobs(job.workspace_id, job.kind);
     const shard = shardOfId(job.id);
-    const keys = [this.keys.job(job.id), index, this.keys.jobExpiry(shard), this.keys.awaitingCallback(shard)];
+    const keys = [this.keys.job(job.id), index, this.keys.jobExpiry(shard), this.keys.awaitingCallback(shard), this.keys.removedFrom(index)];
     if (job.idempotency_key_hash) keys.push(this.keys.idempotency(job.workspace_id, job.idempotency_key_hash));
-    return (await PURGE.run(this.redis, keys, [job.id, dueBeforeMs ?? ''])) === 1;
+    return (await PURGE.run(this.redis, keys, [job.id, dueBeforeMs ?? '', REMOVED_KEPT_MS, REMOVED_KEPT_MAX])) === 1;
   }
 
   /** Video or image requests of a workspace, newest first by default, after a cursor id. */
@@ -314,7 +336,13 @@ export class JobRepository {
     opts: { limit: number; after?: string; order: 'asc' | 'desc'; createdBeforeMs?: number },
   ): Promise<ListPage> {
     const key = this.keys.workspaceJobs(workspaceId, kind);
-    return readIndexPage(this.redis, key, { limit: opts.limit, after: opts.after, order: opts.order, maxScore: opts.createdBeforeMs });
+    return readIndexPage(this.redis, key, {
+      limit: opts.limit,
+      after: opts.after,
+      order: opts.order,
+      maxScore: opts.createdBeforeMs,
+      cursorScoreKeys: [this.keys.removedFrom(key)],
+    });
   }
 
   async getMany(ids: string[]): Promise<JobRecord[]> {

@@ -46,6 +46,8 @@ export class StoreKeys {
   workspaceImages = (id: string) => `${this.by(id)}:ws:${id}:images`;
   /** The workspace's listing index of a job's kind (`/v1/videos` or `/v1/images`). */
   workspaceJobs = (id: string, kind: 'video' | 'image') => (kind === 'video' ? this.workspaceVideos(id) : this.workspaceImages(id));
+  /** What a listing index (of jobs or of callbacks) remembers of the items removed from it lately (lua/includes/list-removed). */
+  removedFrom = (index: string) => `${index}:removed`;
   workspaceLedger = (id: string) => `${this.by(id)}:ws:${id}:ledger`;
   workspaceCallbacks = (id: string) => `${this.by(id)}:ws:${id}:callbacks`;
   /** The workspace's callbacks in one delivery state, scored by creation time (the status filter reads it). */

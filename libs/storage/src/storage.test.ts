@@ -16,6 +16,7 @@ import { attemptKey, CallbackRepository } from './callbacks';
 import { CorruptRecordError, JobRepository } from './jobs';
 import { StoreKeys } from './keys';
 import { LimitRepository } from './limits';
+import { REMOVED_KEPT_MAX, REMOVED_KEPT_MS } from './index-page';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const keys = new StoreKeys(`test-${randomBytes(6).toString('hex')}`);
@@ -203,10 +204,34 @@ describe('JobRepository', () => {
       cursorFound: true,
     });
 
-    // A cursor whose item was removed names nothing any more: said, not answered as the list's end.
+    // A cursor whose item was removed keeps its place, both ways, so a client that deletes what it
+    // pages through goes on; a cursor that never named an item of the list is said to name nothing.
     await jobs.remove((await jobs.get('video_p3'))!);
-    expect(await jobs.list(ws, 'video', { limit: 2, order: 'desc', after: 'video_p3' })).toEqual({ ids: [], hasMore: false, cursorFound: false });
+    expect(await jobs.list(ws, 'video', { limit: 2, order: 'desc', after: 'video_p3' })).toEqual({
+      ids: ['video_p2', 'video_p1'],
+      hasMore: true,
+      cursorFound: true,
+    });
+    expect((await jobs.list(ws, 'video', { limit: 2, order: 'asc', after: 'video_p3' })).ids).toEqual(['video_p4']);
     expect((await jobs.list(ws, 'video', { limit: 2, order: 'desc', after: 'video_p2' })).ids).toEqual(['video_p1', 'video_p0']);
+    expect(await jobs.list(ws, 'video', { limit: 2, order: 'desc', after: 'video_never' })).toEqual({ ids: [], hasMore: false, cursorFound: false });
+    expect((await jobs.list(ws, 'image', { limit: 2, order: 'desc', after: 'video_p3' })).cursorFound).toBe(false);
+    expect((await jobs.list('ws_stranger', 'video', { limit: 2, order: 'desc', after: 'video_p3' })).cursorFound).toBe(false);
+  });
+
+  it('remembers at most the latest-made removed items of a list, for an hour after the latest removal', async () => {
+    const ws = 'ws_removed_cap';
+    const made = Array.from({ length: REMOVED_KEPT_MAX + 1 }, (_, i) => ({ ...video(`video_r${String(i).padStart(4, '0')}`, 1_000 + i), workspace_id: ws }));
+    for (const job of made) await jobs.create(job);
+    for (const job of made) await jobs.remove(job);
+    const removed = keys.removedFrom(keys.workspaceVideos(ws));
+    expect(await redis.zcard(removed)).toBe(REMOVED_KEPT_MAX);
+    // The oldest-made went: a client paging newest first reaches it last.
+    expect((await jobs.list(ws, 'video', { limit: 1, order: 'desc', after: made[0]!.id })).cursorFound).toBe(false);
+    expect((await jobs.list(ws, 'video', { limit: 1, order: 'desc', after: made[1]!.id })).cursorFound).toBe(true);
+    const ttl = await redis.pttl(removed);
+    expect(ttl).toBeGreaterThan(REMOVED_KEPT_MS - 60_000);
+    expect(ttl).toBeLessThanOrEqual(REMOVED_KEPT_MS);
   });
 
   it('pages without repeating or skipping an item while new ones are added between pages and within them', async () => {
@@ -339,16 +364,16 @@ describe('CallbackRepository ladder', () => {
   const callbacks = new CallbackRepository(redis, keys);
   const ws = `ws_${randomBytes(6).toString('hex')}`;
   const schedule = keys.callbackSchedule(LEGACY_SHARD);
-  const newCallback = async (id: string) =>
+  const newCallback = async (id: string, workspaceId = ws, createdMs = Date.now()) =>
     (
       await callbacks.create({
         id,
-        workspace_id: ws,
+        workspace_id: workspaceId,
         job_id: `req_${id}`,
         type: 'image.completed',
         url: 'https://h.test/x',
         event_ms: 1,
-        created_ms: Date.now(),
+        created_ms: createdMs,
         state: 'pending',
         attempt_count: 0,
         ladder_attempt: 0,
@@ -420,6 +445,18 @@ describe('CallbackRepository ladder', () => {
     expect(await redis.zscore(schedule, scheduledAttemptId(cb.id, 2))).toBe('61000');
     expect(await callbacks.remove(cb.id, 'with-its-job')).toBe(true);
     expect(await redis.zscore(schedule, scheduledAttemptId(cb.id, 2))).toBeNull();
+  });
+
+  it('goes on after a callback removed with its job while its list was being paged, with or without a filter', async () => {
+    const wsPaged = `ws_${randomBytes(6).toString('hex')}`;
+    for (let i = 0; i < 3; i++) await newCallback(`msg_paged${i}`, wsPaged, 5_000 + i);
+    const ids = (page: { callbacks: { id: string }[] }) => page.callbacks.map((cb) => cb.id);
+    expect(await callbacks.remove('msg_paged1', 'with-its-job')).toBe(true);
+    expect(ids(await callbacks.list(wsPaged, { limit: 5, after: 'msg_paged1' }))).toEqual(['msg_paged0']);
+    expect(ids(await callbacks.list(wsPaged, { limit: 5, after: 'msg_paged1', state: 'pending' }))).toEqual(['msg_paged0']);
+    expect(ids(await callbacks.list(wsPaged, { limit: 5, after: 'msg_paged1', type: 'image.completed' }))).toEqual(['msg_paged0']);
+    expect((await callbacks.list(ws, { limit: 5, after: 'msg_paged1' })).cursorFound).toBe(false);
+    for (const id of ['msg_paged0', 'msg_paged2']) await callbacks.remove(id, 'with-its-job');
   });
 
   it('keys automatic attempts by number and manual ones by request in the attempt log', () => {

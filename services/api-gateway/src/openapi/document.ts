@@ -155,7 +155,7 @@ const listParameters = (what: string) => [
   param('limit'),
   {
     ...param('after'),
-    description: `The id of the last ${what} seen: the page continues after it. An id that names no ${what} of the workspace (deleted, expired) is a 400.`,
+    description: `The id of the last ${what} seen: the page continues after it. A ${what} deleted within the hour keeps its place; an id that names no ${what} of the workspace (expired, deleted earlier, never one) is a 400.`,
   },
   param('order'),
 ];

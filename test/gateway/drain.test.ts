@@ -55,9 +55,12 @@ describe('api-gateway: SIGTERM drain', () => {
 
     // The listening socket is closed at once: a new connection is refused, not queued.
     await eventually(async () => ((await tryConnect(stack.baseUrl)) === 'refused' ? true : undefined), 3_000, 'new connections to be refused');
-    // ...while the process stays up for the call it is still serving.
+    // ...while the process stays up for the call it is still serving, and tells the kubelet it is
+    // not ready, so that a load balancer that still sends it requests on kept-alive connections
+    // takes it out.
     expect(exitCode).toBeUndefined();
     expect(settled).toEqual({});
+    expect((await fetch(`${gateway.opsUrl}/readyz`)).status).toBe(503);
 
     await stack.startService('generator');
     const res = await response;

@@ -9,7 +9,12 @@ import { parseAllDocuments, parse } from 'yaml';
  * kubectl exists, the test checks that this renders exactly what `kubectl kustomize` renders, so the
  * subset cannot silently drift from real kustomize.
  */
-export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; [k: string]: any };
+export type K8sObject = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  [k: string]: any;
+};
 
 interface Kustomization {
   resources?: string[];

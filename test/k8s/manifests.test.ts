@@ -21,6 +21,10 @@ const build = (dir: string): K8sObject[] => {
   return parseAllDocuments(out).map((d) => d.toJS() as K8sObject);
 };
 const built = Object.fromEntries(OVERLAYS.map((o) => [o, build(o)]));
+/** Secret media-secrets as the platform team is told to make it (no overlay holds it). */
+const exampleSecret = parseAllDocuments(readFileSync(resolve(ROOT, 'k8s/secret.example.yaml'), 'utf8'))[0]!.toJS() as K8sObject;
+/** A container's setting: its own `env` value over the ConfigMap's. */
+const settingOf = (c: any, config: K8sObject, name: string): string | undefined => c.env?.find((e: any) => e.name === name)?.value ?? config.data[name];
 const deployments = (objects: K8sObject[]) => objects.filter((o) => o.kind === 'Deployment');
 const containers = (o: K8sObject): any[] => o.spec?.template?.spec?.containers ?? [];
 
@@ -51,21 +55,23 @@ describe.each(OVERLAYS)('k8s/%s', (overlay) => {
   });
 
   it('names only settings of the config module', () => {
-    const names = new Set<string>();
+    const names = new Set<string>(Object.keys(exampleSecret.stringData));
     for (const o of objects) {
-      if ((o.kind === 'ConfigMap' && o.metadata.name === 'media-config') || (o.kind === 'Secret' && o.metadata.name === 'media-secrets')) {
-        for (const key of Object.keys({ ...o.data, ...o.stringData })) names.add(key);
+      if (o.kind === 'ConfigMap' && o.metadata.name === 'media-config') for (const key of Object.keys(o.data)) names.add(key);
+      for (const c of containers(o)) {
+        for (const e of c.env ?? []) {
+          names.add(e.name);
+          if (e.valueFrom?.secretKeyRef) names.add(e.valueFrom.secretKeyRef.key);
+        }
       }
-      for (const c of containers(o)) for (const e of c.env ?? []) names.add(e.name);
     }
     expect(names.size).toBeGreaterThan(5);
     expect([...names].filter((n) => !CONFIG_KEYS.includes(n))).toEqual([]);
     // And the values parse: the services would refuse to start otherwise.
     const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'media-config')!;
     expect(() => loadConfig({ ...config.data, OPERATOR_PASSWORD: 'x'.repeat(16) })).not.toThrow();
-    // The base Secret's placeholders are not: a deployment that kept one would not start.
-    const secret = objects.find((o) => o.kind === 'Secret' && o.metadata.name === 'media-secrets')!;
-    const placeholders = Object.entries<string>(secret.stringData ?? {});
+    // The example Secret's placeholders are not: a deployment that kept one would not start.
+    const placeholders = Object.entries<string>(exampleSecret.stringData);
     expect(placeholders.length).toBeGreaterThanOrEqual(3);
     for (const [key, value] of placeholders) expect(() => loadConfig({ ...config.data, [key]: value })).toThrow(new RegExp(key));
   });
@@ -73,12 +79,18 @@ describe.each(OVERLAYS)('k8s/%s', (overlay) => {
   it('runs each service with its command, hardened, and probes what the code serves', () => {
     const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'media-config')!;
     const opsPort = loadConfig(config.data).opsPort;
-    const shutdownS = loadConfig(config.data).shutdownTimeoutMs / 1000;
     for (const d of deployments(objects)) {
       const pod = d.spec.template.spec;
       const [c] = containers(d);
       expect(c.command).toEqual(['node', COMMANDS[d.metadata.name]]);
-      expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(shutdownS);
+      // The preStop pause, the drain and the close (5 s) fit in the grace period, or the kubelet cuts the drain.
+      const shutdownS = loadConfig({ SHUTDOWN_TIMEOUT_MS: settingOf(c, config, 'SHUTDOWN_TIMEOUT_MS') }).shutdownTimeoutMs / 1000;
+      const preStopS = Number(c.lifecycle?.preStop?.exec?.command?.[1] ?? 0);
+      expect([d.metadata.name, pod.terminationGracePeriodSeconds > preStopS + shutdownS + 5]).toEqual([d.metadata.name, true]);
+      // The autoscalers own the replica count: an apply must not reset it.
+      expect([d.metadata.name, d.spec.replicas]).toEqual([d.metadata.name, undefined]);
+      expect(pod.topologySpreadConstraints.map((t: any) => t.topologyKey)).toEqual(['kubernetes.io/hostname', 'topology.kubernetes.io/zone']);
+      for (const t of pod.topologySpreadConstraints) expect(t.labelSelector.matchLabels['app.kubernetes.io/name']).toBe(d.metadata.name);
       expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
       expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
       expect(c.volumeMounts).toEqual(expect.arrayContaining([{ name: 'tmp', mountPath: '/tmp' }]));
@@ -90,28 +102,40 @@ describe.each(OVERLAYS)('k8s/%s', (overlay) => {
       expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'ops' });
       if (d.metadata.name === 'api-gateway') {
         expect(c.ports.find((p: any) => p.name === 'http').containerPort).toBe(loadConfig({}).port);
+        // A waiting synchronous image call is answered before the gateway stops, and the endpoint
+        // is gone from the load balancers before SIGTERM.
+        expect(shutdownS * 1000).toBeGreaterThan(loadConfig({}).syncImageTimeoutMs);
+        expect(preStopS).toBeGreaterThanOrEqual(5);
       }
       expect(objects.some((o) => o.kind === 'PodDisruptionBudget' && o.spec.selector.matchLabels['app.kubernetes.io/name'] === d.metadata.name)).toBe(true);
     }
   });
 
-  it('keeps credentials in the Secret, and hands the link-signing key to the services that sign or check links from it', () => {
+  it('keeps credentials in the Secret, and hands each service only the ones it uses', () => {
     const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'media-config')!;
-    const secret = objects.find((o) => o.kind === 'Secret' && o.metadata.name === 'media-secrets')!;
     const credentials = CREDENTIALS.filter((name) => CONFIG_KEYS.includes(name));
     expect(credentials).toEqual(CREDENTIALS);
-    expect(Object.keys(config.data).filter((key) => credentials.includes(key))).toEqual([]);
+    expect(Object.keys(config.data).filter((key) => credentials.includes(key) || key.endsWith('PASSWORD'))).toEqual([]);
+    // No overlay holds the Secret: an apply would put placeholders back over the real values.
+    expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
+    const used: Record<string, string[]> = {
+      'api-gateway': ['LINK_SIGNING_SECRET', 'SECRETS_ENCRYPTION_KEYS', 'OPERATOR_PASSWORD'],
+      generator: [],
+      'webhook-dispatcher': ['LINK_SIGNING_SECRET', 'SECRETS_ENCRYPTION_KEYS'],
+    };
     for (const d of deployments(objects)) {
       const [c] = containers(d);
-      // Never a literal value in the manifest: from the Secret, by envFrom or by secretKeyRef.
+      expect((c.envFrom ?? []).filter((f: any) => f.secretRef)).toEqual([]);
+      const refs = (c.env ?? []).filter((e: any) => e.valueFrom?.secretKeyRef);
+      for (const e of refs)
+        expect([d.metadata.name, e.name, e.valueFrom.secretKeyRef.name]).toEqual([d.metadata.name, e.valueFrom.secretKeyRef.key, 'media-secrets']);
+      // Never a literal credential in a manifest.
       for (const e of c.env ?? [])
-        if (credentials.includes(e.name))
-          expect([d.metadata.name, e.name, e.valueFrom?.secretKeyRef?.name]).toEqual([d.metadata.name, e.name, expect.any(String)]);
-      if (d.metadata.name === 'generator') continue;
-      const fromSecret =
-        (c.envFrom ?? []).some((f: any) => f.secretRef?.name === secret.metadata.name && 'LINK_SIGNING_SECRET' in { ...secret.data, ...secret.stringData }) ||
-        (c.env ?? []).some((e: any) => e.name === 'LINK_SIGNING_SECRET' && e.valueFrom?.secretKeyRef);
-      expect([d.metadata.name, fromSecret]).toEqual([d.metadata.name, true]);
+        if (credentials.includes(e.name) || e.name.endsWith('PASSWORD'))
+          expect([d.metadata.name, e.name, e.value]).toEqual([d.metadata.name, e.name, undefined]);
+      const required = refs.filter((e: any) => !e.valueFrom.secretKeyRef.optional).map((e: any) => e.name);
+      expect([d.metadata.name, required]).toEqual([d.metadata.name, used[d.metadata.name]]);
+      for (const name of required) expect(Object.keys(exampleSecret.stringData)).toContain(name);
     }
   });
 
@@ -152,15 +176,32 @@ describe('the code serves what the probes ask for', () => {
 
 describe('prod autoscaling and policies', () => {
   const prod = built['overlays/prod'];
-  it('scales the workers on waiting + prioritized + delayed_due, never the dispatcher to zero', () => {
+  it('scales the workers on active + waiting + prioritized + delayed_due of their own namespace, slowly down, never the dispatcher to zero', () => {
     const scaled = prod.filter((o) => o.kind === 'ScaledObject');
     expect(scaled.map((s) => s.spec.scaleTargetRef.name).sort()).toEqual(['generator', 'webhook-dispatcher']);
     const queries = scaled.flatMap((s) => s.spec.triggers.map((t: any) => [s.metadata.name, t.metadata.query]));
     expect(queries.map(([, q]) => /queue="([^"]+)"/.exec(q)![1]).sort()).toEqual(['callback-deliveries', 'generation', 'job-events']);
     for (const [, q] of queries) expect(q).toContain('media_queue_jobs{queue="');
-    for (const [, q] of queries) expect(q).toContain('state=~"waiting|prioritized|delayed_due"');
+    for (const [, q] of queries) expect(q).toContain(`state=~"active|waiting|prioritized|delayed_due",namespace="${prod[0]!.metadata.namespace}"`);
+    for (const s of scaled) {
+      // No data is an error that engages the fallback, which never takes replicas away.
+      for (const t of s.spec.triggers) expect(t.metadata.ignoreNullValues).toBe('false');
+      expect(s.spec.fallback.behavior).toBe('currentReplicasIfHigher');
+      expect(s.spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.stabilizationWindowSeconds).toBeGreaterThanOrEqual(300);
+    }
     expect(scaled.find((s) => s.metadata.name === 'webhook-dispatcher')!.spec.minReplicaCount).toBeGreaterThanOrEqual(1);
     expect(prod.find((o) => o.kind === 'HorizontalPodAutoscaler')!.spec.scaleTargetRef.name).toBe('api-gateway');
+  });
+
+  it('routes bodies and waits as large as the gateway takes through the Ingress, over TLS', () => {
+    const ingress = prod.find((o) => o.kind === 'Ingress')!;
+    const annotations = ingress.metadata.annotations!;
+    const config = loadConfig({});
+    const mib = Number(/^(\d+)m$/.exec(annotations['nginx.ingress.kubernetes.io/proxy-body-size'])![1]);
+    expect(mib * 1024 * 1024).toBeGreaterThan(Math.max(config.maxJsonBytes, config.maxUploadTotalBytes));
+    expect(Number(annotations['nginx.ingress.kubernetes.io/proxy-read-timeout']) * 1000).toBeGreaterThan(config.syncImageTimeoutMs);
+    expect(ingress.spec.ingressClassName).toBeDefined();
+    expect(ingress.spec.tls[0].hosts).toEqual(ingress.spec.rules.map((r: any) => r.host));
   });
 
   it('lets the dispatcher reach 443 on the internet and no private range', () => {

@@ -49,6 +49,8 @@ beforeAll(async () => {
     targets: Object.fromEntries(SERVICES.map((name) => [name, `127.0.0.1:${opsPorts.get(name)}`])),
     intervalSeconds: 1,
     ruleGroups,
+    // What the prod PodMonitor's scrapes carry, and the scalers' queries select on.
+    targetLabels: { namespace: prod.find((o) => o.kind === 'ScaledObject')!.metadata.namespace! },
   });
 }, 60_000);
 

@@ -28,6 +28,8 @@ export interface TestPrometheusOptions {
   intervalSeconds?: number;
   /** Rule groups in Prometheus's format (a rules file's `groups`), loaded at start. */
   ruleGroups?: unknown[];
+  /** Labels every scraped series gets, as a PodMonitor adds `namespace`. */
+  targetLabels?: Record<string, string>;
 }
 
 /**
@@ -55,7 +57,10 @@ export class TestPrometheus {
         // The timeout may not exceed the interval; a scrape on loopback takes milliseconds.
         global: { scrape_interval: interval, scrape_timeout: interval, evaluation_interval: interval },
         rule_files: options.ruleGroups ? ['rules.yaml'] : [],
-        scrape_configs: Object.entries(options.targets).map(([job, target]) => ({ job_name: job, static_configs: [{ targets: [target] }] })),
+        scrape_configs: Object.entries(options.targets).map(([job, target]) => ({
+          job_name: job,
+          static_configs: [{ targets: [target], labels: options.targetLabels ?? {} }],
+        })),
       };
       writeFileSync(join(dir, 'prometheus.yml'), stringify(config));
       if (options.ruleGroups) writeFileSync(join(dir, 'rules.yaml'), stringify({ groups: options.ruleGroups }, { lineWidth: 0 }));

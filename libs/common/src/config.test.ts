@@ -157,10 +157,12 @@ describe('loadConfig', () => {
   it("refuses k8s/base's placeholder secrets, Redis credentials that REDIS_URL would ignore, and a host name for OPS_HOST", () => {
     expect(() => loadConfig({ LINK_SIGNING_SECRET: 'replace-me-with-32-or-more-random-characters' })).toThrow(/LINK_SIGNING_SECRET.*placeholder/);
     expect(() => loadConfig({ OPERATOR_PASSWORD: 'replace-me-with-a-long-operator-password' })).toThrow(/OPERATOR_PASSWORD.*placeholder/);
-    expect(() => loadConfig({ REDIS_PASSWORD: 's3cretpass' })).toThrow(/with REDIS_URL put them in it/);
-    // A URL that carries its own credentials is used as it is (a shared Secret may hold the others).
-    expect(loadConfig({ REDIS_URL: 'redis://:urlpass@127.0.0.1:6379', REDIS_PASSWORD: 's3cretpass' }).redis).toMatchObject({ kind: 'single' });
-    expect(() => loadConfig({ REDIS_USERNAME: 'media' })).toThrow(/with REDIS_URL put them in it/);
+    // One Redis takes its credentials from the URL or from REDIS_USERNAME and REDIS_PASSWORD (a Secret
+    // may hold the password while the address stays in a ConfigMap), not from both.
+    expect(loadConfig({ REDIS_PASSWORD: 's3cretpass' }).redis).toMatchObject({ kind: 'single', auth: { password: 's3cretpass' } });
+    expect(loadConfig({ REDIS_USERNAME: 'media', REDIS_PASSWORD: 's3cretpass' }).redis).toMatchObject({ auth: { username: 'media' } });
+    expect(() => loadConfig({ REDIS_URL: 'redis://:urlpass@127.0.0.1:6379', REDIS_PASSWORD: 's3cretpass' })).toThrow(/REDIS_URL carries credentials/);
+    expect(() => loadConfig({ REDIS_URL: 'redis://media:urlpass@127.0.0.1:6379', REDIS_USERNAME: 'media' })).toThrow(/keep one of them/);
     expect(() => loadConfig({ OPS_HOST: 'localhost' })).toThrow(/"OPS_HOST" must be an IP address to listen on/);
     expect(loadConfig({ OPS_HOST: '0.0.0.0' }).opsHost).toBe('0.0.0.0');
   });

@@ -151,9 +151,13 @@ export interface LocalStackSettings {
 }
 
 export type RedisTarget =
-  /** Credentials, if any, are in the URL (`redis://user:password@host:port`); `rediss://` is TLS. */
+  /**
+   * Credentials in the URL (`redis://user:password@host:port`) or in `auth` (REDIS_USERNAME,
+   * REDIS_PASSWORD: a Secret may hold the password while the address stays in a ConfigMap), never
+   * both; `rediss://` is TLS.
+   */
   (
-    | { kind: 'single'; url: string }
+    | { kind: 'single'; url: string; auth?: RedisAuth }
     /** Seed nodes; the client learns the rest of the cluster from them. */
     | { kind: 'cluster'; nodes: { host: string; port: number }[]; auth: RedisAuth }
     /** The Sentinels watching the primary called `name`; the client asks them where it is, and again after a failover. */
@@ -432,13 +436,13 @@ const schema = Joi.object({
       ? helpers.message({ custom: 'REDIS_WAIT_REPLICAS is not supported with REDIS_CLUSTER_NODES' })
       : value,
   )
-  // With one REDIS_URL the credentials are the URL's (redis://user:password@host:port); separate
-  // ones would be ignored, and the first command would fail with NOAUTH naming neither.
+  // With one REDIS_URL, credentials in it and beside it would leave one set unused: which one the
+  // operator meant is not for us to guess.
   .custom((value: Record<string, unknown>, helpers) =>
-    !value.REDIS_SENTINELS && !value.REDIS_CLUSTER_NODES && (value.REDIS_USERNAME || value.REDIS_PASSWORD) && !urlHasCredentials(value.REDIS_URL)
+    !value.REDIS_SENTINELS && !value.REDIS_CLUSTER_NODES && (value.REDIS_USERNAME || value.REDIS_PASSWORD) && urlHasCredentials(value.REDIS_URL)
       ? helpers.message({
           custom:
-            'REDIS_USERNAME and REDIS_PASSWORD are read with REDIS_SENTINELS or REDIS_CLUSTER_NODES; with REDIS_URL put them in it (redis://user:password@host:port)',
+            'REDIS_URL carries credentials and REDIS_USERNAME or REDIS_PASSWORD is set too: keep one of them (the password in a Secret as REDIS_PASSWORD, and REDIS_URL without it)',
         })
       : value,
   )
@@ -490,7 +494,8 @@ function redisTarget(value: RedisSettings): RedisTarget {
   const tls = redisTlsOn(value) ? { tls: { caFile: value.REDIS_TLS_CA_FILE } } : {};
   if (value.REDIS_SENTINELS) return { kind: 'sentinel', sentinels: nodes(value.REDIS_SENTINELS), name: value.REDIS_SENTINEL_NAME!, auth, ...tls };
   if (value.REDIS_CLUSTER_NODES) return { kind: 'cluster', nodes: nodes(value.REDIS_CLUSTER_NODES), auth, ...tls };
-  return { kind: 'single', url: value.REDIS_URL, ...tls };
+  const separate = value.REDIS_USERNAME || value.REDIS_PASSWORD ? { auth: { username: value.REDIS_USERNAME, password: value.REDIS_PASSWORD } } : {};
+  return { kind: 'single', url: value.REDIS_URL, ...separate, ...tls };
 }
 
 /** Validates the environment once; throws a {@link ConfigError} listing every bad key. */

@@ -48,7 +48,7 @@ export function createRedis(target: RedisTarget | string, role: 'worker' | 'requ
             // the old primary's connection fails; every duplicate (BullMQ's blocking ones) does too.
             failoverDetector: true,
           })
-        : new Redis(resolved.url, options);
+        : new Redis(resolved.url, { ...options, ...credentials(resolved.auth ?? {}) });
   if (logger) logRedisErrors(redis, logger, role);
   // A request connection carries the commands of every HTTP call in flight (the gateway's image
   // intake sends three per call); sent one write(2) each, they cost the gateway and Redis more CPU

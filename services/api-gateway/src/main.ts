@@ -64,7 +64,8 @@ async function main(): Promise<void> {
     host: config.opsHost,
     logger,
     registry,
-    isReady: async () => connected && (await storeAnswers(redis, config.keyPrefix)),
+    // Not ready once draining: the endpoints drop the pod while its last requests finish.
+    isReady: async () => connected && !stopping && (await storeAnswers(redis, config.keyPrefix)),
     mount: (app) => {
       const password = config.operatorPassword;
       if (password)

@@ -239,6 +239,10 @@ async function expectHistoryOn(page: Page): Promise<void> {
   // The charts' accessible names, and the tables behind them, add up to the history.
   const callbacksChart = page.getByTestId('chart-callbacks').getByRole('img');
   expect(await callbacksChart.getAttribute('aria-label')).toBe(`Callbacks in the last hour: ${DELIVERED} delivered, ${FAILING} failed; 0 pending now.`);
+  // The time axis names its zone (the browser's, Europe/Berlin here) once, on its last label.
+  const axis = await page.getByTestId('chart-callbacks').locator('text.axis-label').allTextContents();
+  expect(axis.at(-1)).toMatch(/^\d\d:\d\d (CET|GMT\+1)$/);
+  expect(axis.at(-3)).toMatch(/^\d\d:\d\d$/);
   expect(await rowsOf(page, 'callbacks')).toBe(60);
   expect(await columnSum(page, 'callbacks', 'Delivered')).toBe(DELIVERED);
   expect(await columnSum(page, 'callbacks', 'Failed')).toBe(FAILING);

@@ -186,6 +186,52 @@ describe('POST /v1/callbacks/{id}/retry', () => {
     expect(detail.attempt_count).toBe(before + 12);
     expect(detail.attempts.filter((a: { trigger: string }) => a.trigger === 'manual')).toHaveLength(12);
   });
+
+  it('makes one attempt for a call repeated with its Idempotency-Key, however many repeats arrive at once', async () => {
+    const before = (await call(`/v1/callbacks/${moderated.id}`)).json.attempt_count as number;
+    const keyed = () => call(`/v1/callbacks/${moderated.id}/retry`, { method: 'POST', headers: { 'idempotency-key': 'retry-moderated-once' } });
+    const first = await keyed();
+    const repeats = await Promise.all(Array.from({ length: 8 }, keyed));
+    expect([first.status, first.headers.get('idempotent-replayed')]).toEqual([202, null]);
+    for (const res of repeats) expect([res.status, res.json.id, res.headers.get('idempotent-replayed')]).toEqual([202, moderated.id, 'true']);
+    await eventually(
+      async () => ((await call(`/v1/callbacks/${moderated.id}`)).json.attempt_count === before + 1 ? true : undefined),
+      20_000,
+      'the manual attempt',
+    );
+    // Once made, a further repeat still makes none.
+    expect((await keyed()).headers.get('idempotent-replayed')).toBe('true');
+    const deliveries = h.queue('callback-deliveries');
+    try {
+      await eventually(
+        async () => (Object.values(await deliveries.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).every((n) => n === 0) ? true : undefined),
+        20_000,
+        'no attempt waiting or running',
+      );
+    } finally {
+      await deliveries.close();
+    }
+    expect((await call(`/v1/callbacks/${moderated.id}`)).json.attempt_count).toBe(before + 1);
+
+    // The same key for another callback's retry, or for a job, is refused; a new key makes an attempt.
+    for (const res of [
+      await call(`/v1/callbacks/${failed.id}/retry`, { method: 'POST', headers: { 'idempotency-key': 'retry-moderated-once' } }),
+      await call('/v1/images/generations', {
+        method: 'POST',
+        headers: { 'idempotency-key': 'retry-moderated-once' },
+        json: { prompt: 'a kite', size: '256x256', callback_url: h.receiver.url('/ok') },
+      }),
+    ]) {
+      expect([res.status, res.json.error]).toEqual([409, expect.objectContaining({ type: 'conflict_error', code: 'idempotency_key_reused' })]);
+    }
+    const another = await call(`/v1/callbacks/${moderated.id}/retry`, { method: 'POST', headers: { 'idempotency-key': 'retry-moderated-twice' } });
+    expect([another.status, another.headers.get('idempotent-replayed')]).toEqual([202, null]);
+    await eventually(
+      async () => ((await call(`/v1/callbacks/${moderated.id}`)).json.attempt_count === before + 2 ? true : undefined),
+      20_000,
+      "the second key's attempt",
+    );
+  });
 });
 
 describe('another workspace', () => {

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { JobQueue } from '@media/common';
-import { CallbackRepository, StoreKeys, type CallbackRecord } from '@media/storage';
+import { CallbackRepository, IdempotencyRepository, StoreKeys, type CallbackRecord } from '@media/storage';
 import { CallbackAdmin, RECOVERY_ATTEMPTS_PER_SECOND } from './callback-admin';
+import { IdempotencyKeyReusedError } from './errors';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const keys = new StoreKeys(`test-${randomBytes(6).toString('hex')}`);
@@ -15,10 +16,13 @@ afterAll(async () => {
 });
 
 /** The deliveries queue as the admin uses it: what it was asked to queue. */
-function fakeQueue() {
+function fakeQueue(fail?: () => boolean) {
   const added: { messageId: string; jobId: string; delay: number }[] = [];
   const queue: Pick<JobQueue<'callback-deliveries'>, 'add' | 'addBulk'> = {
-    add: async () => undefined,
+    add: async (_name, payload, opts) => {
+      if (fail?.()) throw new Error('Redis is away');
+      added.push({ messageId: (payload as { messageId: string }).messageId, jobId: String(opts?.jobId), delay: Number(opts?.delay ?? 0) });
+    },
     addBulk: async (jobs) => {
       for (const job of jobs)
         added.push({ messageId: (job.payload as { messageId: string }).messageId, jobId: String(job.opts?.jobId), delay: Number(job.opts?.delay) });
@@ -101,5 +105,59 @@ describe('CallbackAdmin recovery of one kind of job', () => {
     const recovery = await admin.recover(ws, { sinceMs: 0, kind: 'video', origin: 'https://down.example.test:443' });
     expect(recovery.count).toBe(2);
     expect(queue.added.map((a) => a.messageId)).toEqual(videos.map((cb) => cb.id));
+  });
+});
+
+describe('CallbackAdmin manual retry with an Idempotency-Key', () => {
+  const idempotency = new IdempotencyRepository(redis, keys, 86_400);
+
+  it('queues one attempt per key, answers repeats with it, and refuses the key for another callback', async () => {
+    const ws = `ws_${randomBytes(6).toString('hex')}`;
+    const [one, two] = [await failedCallback(ws, 'https://a.example.test/h', Date.now()), await failedCallback(ws, 'https://a.example.test/h', Date.now())];
+    const queue = fakeQueue();
+    const admin = new CallbackAdmin({ callbacks, deliveries: queue, idempotency });
+    const first = await admin.retryNow(ws, one.id, 'k1');
+    const again = await admin.retryNow(ws, one.id, 'k1');
+    expect([first.replayed, again.replayed, again.request_id]).toEqual([false, true, first.request_id]);
+    expect(queue.added.map((a) => a.jobId)).toEqual([first.request_id]);
+    await expect(admin.retryNow(ws, two.id, 'k1')).rejects.toThrow(IdempotencyKeyReusedError);
+    // Another workspace's same key is a key of its own; without a key every call is an attempt.
+    const elsewhere = await failedCallback(`${ws}_b`, 'https://a.example.test/h', Date.now());
+    expect((await admin.retryNow(`${ws}_b`, elsewhere.id, 'k1')).replayed).toBe(false);
+    await admin.retryNow(ws, one.id);
+    await admin.retryNow(ws, one.id);
+    expect(queue.added).toHaveLength(4);
+  });
+
+  it('gives the key back when the attempt could not be queued, so that a repeat queues it', async () => {
+    const ws = `ws_${randomBytes(6).toString('hex')}`;
+    const cb = await failedCallback(ws, 'https://a.example.test/h', Date.now());
+    let down = true;
+    const queue = fakeQueue(() => down);
+    const admin = new CallbackAdmin({ callbacks, deliveries: queue, idempotency });
+    await expect(admin.retryNow(ws, cb.id, 'k2')).rejects.toThrow(/Redis is away/);
+    down = false;
+    const retried = await admin.retryNow(ws, cb.id, 'k2');
+    expect([retried.replayed, queue.added.map((a) => a.jobId)]).toEqual([false, [retried.request_id]]);
+  });
+
+  it('queues the attempt of a call that died between its claim and queueing, once the claim is old, and only once', async () => {
+    const ws = `ws_${randomBytes(6).toString('hex')}`;
+    const cb = await failedCallback(ws, 'https://a.example.test/h', Date.now());
+    let now = Date.now();
+    // The dead call's claim: made, never marked queued.
+    await idempotency.claim(ws, 'k3', `retry ${cb.id}`, `${cb.id}.manual.123`, now);
+    const queue = fakeQueue();
+    const admin = new CallbackAdmin({ callbacks, deliveries: queue, idempotency, now: () => now });
+    // Soon after, the first call may still be queueing it: nothing more is queued.
+    expect((await admin.retryNow(ws, cb.id, 'k3')).request_id).toBe(`${cb.id}.manual.123`);
+    expect(queue.added).toEqual([]);
+    now += 31_000;
+    const repeats = await Promise.all([admin.retryNow(ws, cb.id, 'k3'), admin.retryNow(ws, cb.id, 'k3'), admin.retryNow(ws, cb.id, 'k3')]);
+    expect(repeats.map((r) => r.request_id)).toEqual(Array(3).fill(`${cb.id}.manual.123`));
+    expect(queue.added.map((a) => a.jobId)).toEqual([`${cb.id}.manual.123`]);
+    now += 60_000;
+    await admin.retryNow(ws, cb.id, 'k3');
+    expect(queue.added).toHaveLength(1);
   });
 });

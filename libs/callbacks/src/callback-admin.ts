@@ -1,7 +1,15 @@
 import { jobIds, type JobQueue } from '@media/common';
 import { destinationOf, newId, RECOVERY_ATTEMPTS_PER_SECOND } from '@media/domain';
-import { attemptKey, type CallbackAttempt, type CallbackListQuery, type CallbackPage, type CallbackRecord, type CallbackRepository } from '@media/storage';
-import { CallbackNotFoundError, RecoveryTooLargeError } from './errors';
+import {
+  attemptKey,
+  type CallbackAttempt,
+  type CallbackListQuery,
+  type CallbackPage,
+  type CallbackRecord,
+  type CallbackRepository,
+  type IdempotencyRepository,
+} from '@media/storage';
+import { CallbackNotFoundError, IdempotencyKeyReusedError, RecoveryTooLargeError } from './errors';
 
 export { RECOVERY_ATTEMPTS_PER_SECOND };
 /** Ids read from the failed index per step while a recovery collects its callbacks. */
@@ -49,10 +57,18 @@ export interface Recovery extends RecoveryPreview {
   id: string;
 }
 
+/**
+ * How long a keyed retry's claim may stay without its attempt queued before a repeat queues it: the
+ * call that claimed it died between the two steps (they take milliseconds).
+ */
+const ORPHANED_RETRY_CLAIM_MS = 30_000;
+
 export interface CallbackAdminDeps {
   callbacks: CallbackRepository;
   /** The dispatcher's queue: manual attempts are only queued here, never made (the dispatcher alone calls receivers). */
   deliveries: Pick<JobQueue<'callback-deliveries'>, 'add' | 'addBulk'>;
+  /** `Idempotency-Key` claims (the same store as the jobs'): a retry repeated with its key makes no second attempt. */
+  idempotency?: Pick<IdempotencyRepository, 'claim' | 'release' | 'markDone' | 'takeOver'>;
   now?: () => number;
   recoveryRatePerSecond?: number;
 }
@@ -98,18 +114,63 @@ export class CallbackAdmin {
    * automatic ladder; if it succeeds, the automatic attempt still scheduled is cancelled and the
    * callback becomes `delivered`. The dispatcher makes it, ahead of waiting work.
    *
+   * With an `Idempotency-Key` (a client repeating a call whose answer it lost), a repeat of the same
+   * key from the same workspace is answered with the first call's attempt and queues none of its
+   * own, for as long as keys are kept.
+   *
    * @throws CallbackNotFoundError when there is no such callback in that workspace
+   * @throws IdempotencyKeyReusedError when the key was sent before with other work
    */
-  async retryNow(workspaceId: string | null, messageId: string): Promise<ManualRetryRequest & { callback: CallbackRecord }> {
+  async retryNow(
+    workspaceId: string | null,
+    messageId: string,
+    idempotencyKey?: string,
+  ): Promise<ManualRetryRequest & { callback: CallbackRecord; replayed: boolean }> {
     const callback = await this.find(workspaceId, messageId);
+    const queue = (requestId: string) =>
+      this.deps.deliveries.add(
+        'deliver',
+        { messageId: callback.id, attempt: callback.attempt_count + 1, trigger: 'manual' },
+        // lifo puts it ahead of the waiting backlog: the user is looking at the page.
+        { jobId: requestId, lifo: true },
+      );
+    const answer = (requestId: string, replayed = false) => ({
+      message_id: callback.id,
+      request_id: requestId,
+      requested_at: new Date(this.now()).toISOString(),
+      callback,
+      replayed,
+    });
     const requestId = jobIds.delivery(callback.id, callback.attempt_count + 1, 'manual');
-    await this.deps.deliveries.add(
-      'deliver',
-      { messageId: callback.id, attempt: callback.attempt_count + 1, trigger: 'manual' },
-      // lifo puts it ahead of the waiting backlog: the user is looking at the page.
-      { jobId: requestId, lifo: true },
-    );
-    return { message_id: callback.id, request_id: requestId, requested_at: new Date(this.now()).toISOString(), callback };
+    const claims = this.deps.idempotency;
+    if (idempotencyKey === undefined || workspaceId === null || !claims) {
+      await queue(requestId);
+      return answer(requestId);
+    }
+    const claimed = await claims.claim(workspaceId, idempotencyKey, `retry ${callback.id}`, requestId, this.now());
+    if (claimed.outcome === 'mismatch') throw new IdempotencyKeyReusedError();
+    if (claimed.outcome === 'new') {
+      try {
+        await queue(requestId);
+      } catch (err) {
+        await claims.release(claimed.claim).catch(() => undefined);
+        throw err;
+      }
+      // A queued attempt leaves no record a repeat could find until it is made (a deferred one, much
+      // later): the claim says it was queued.
+      await claims.markDone(claimed.claim);
+      return answer(requestId);
+    }
+    // A repeat. The first call queued its attempt, or is queueing it now, or died in between: only a
+    // claim left unqueued for a while is that, and of repeats racing for it one takes it over.
+    if (!claimed.done && this.now() - claimed.claimedMs > ORPHANED_RETRY_CLAIM_MS) {
+      const taken = await claims.takeOver(claimed, this.now());
+      if (taken) {
+        await queue(claimed.jobId);
+        await claims.markDone(taken);
+      }
+    }
+    return answer(claimed.jobId, true);
   }
 
   /** The attempt made for a {@link retryNow} request (or a recovery's), once the dispatcher has recorded it. */

@@ -18,3 +18,12 @@ export class RecoveryTooLargeError extends Error {
     super(`the window holds ${found} failed callbacks; one recovery retries at most ${max}: narrow since/until`);
   }
 }
+
+/** An `Idempotency-Key` sent before with other work (another callback's retry, or a job). */
+export class IdempotencyKeyReusedError extends Error {
+  override readonly name = 'IdempotencyKeyReusedError';
+
+  constructor() {
+    super('the Idempotency-Key was used for a different request');
+  }
+}

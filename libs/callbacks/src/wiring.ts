@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { JobQueue, type AppConfig, type Logger } from '@media/common';
 import { CallbackUrlGuard } from '@media/callback-guard';
-import { CallbackRepository, StoreKeys, TestCallbackRepository } from '@media/storage';
+import { CallbackRepository, IdempotencyRepository, StoreKeys, TestCallbackRepository } from '@media/storage';
 import { CallbackAdmin } from './callback-admin';
 import { TestCallbacks } from './test-callbacks';
 
@@ -17,7 +17,11 @@ export interface CallbackAdminHandle {
 export function createCallbackAdmin(config: AppConfig, redis: Redis, logger: Logger): CallbackAdminHandle {
   const deliveries = new JobQueue('callback-deliveries', redis, config.keyPrefix, logger);
   const keys = new StoreKeys(config.keyPrefix);
-  const admin = new CallbackAdmin({ callbacks: new CallbackRepository(redis, keys), deliveries });
+  const admin = new CallbackAdmin({
+    callbacks: new CallbackRepository(redis, keys),
+    deliveries,
+    idempotency: new IdempotencyRepository(redis, keys, config.idempotencyTtlSeconds),
+  });
   const tests = new TestCallbacks({
     store: new TestCallbackRepository(redis, keys),
     deliveries,

@@ -25,6 +25,8 @@ export interface EarlierClaim extends HeldClaim {
   jobId: string;
   /** When the claim was made (0 for one stored before claims said so: as good as old). */
   claimedMs: number;
+  /** Whether the request that made it said its work was handed on ({@link IdempotencyRepository.markDone}). */
+  done: boolean;
 }
 
 export type IdempotencyClaim = { outcome: 'new'; claim: HeldClaim } | EarlierClaim | { outcome: 'mismatch' };
@@ -49,9 +51,9 @@ export class IdempotencyRepository {
     if ((await this.redis.set(redisKey, value, 'EX', this.ttlSeconds, 'NX')) === 'OK') return { outcome: 'new', claim: { redisKey, value } };
     const existing = await this.redis.get(redisKey);
     if (!existing) return this.claim(workspaceId, key, fingerprint, jobId, nowMs); // expired between the two calls
-    const stored = JSON.parse(existing) as { job_id: string; fingerprint: string; claimed_ms?: number };
+    const stored = JSON.parse(existing) as { job_id: string; fingerprint: string; claimed_ms?: number; done?: boolean };
     if (stored.fingerprint !== fingerprint) return { outcome: 'mismatch' };
-    return { outcome: 'replay', jobId: stored.job_id, claimedMs: stored.claimed_ms ?? 0, redisKey, value: existing };
+    return { outcome: 'replay', jobId: stored.job_id, claimedMs: stored.claimed_ms ?? 0, done: stored.done === true, redisKey, value: existing };
   }
 
   /**
@@ -62,6 +64,15 @@ export class IdempotencyRepository {
     const renewed = JSON.stringify({ ...(JSON.parse(earlier.value) as object), claimed_ms: nowMs });
     const swapped = (await SWAP.run(this.redis, [earlier.redisKey], [earlier.value, renewed])) === 1;
     return swapped ? { redisKey: earlier.redisKey, value: renewed } : undefined;
+  }
+
+  /**
+   * Notes on a claim that its work was handed on (a queued attempt), for work that leaves no record a
+   * repeat could find; a no-op when another request changed the claim first.
+   */
+  async markDone(claim: HeldClaim): Promise<void> {
+    const done = JSON.stringify({ ...(JSON.parse(claim.value) as object), done: true });
+    await SWAP.run(this.redis, [claim.redisKey], [claim.value, done]);
   }
 
   /** Whether `claim` is still as this request made it (no repeat has taken it over). */

@@ -132,7 +132,7 @@ export function TimeChart<P extends { at: number }>(props: TimeChartProps<P>) {
               class="axis-label"
               text-anchor={i === 0 ? 'start' : i === points.length - 1 ? 'end' : 'middle'}
             >
-              {timeLabel(points[i]!.at, stepSeconds)}
+              {timeLabel(points[i]!.at, stepSeconds, false, i === points.length - 1)}
             </text>
           ))}
         </svg>
@@ -254,17 +254,23 @@ function xTicks(n: number): number[] {
 
 const clock = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
 const dayAndHour = new Intl.DateTimeFormat(undefined, { weekday: 'short', hour: '2-digit', minute: '2-digit' });
+const clockZoned = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
+const dayAndHourZoned = new Intl.DateTimeFormat(undefined, { weekday: 'short', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
 const withDay = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
 // Days are UTC days (as the ledger sums them): named in UTC, or a day would carry the one before's name west of Greenwich.
 const utcDay = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' });
 const utcDate = new Intl.DateTimeFormat(undefined, { weekday: 'short', year: 'numeric', month: 'short', day: 'numeric', timeZone: 'UTC' });
 
-/** Axis labels short; table rows full (date, time and zone). */
-function timeLabel(at: number, stepSeconds: number, full = false): string {
+/**
+ * Axis labels short, the last one with the time zone (an on-call engineer in another zone than the
+ * one who shared a screenshot reads the times right); table rows full (date, time and zone).
+ */
+function timeLabel(at: number, stepSeconds: number, full = false, zoned = false): string {
   const date = new Date(at * 1000);
-  if (stepSeconds >= 86_400) return (full ? utcDate : utcDay).format(date);
+  if (stepSeconds >= 86_400) return (full ? utcDate : utcDay).format(date) + (zoned && !full ? ' UTC' : '');
   if (full) return withDay.format(date);
-  return stepSeconds >= 3600 ? dayAndHour.format(date) : clock.format(date);
+  if (stepSeconds >= 3600) return (zoned ? dayAndHourZoned : dayAndHour).format(date);
+  return (zoned ? clockZoned : clock).format(date);
 }
 
 function stepWords(stepSeconds: number): string {

@@ -1,10 +1,17 @@
 import { Router } from 'express';
-import { CallbackNotFoundError, presentCallback, presentCallbackDetail, RecoveryTooLargeError, type CallbackAdmin } from '@media/callbacks';
+import {
+  CallbackNotFoundError,
+  IdempotencyKeyReusedError,
+  presentCallback,
+  presentCallbackDetail,
+  RecoveryTooLargeError,
+  type CallbackAdmin,
+} from '@media/callbacks';
 import { ApiError } from '../http/api-error';
 import { requireBodyType } from '../http/middleware';
 import type { RateLimits } from '../http/rate-limit';
 import { listObject, refuseUnknownCursor } from './list';
-import { parseCallbackListQuery, parseRecoveryRequest } from '../validation';
+import { parseCallbackListQuery, parseIdempotencyKey, parseRecoveryRequest } from '../validation';
 
 export interface CallbackRoutesDeps {
   callbackAdmin: CallbackAdmin;
@@ -55,7 +62,13 @@ export function callbackRoutes(deps: CallbackRoutesDeps): Router {
   });
 
   router.post('/:id/retry', limitCreate, async (req, res) => {
-    const { callback } = await admin.retryNow(res.locals.workspaceId, req.params.id).catch((err) => notFound(err, req.params.id));
+    const key = parseIdempotencyKey(req.get('idempotency-key'));
+    const { callback, replayed } = await admin.retryNow(res.locals.workspaceId, req.params.id, key).catch((err: unknown) => {
+      if (err instanceof IdempotencyKeyReusedError)
+        throw new ApiError(409, 'conflict_error', 'This Idempotency-Key was already used for a different request.', null, 'idempotency_key_reused');
+      return notFound(err, req.params.id);
+    });
+    if (replayed) res.setHeader('idempotent-replayed', 'true');
     res.status(202).json(presentCallback(callback));
   });
 

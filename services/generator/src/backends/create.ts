@@ -1,19 +1,25 @@
 import { spawnSync } from 'node:child_process';
 import { ConfigError, type AppConfig, type Logger } from '@media/common';
 import { findModel } from '@media/domain';
-import { defaultFfmpegPath, ImageRenderer, VideoEncoder } from '../media';
+import { defaultFfmpegPath, ImageRenderer, limitImageThreads, threadsPerJob, VideoEncoder } from '../media';
 import type { GeneratorBackend } from './backend';
 import { OpenAiCompatibleBackend } from './openai-compatible';
 import { ProceduralBackend } from './procedural';
 
 /** The backend GENERATOR_BACKEND names, for the generator's wiring. */
-export function createGeneratorBackend(config: Pick<AppConfig, 'generatorBackend' | 'generationTimeoutMs' | 'ffmpegPath'>, logger?: Logger): GeneratorBackend {
+export function createGeneratorBackend(
+  config: Pick<AppConfig, 'generatorBackend' | 'generationTimeoutMs' | 'ffmpegPath' | 'generatorConcurrency'>,
+  logger?: Logger,
+): GeneratorBackend {
   if (config.ffmpegPath) refuseUnrunnable(config.ffmpegPath);
   const ffmpegPath = config.ffmpegPath ?? defaultFfmpegPath();
   const settings = config.generatorBackend;
   switch (settings.kind) {
-    case 'procedural':
-      return new ProceduralBackend(new ImageRenderer(), new VideoEncoder({ ffmpegPath, timeoutMs: config.generationTimeoutMs }));
+    case 'procedural': {
+      const threads = threadsPerJob(config.generatorConcurrency);
+      limitImageThreads(threads);
+      return new ProceduralBackend(new ImageRenderer(), new VideoEncoder({ ffmpegPath, timeoutMs: config.generationTimeoutMs, threads }));
+    }
     case 'openai-compatible': {
       // The config module cannot see the catalog; a misspelt id here would otherwise be ignored in silence.
       const unknown = [...settings.modelMap.keys()].filter((id) => findModel(id) === undefined);

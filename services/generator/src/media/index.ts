@@ -11,3 +11,4 @@ export type { Background, EditImageRequest, EncodeQuality, EncodingOptions, Imag
 export { VideoEncoder } from './video';
 export type { VideoEncoderOptions, VideoRequest } from './video';
 export { defaultFfmpegPath, defaultFfprobePath } from './binaries';
+export { limitImageThreads, threadsPerJob } from './threads';

@@ -214,6 +214,20 @@ describe('VideoEncoder.encode', () => {
     expect(await readdir(join(dir, 'broken'))).toEqual([]);
   });
 
+  it('gives the encoder the threads it was given (its share of the CPUs), and the clip plays', async () => {
+    const spawn = jest.spyOn(childProcess, 'spawn');
+    const single = new VideoEncoder({ ffmpegPath: defaultFfmpegPath(), timeoutMs: 60_000, threads: 1 });
+    const outputPath = join(dir, 'one-thread.mp4');
+    await single.encode(request({ outputPath }));
+    const args = spawn.mock.calls.find(([command]) => command === defaultFfmpegPath())![1] as string[];
+    const at = args.indexOf('-threads');
+    expect(args.slice(at, at + 2)).toEqual(['-threads', '1']);
+    // An output option: it must come before the encoder it applies to.
+    expect(at).toBeGreaterThan(args.indexOf('-filter_complex'));
+    expect(at).toBeLessThan(args.indexOf('-c:v'));
+    expect((await probe(outputPath)).streams.find((s) => s.codec_type === 'video')).toMatchObject({ codec_name: 'h264', width: 320, height: 240 });
+  });
+
   it('rejects when the ffmpeg binary is missing', async () => {
     const missing = new VideoEncoder({ ffmpegPath: join(dir, 'no-such-ffmpeg'), timeoutMs: 5_000 });
     await expect(missing.encode(request({ outputPath: join(dir, 'missing.mp4') }))).rejects.toThrow(/failed to run ffmpeg/);

@@ -18,6 +18,8 @@ export interface VideoEncoderOptions {
   ffmpegPath: string;
   /** Wall-clock limit for one encode; ffmpeg is killed when it is exceeded. */
   timeoutMs: number;
+  /** The encoder's threads ({@link threadsPerJob}); ffmpeg's own choice, by the machine's cores, when absent. */
+  threads?: number;
 }
 
 const MAX_DIMENSION = 8192;
@@ -46,7 +48,7 @@ function validate(req: VideoRequest): void {
   }
 }
 
-function buildArgs(req: VideoRequest, composition: Composition, target: string, timeLimitSeconds: number): string[] {
+function buildArgs(req: VideoRequest, composition: Composition, target: string, timeLimitSeconds: number, threads: number | undefined): string[] {
   const args = [
     '-hide_banner',
     '-nostdin',
@@ -64,6 +66,7 @@ function buildArgs(req: VideoRequest, composition: Composition, target: string, 
     '[v]',
   ];
   if (composition.hasAudio) args.push('-map', '[a]', '-c:a', 'aac', '-b:a', '96k', '-ac', '2');
+  if (threads !== undefined) args.push('-threads', String(threads));
   args.push(
     ...X264,
     '-r',
@@ -96,6 +99,7 @@ function abortReason(signal: AbortSignal): Error {
 export class VideoEncoder {
   private readonly ffmpegPath: string;
   private readonly timeoutMs: number;
+  private readonly threads: number | undefined;
 
   /**
    * @param opts - ffmpeg binary location and the per-encode time limit.
@@ -107,6 +111,7 @@ export class VideoEncoder {
     }
     this.ffmpegPath = opts.ffmpegPath;
     this.timeoutMs = opts.timeoutMs;
+    this.threads = opts.threads;
   }
 
   /**
@@ -162,7 +167,7 @@ export class VideoEncoder {
         void removeLayers();
         report(percent);
       };
-      await this.run(buildArgs(req, composition, tempPath, cpuLimit), req.seconds, onProgressLine, remaining, signal);
+      await this.run(buildArgs(req, composition, tempPath, cpuLimit, this.threads), req.seconds, onProgressLine, remaining, signal);
       await rename(tempPath, req.outputPath);
     } catch (err) {
       await rm(tempPath, { force: true });

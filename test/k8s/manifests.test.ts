@@ -87,6 +87,11 @@ describe.each(OVERLAYS)('k8s/%s', (overlay) => {
       const shutdownS = loadConfig({ SHUTDOWN_TIMEOUT_MS: settingOf(c, config, 'SHUTDOWN_TIMEOUT_MS') }).shutdownTimeoutMs / 1000;
       const preStopS = Number(c.lifecycle?.preStop?.exec?.command?.[1] ?? 0);
       expect([d.metadata.name, pod.terminationGracePeriodSeconds > preStopS + shutdownS + 5]).toEqual([d.metadata.name, true]);
+      // Its own service account (a workload role for it alone), no Kubernetes API token.
+      expect(objects.some((o) => o.kind === 'ServiceAccount' && o.metadata.name === pod.serviceAccountName && o.automountServiceAccountToken === false)).toBe(
+        true,
+      );
+      expect([d.metadata.name, pod.serviceAccountName, pod.automountServiceAccountToken]).toEqual([d.metadata.name, d.metadata.name, false]);
       // The autoscalers own the replica count: an apply must not reset it.
       expect([d.metadata.name, d.spec.replicas]).toEqual([d.metadata.name, undefined]);
       expect(pod.topologySpreadConstraints.map((t: any) => t.topologyKey)).toEqual(['kubernetes.io/hostname', 'topology.kubernetes.io/zone']);

@@ -16,6 +16,7 @@ import { verify } from '@media/webhooks';
 import { finished } from '../support/process';
 import { deleteKeysUnder, eventually, freePort, REDIS_URL } from '../support/stack';
 import { isFree, NpmStartStack } from '../readme/support/npm-start';
+import { PrivateRedis } from '../support/private-redis';
 
 const ROOT = resolve(__dirname, '../..');
 const LAUNCHER = join(ROOT, 'tools/admin/dist/local-stack.js');
@@ -242,5 +243,41 @@ describe('npm start with LOCAL_RECEIVER=off', () => {
       status: 400,
       body: refused('callback_url resolves to a non-public address (127.0.0.1)'),
     });
+  });
+});
+
+describe('npm start on a Redis that wants a password, given apart from REDIS_URL', () => {
+  const password = 'a-long-local-redis-password';
+  let server: PrivateRedis;
+  let stack: NpmStartStack;
+
+  beforeAll(async () => {
+    server = await PrivateRedis.start();
+    const admin = new Redis(server.url);
+    await admin.config('SET', 'requirepass', password);
+    admin.disconnect();
+    stack = new NpmStartStack({ env: { LOCAL_RECEIVER: 'off', REDIS_URL: server.url, REDIS_PASSWORD: password } });
+    await stack.start();
+  }, 90_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+    await server?.destroy();
+  }, 30_000);
+
+  it('uses that Redis (it starts none of its own) and answers a synchronous image', async () => {
+    expect(stack.launcherLines).not.toContain('starting redis-server');
+    const res = await fetch(`${stack.baseUrl}/v1/images/generations`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${demoWorkspace(stack).api_key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'pixel-1', prompt: 'a lighthouse at dusk', size: '256x256' }),
+    });
+    expect([res.status, ((await res.json()) as { status: string }).status]).toEqual([200, 'completed']);
+    const client = new Redis(server.url, { password });
+    try {
+      expect(await client.dbsize()).toBeGreaterThan(0);
+    } finally {
+      client.disconnect();
+    }
   });
 });

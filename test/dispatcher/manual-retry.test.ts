@@ -46,3 +46,27 @@ describe('manual retry mid-ladder', () => {
     }
   });
 });
+
+describe('a manual attempt queued twice', () => {
+  it('is made once: the second run of its request finds it in the log and sends nothing', async () => {
+    h.receiver.script('/manual-once', () => ({ status: 503 }));
+    const jobId = await h.jobs.image(h.receiver.url('/manual-once'));
+    const messageId = await h.messageIdOf(jobId);
+    await h.attempts(messageId, 1);
+    const service = h.callbackAdmin();
+    const request = await service.retryNow(h.workspace.workspaceId, messageId);
+    await eventually(() => service.findManualAttempt(messageId, request.request_id), 20_000, 'manual attempt');
+    expect(h.receiver.requestsTo('/manual-once')).toHaveLength(2);
+
+    // The same request again, as a repeat that took over its Idempotency-Key's claim would queue it.
+    const deliveries = h.queue('callback-deliveries');
+    try {
+      await deliveries.add('deliver', { messageId, attempt: 2, trigger: 'manual' }, { jobId: request.request_id });
+    } finally {
+      await deliveries.close();
+    }
+    await h.deliveriesSettled();
+    expect(h.receiver.requestsTo('/manual-once')).toHaveLength(2);
+    expect((await h.callbacks.get(messageId))!.attempt_count).toBe(2);
+  });
+});

@@ -190,10 +190,10 @@ describe('POST /v1/callbacks/{id}/retry', () => {
   it('makes one attempt for a call repeated with its Idempotency-Key, however many repeats arrive at once', async () => {
     const before = (await call(`/v1/callbacks/${moderated.id}`)).json.attempt_count as number;
     const keyed = () => call(`/v1/callbacks/${moderated.id}/retry`, { method: 'POST', headers: { 'idempotency-key': 'retry-moderated-once' } });
-    const first = await keyed();
-    const repeats = await Promise.all(Array.from({ length: 8 }, keyed));
-    expect([first.status, first.headers.get('idempotent-replayed')]).toEqual([202, null]);
-    for (const res of repeats) expect([res.status, res.json.id, res.headers.get('idempotent-replayed')]).toEqual([202, moderated.id, 'true']);
+    // The first call and its repeats all at once: one of them makes the attempt.
+    const answers = await Promise.all(Array.from({ length: 9 }, keyed));
+    for (const res of answers) expect([res.status, res.json.id]).toEqual([202, moderated.id]);
+    expect(answers.map((res) => res.headers.get('idempotent-replayed')).sort()).toEqual([null, ...Array(8).fill('true')]);
     await eventually(
       async () => ((await call(`/v1/callbacks/${moderated.id}`)).json.attempt_count === before + 1 ? true : undefined),
       20_000,
@@ -201,16 +201,7 @@ describe('POST /v1/callbacks/{id}/retry', () => {
     );
     // Once made, a further repeat still makes none.
     expect((await keyed()).headers.get('idempotent-replayed')).toBe('true');
-    const deliveries = h.queue('callback-deliveries');
-    try {
-      await eventually(
-        async () => (Object.values(await deliveries.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).every((n) => n === 0) ? true : undefined),
-        20_000,
-        'no attempt waiting or running',
-      );
-    } finally {
-      await deliveries.close();
-    }
+    await h.deliveriesSettled();
     expect((await call(`/v1/callbacks/${moderated.id}`)).json.attempt_count).toBe(before + 1);
 
     // The same key for another callback's retry, or for a job, is refused; a new key makes an attempt.

@@ -217,9 +217,15 @@ describe('prod autoscaling and policies', () => {
     expect(policy.spec.egress[0].ports).toEqual([{ port: 443, protocol: 'TCP' }]);
   });
 
-  it('alerts on the seven conditions of the runbook, each linked to its section', () => {
+  it("alerts on the seven conditions of the runbook, each linked to its section, on its own namespace's series", () => {
     const rule = prod.find((o) => o.kind === 'PrometheusRule')!;
     const alerts = rule.spec.groups.flatMap((g: any) => g.rules);
+    // Every series of ours (and of the pods' restarts) is read in the overlay's namespace only.
+    for (const a of alerts) {
+      for (const selector of a.expr.match(/\b(?:media_[a-z_]+|kube_pod_[a-z_]+)\{[^}]*\}/g) ?? [])
+        expect([a.alert, selector]).toEqual([a.alert, expect.stringContaining(`namespace="${rule.metadata.namespace}"`)]);
+      expect([a.alert, /\b(?:media_[a-z_]+|kube_pod_[a-z_]+)(?!\{|[a-z_])/.test(a.expr)]).toEqual([a.alert, false]);
+    }
     const runbook = readFileSync(resolve(ROOT, 'docs/operations.md'), 'utf8');
     expect(alerts.map((a: any) => a.alert)).toEqual([
       'MediaCallbacksFailing',

@@ -68,7 +68,7 @@ export interface CallbackAdminDeps {
   /** The dispatcher's queue: manual attempts are only queued here, never made (the dispatcher alone calls receivers). */
   deliveries: Pick<JobQueue<'callback-deliveries'>, 'add' | 'addBulk'>;
   /** `Idempotency-Key` claims (the same store as the jobs'): a retry repeated with its key makes no second attempt. */
-  idempotency?: Pick<IdempotencyRepository, 'claim' | 'release' | 'markDone' | 'takeOver'>;
+  idempotency?: Pick<IdempotencyRepository, 'claim' | 'orphan' | 'markDone' | 'takeOver'>;
   now?: () => number;
   recoveryRatePerSecond?: number;
 }
@@ -153,21 +153,25 @@ export class CallbackAdmin {
       try {
         await queue(requestId);
       } catch (err) {
-        await claims.release(claimed.claim).catch(() => undefined);
+        // Queued or not (an answer lost on the way is an error too): the repeat queues it again under
+        // the same id, which BullMQ takes once, and the dispatcher makes no attempt twice.
+        await claims.orphan(claimed.claim).catch(() => undefined);
         throw err;
       }
       // A queued attempt leaves no record a repeat could find until it is made (a deferred one, much
-      // later): the claim says it was queued.
-      await claims.markDone(claimed.claim);
+      // later): the claim says it was queued. Failing to say so fails nothing: the attempt is queued,
+      // and a repeat 30 s on queues it again under its id, harmlessly once it is made.
+      await claims.markDone(claimed.claim).catch(() => undefined);
       return answer(requestId);
     }
-    // A repeat. The first call queued its attempt, or is queueing it now, or died in between: only a
-    // claim left unqueued for a while is that, and of repeats racing for it one takes it over.
+    // A repeat. The first call queued its attempt, or is queueing it now, or died in between, or
+    // failed (its claim left to the next repeat at once): only a claim left unqueued for a while is
+    // one of the last two, and of repeats racing for it one takes it over.
     if (!claimed.done && this.now() - claimed.claimedMs > ORPHANED_RETRY_CLAIM_MS) {
       const taken = await claims.takeOver(claimed, this.now());
       if (taken) {
         await queue(claimed.jobId);
-        await claims.markDone(taken);
+        await claims.markDone(taken).catch(() => undefined);
       }
     }
     return answer(claimed.jobId, true);

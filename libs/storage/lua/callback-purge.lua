@@ -16,7 +16,8 @@
     KEYS[8] its shard's ended callbacks
     KEYS[9] its shard's part of the ladder's schedule
     KEYS[10] the removed set of the workspace's callbacks (includes/list-removed)
-    KEYS[11..] the workspace's Overview buckets (includes/overview-buckets), with no cutoff: a
+    KEYS[11] when each of its entries was removed (includes/list-removed)
+    KEYS[12..] the workspace's Overview buckets (includes/overview-buckets), with no cutoff: a
                pending callback removed with its job leaves pending without ending
 
     ARGV[1] callback id
@@ -24,7 +25,8 @@
     ARGV[3] the ladder's separator in a scheduled attempt's name (SCHEDULED_ATTEMPT_SEPARATOR)
     ARGV[4] how long the removed set is kept after its latest entry, ms
     ARGV[5] most entries the removed set keeps
-    ARGV[6..] when each Overview bucket expires (Unix ms)
+    ARGV[6] now ms
+    ARGV[7..] when each Overview bucket expires (Unix ms)
 
   Output:
     1 removed, 0 kept (or gone already), -1 its record cannot be decoded
@@ -57,9 +59,9 @@ redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('ZREM', KEYS[5], ARGV[1])
-remember_removed(KEYS[6], KEYS[10], ARGV[1], tonumber(ARGV[4]), tonumber(ARGV[5]))
+remember_removed(KEYS[6], KEYS[10], KEYS[11], ARGV[1], tonumber(ARGV[6]), tonumber(ARGV[4]), tonumber(ARGV[5]))
 redis.call('ZREM', KEYS[6], ARGV[1])
 redis.call('ZREM', KEYS[7], ARGV[1])
 redis.call('ZREM', KEYS[8], ARGV[1])
-if withdrawn then overview_count(overview_count_withdrawn, overview_buckets(11, 6)) end
+if withdrawn then overview_count(overview_count_withdrawn, overview_buckets(12, 7)) end
 return 1

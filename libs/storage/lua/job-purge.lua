@@ -11,12 +11,14 @@
     KEYS[3] its shard's expiry index
     KEYS[4] its shard's jobs awaiting their callback (set)
     KEYS[5] the listing index's removed set (includes/list-removed)
-    KEYS[6] (optional) the Idempotency-Key's entry
+    KEYS[6] when each of its entries was removed (includes/list-removed)
+    KEYS[7] (optional) the Idempotency-Key's entry
 
     ARGV[1] job id
     ARGV[2] cutoff ms, or '' to remove unconditionally
     ARGV[3] how long the removed set is kept after its latest entry, ms
     ARGV[4] most entries the removed set keeps
+    ARGV[5] now ms
 
   Output:
     1 removed
@@ -30,15 +32,15 @@ if ARGV[2] ~= '' then
   if due and tonumber(due) > tonumber(ARGV[2]) then return 0 end
 end
 local removed = redis.call('DEL', KEYS[1])
-remember_removed(KEYS[2], KEYS[5], ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4]))
+remember_removed(KEYS[2], KEYS[5], KEYS[6], ARGV[1], tonumber(ARGV[5]), tonumber(ARGV[3]), tonumber(ARGV[4]))
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('SREM', KEYS[4], ARGV[1])
-if KEYS[6] then
-  local claimed = redis.call('GET', KEYS[6])
+if KEYS[7] then
+  local claimed = redis.call('GET', KEYS[7])
   if claimed then
     local ok, held = pcall(cjson.decode, claimed)
-    if ok and type(held) == 'table' and held.job_id == ARGV[1] then redis.call('DEL', KEYS[6]) end
+    if ok and type(held) == 'table' and held.job_id == ARGV[1] then redis.call('DEL', KEYS[7]) end
   end
 end
 return removed

@@ -330,6 +330,7 @@ export class CallbackRepository {
       this.keys.endedCallbacks(shard),
       this.keys.callbackSchedule(shard),
       this.keys.removedFrom(this.keys.workspaceCallbacks(workspaceId)),
+      this.keys.removedAt(this.keys.workspaceCallbacks(workspaceId)),
     ];
     // A pending callback going with its job leaves pending without ending: the Overview counts that
     // (in the bucket of now), or its pending line would read low for every earlier slot.
@@ -337,7 +338,7 @@ export class CallbackRepository {
     const result = await PURGE.run(
       this.redis,
       [...keys, ...count.keys],
-      [messageId, cutoffMs === 'with-its-job' ? '' : cutoffMs, SCHEDULED_ATTEMPT_SEPARATOR, REMOVED_KEPT_MS, REMOVED_KEPT_MAX, ...count.args],
+      [messageId, cutoffMs === 'with-its-job' ? '' : cutoffMs, SCHEDULED_ATTEMPT_SEPARATOR, REMOVED_KEPT_MS, REMOVED_KEPT_MAX, Date.now(), ...count.args],
     );
     if (result === -1) throw new CorruptRecordError(messageId);
     return result === 1;
@@ -389,8 +390,9 @@ export class CallbackRepository {
       });
       if (!page.cursorFound) {
         // The client's cursor names no callback of the workspace. A chunk's own last one removed
-        // before the next chunk was read (expired: a deleted one keeps its place) ends this page where it got to: the
-        // client's next page starts after its last callback, which was read a moment ago.
+        // before the next chunk was read, and already past the removed set's cap (thousands removed
+        // at once), ends this page where it got to: the client's next page starts after its last
+        // callback, which was read a moment ago.
         if (after === q.after) return { callbacks: [], hasMore: false, cursorFound: false };
         return { callbacks: found, hasMore: found.length > 0, cursorFound: true };
       }

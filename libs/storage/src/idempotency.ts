@@ -75,6 +75,16 @@ export class IdempotencyRepository {
     await SWAP.run(this.redis, [claim.redisKey], [claim.value, done]);
   }
 
+  /**
+   * Leaves a claim to the next repeat at once: its request failed at a point it cannot know (the work
+   * may or may not have been handed on), so the repeat does it again under the same id, which the
+   * work's own checks make harmless. A no-op when another request changed the claim first.
+   */
+  async orphan(claim: HeldClaim): Promise<void> {
+    const orphaned = JSON.stringify({ ...(JSON.parse(claim.value) as object), claimed_ms: 0 });
+    await SWAP.run(this.redis, [claim.redisKey], [claim.value, orphaned]);
+  }
+
   /** Whether `claim` is still as this request made it (no repeat has taken it over). */
   async holds(claim: HeldClaim): Promise<boolean> {
     return (await this.redis.get(claim.redisKey)) === claim.value;

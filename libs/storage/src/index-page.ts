@@ -8,9 +8,9 @@ export interface IndexPage {
   ids: string[];
   hasMore: boolean;
   /**
-   * False when `after` names no item of the list (expired, deleted over an hour ago, another list's
-   * or made up): the page is then empty, and the caller says so rather than answer as if the list
-   * had ended there.
+   * False when `after` names no item of the list (removed over an hour ago, another list's or made
+   * up): the page is then empty, and the caller says so rather than answer as if the list had ended
+   * there.
    */
   cursorFound: boolean;
 }
@@ -35,8 +35,9 @@ export interface IndexPageQuery {
 
 /**
  * How long a listing index remembers an item removed from it after the latest removal, and how many
- * it remembers at most (lua/includes/list-removed.lua): long enough for a client that deletes what
- * it pages through to ask for its next page, and bounded for one that deletes thousands.
+ * it remembers at most, the latest removed (lua/includes/list-removed.lua): long enough for a client
+ * that deletes what it pages through to ask for its next page, and bounded for one that deletes
+ * thousands.
  */
 export const REMOVED_KEPT_MS = 60 * 60 * 1_000;
 export const REMOVED_KEPT_MAX = 1_000;

@@ -324,9 +324,16 @@ export class JobRepository {
   async remove(job: JobRecord, dueBeforeMs?: number): Promise<boolean> {
     const index = this.keys.workspaceJobs(job.workspace_id, job.kind);
     const shard = shardOfId(job.id);
-    const keys = [this.keys.job(job.id), index, this.keys.jobExpiry(shard), this.keys.awaitingCallback(shard), this.keys.removedFrom(index)];
+    const keys = [
+      this.keys.job(job.id),
+      index,
+      this.keys.jobExpiry(shard),
+      this.keys.awaitingCallback(shard),
+      this.keys.removedFrom(index),
+      this.keys.removedAt(index),
+    ];
     if (job.idempotency_key_hash) keys.push(this.keys.idempotency(job.workspace_id, job.idempotency_key_hash));
-    return (await PURGE.run(this.redis, keys, [job.id, dueBeforeMs ?? '', REMOVED_KEPT_MS, REMOVED_KEPT_MAX])) === 1;
+    return (await PURGE.run(this.redis, keys, [job.id, dueBeforeMs ?? '', REMOVED_KEPT_MS, REMOVED_KEPT_MAX, Date.now()])) === 1;
   }
 
   /** Video or image requests of a workspace, newest first by default, after a cursor id. */

@@ -48,6 +48,8 @@ export class StoreKeys {
   workspaceJobs = (id: string, kind: 'video' | 'image') => (kind === 'video' ? this.workspaceVideos(id) : this.workspaceImages(id));
   /** What a listing index (of jobs or of callbacks) remembers of the items removed from it lately (lua/includes/list-removed). */
   removedFrom = (index: string) => `${index}:removed`;
+  /** When each item of {@link removedFrom} was removed (Unix ms): which ones its cap drops first. */
+  removedAt = (index: string) => `${index}:removed-at`;
   workspaceLedger = (id: string) => `${this.by(id)}:ws:${id}:ledger`;
   workspaceCallbacks = (id: string) => `${this.by(id)}:ws:${id}:callbacks`;
   /** The workspace's callbacks in one delivery state, scored by creation time (the status filter reads it). */

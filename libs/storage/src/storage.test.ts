@@ -219,16 +219,31 @@ describe('JobRepository', () => {
     expect((await jobs.list('ws_stranger', 'video', { limit: 2, order: 'desc', after: 'video_p3' })).cursorFound).toBe(false);
   });
 
-  it('remembers at most the latest-made removed items of a list, for an hour after the latest removal', async () => {
+  it('remembers the latest removed items of a list, at most so many, for an hour after the latest removal', async () => {
+    // A client paging newest first that deletes each item it sees: its cursor is always the
+    // oldest-made item removed so far, and must outlive the cap.
     const ws = 'ws_removed_cap';
-    const made = Array.from({ length: REMOVED_KEPT_MAX + 1 }, (_, i) => ({ ...video(`video_r${String(i).padStart(4, '0')}`, 1_000 + i), workspace_id: ws }));
+    const made = Array.from({ length: REMOVED_KEPT_MAX + 50 }, (_, i) => ({ ...video(`video_r${String(i).padStart(4, '0')}`, 1_000 + i), workspace_id: ws }));
     for (const job of made) await jobs.create(job);
-    for (const job of made) await jobs.remove(job);
+    const newestFirst = [...made].reverse();
+    let after: string | undefined;
+    let seen = 0;
+    for (;;) {
+      const page = await jobs.list(ws, 'video', { limit: 100, order: 'desc', after });
+      expect([seen, page.cursorFound]).toEqual([seen, true]);
+      for (const id of page.ids) {
+        expect(id).toBe(newestFirst[seen]!.id);
+        await jobs.remove(newestFirst[seen++]!);
+      }
+      if (!page.hasMore) break;
+      after = page.ids.at(-1);
+    }
+    expect(seen).toBe(made.length);
     const removed = keys.removedFrom(keys.workspaceVideos(ws));
-    expect(await redis.zcard(removed)).toBe(REMOVED_KEPT_MAX);
-    // The oldest-made went: a client paging newest first reaches it last.
-    expect((await jobs.list(ws, 'video', { limit: 1, order: 'desc', after: made[0]!.id })).cursorFound).toBe(false);
-    expect((await jobs.list(ws, 'video', { limit: 1, order: 'desc', after: made[1]!.id })).cursorFound).toBe(true);
+    expect([await redis.zcard(removed), await redis.zcard(keys.removedAt(keys.workspaceVideos(ws)))]).toEqual([REMOVED_KEPT_MAX, REMOVED_KEPT_MAX]);
+    // The earliest removed went: the newest-made, which no client paging on needs any more.
+    expect((await jobs.list(ws, 'video', { limit: 1, order: 'desc', after: newestFirst[0]!.id })).cursorFound).toBe(false);
+    expect((await jobs.list(ws, 'video', { limit: 1, order: 'desc', after: newestFirst[60]!.id })).cursorFound).toBe(true);
     const ttl = await redis.pttl(removed);
     expect(ttl).toBeGreaterThan(REMOVED_KEPT_MS - 60_000);
     expect(ttl).toBeLessThanOrEqual(REMOVED_KEPT_MS);

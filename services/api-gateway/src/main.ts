@@ -58,6 +58,7 @@ async function main(): Promise<void> {
   const replicaWaitShort = replicaWaitShortCounter(registry);
   const replicaWait = new ReplicaWait(config.redisWaitReplicas, config.redisWaitTimeoutMs, () => replicaWaitShort.inc());
   let connected = false;
+  let stopping: Promise<void> | undefined;
   let closeBoard: (() => Promise<void>) | undefined;
   const ops = await startOpsServer({
     port: config.opsPort,
@@ -84,7 +85,6 @@ async function main(): Promise<void> {
     logger,
   );
 
-  let stopping: Promise<void> | undefined;
   // A gateway started before Redis keeps trying, answering 503 meanwhile, instead of exiting; any
   // other start-up failure is a bug or a misconfiguration, and ends the process as before.
   const connecting = (async () => {

@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   const redis = createRedis(config.redis, 'worker', logger);
   // Each finished job makes several commands on this connection (BullMQ's moveToFinished, the
   // job-events add, the finish): with many jobs in flight, the commands of one event-loop turn share
-  // a write(2), so Redis wakes once for them (the bench's generation stage costs Redis about a tenth less).
+  // a write(2), so Redis wakes once for them rather than once per command.
   coalesceWrites(redis);
   const keys = new StoreKeys(config.keyPrefix);
   const registry = createMetricsRegistry('generator');

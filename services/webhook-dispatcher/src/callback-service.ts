@@ -254,6 +254,13 @@ export class CallbackService {
       await this.giveBack(destinationOf(callback.url), queueJobId, QUIET);
       return undefined;
     }
+    // A manual attempt made before: its request queued again (a repeat of its Idempotency-Key that
+    // took over a claim whose first call had queued it after all), or run again after a crash that
+    // came after its record. One request, one POST.
+    if (request.trigger === 'manual' && (await this.deps.callbacks.attempt(callback.id, attemptKey('manual', 0, jobIds.beforeDeferral(queueJobId))))) {
+      await this.giveBack(destinationOf(callback.url), queueJobId, QUIET);
+      return undefined;
+    }
 
     const exchange = await this.attemptWithinSlot(callback, request, queueJobId, known);
     // Set aside: it goes on as a delayed job of its own when a slot is free.

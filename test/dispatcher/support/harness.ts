@@ -94,6 +94,20 @@ export class DispatcherHarness {
     return new Queue(name, { connection: this.stack.redis, prefix: bullPrefix(this.stack.prefix, name) });
   }
 
+  /** Waits until no callback attempt is waiting, delayed or running (each queued one has been handled). */
+  async deliveriesSettled(timeoutMs = 20_000): Promise<void> {
+    const deliveries = this.queue('callback-deliveries');
+    try {
+      await eventually(
+        async () => (Object.values(await deliveries.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).every((n) => n === 0) ? true : undefined),
+        timeoutMs,
+        'no callback attempt waiting or running',
+      );
+    } finally {
+      await deliveries.close();
+    }
+  }
+
   /** Waits until the dispatcher has handled the job-finished event with this BullMQ id. */
   async eventHandled(queueJobId: string, timeoutMs = 15_000): Promise<void> {
     const events = this.queue('job-events');

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { createAccounts } from '@media/accounts';
-import { createRedis, loadConfig, pingRedis, type AppConfig } from '@media/common';
+import { createRedis, loadConfig, pingRedis, type AppConfig, type RedisTarget } from '@media/common';
 import { StoreKeys, WorkspaceRepository, SecretBox } from '@media/storage';
 import { DemoSecrets, DemoWorkspaceFile, type DemoWorkspace } from './demo-workspace';
 import { ensureLoopbackPki } from './local-pki';
@@ -57,8 +57,12 @@ async function terminate(child: ChildProcess, graceMs: number, group = false): P
   }
 }
 
-async function ensureRedis(url: string, stateDir: string, started: (child: ChildProcess) => void): Promise<void> {
-  const probe = createRedis(url, 'request');
+type SingleRedis = Extract<RedisTarget, { kind: 'single' }>;
+
+async function ensureRedis(target: SingleRedis, stateDir: string, started: (child: ChildProcess) => void): Promise<void> {
+  const url = target.url;
+  // The target, not its URL alone: a password may be set beside an address-only REDIS_URL.
+  const probe = createRedis(target, 'request');
   probe.on('error', () => undefined);
   const up = await pingRedis(probe, 1_500);
   probe.disconnect();
@@ -77,7 +81,7 @@ async function ensureRedis(url: string, stateDir: string, started: (child: Child
   const child = spawn(process.execPath, [TETHER, '--exec', 'redis-server', ...args], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], detached: true });
   started(child);
   for (let i = 0; i < 50; i++) {
-    const client = createRedis(url, 'request');
+    const client = createRedis(target, 'request');
     client.on('error', () => undefined);
     const ok = await pingRedis(client, 200);
     client.disconnect();
@@ -210,7 +214,7 @@ async function main(): Promise<void> {
 
 async function startStack(config: AppConfig, stateDir: string, stack: Stack, pidFile: StackPidFile): Promise<void> {
   // A cluster (REDIS_CLUSTER_NODES) is the operator's to run; only a single local Redis is started here.
-  if (config.redis.kind === 'single') await ensureRedis(config.redis.url, stateDir, (child) => (stack.redis = child));
+  if (config.redis.kind === 'single') await ensureRedis(config.redis, stateDir, (child) => (stack.redis = child));
   if (stack.stopping) return;
 
   const redis = createRedis(config.redis, 'request');

@@ -2,16 +2,24 @@
   What a listing index remembers of the items removed from it, so that a client paging the list
   (`after` = the last id it saw) can go on after deleting that item: the id keeps its score (its
   creation time, Unix ms) in the index's removed set, `<index>:removed`, which lua/index-page.lua
-  reads when the cursor is no longer in the index. The set is bounded twice: it expires when no
-  item has left for a while, and past its cap the oldest-made entries go (the ones a client paging
-  newest first reaches last).
+  reads when the cursor is no longer in the index. Beside it, `<index>:removed-at` holds when each
+  was removed. Both are bounded twice: they expire when no item has left for a while, and past the
+  cap the earliest removed go. (Not the oldest made: a client paging newest first and deleting as it
+  goes removes the oldest-made item of all at every step, and its cursor is that item.)
 ]]
 
--- Notes `id` as removed from `index` (before it is removed), if it is there.
-local function remember_removed(index, removed, id, keep_ms, cap)
+-- Notes `id` as removed from `index` at `now` ms (before it is removed), if it is there.
+local function remember_removed(index, removed, removed_at, id, now, keep_ms, cap)
   local score = redis.call('ZSCORE', index, id)
   if not score then return end
   redis.call('ZADD', removed, score, id)
+  redis.call('ZADD', removed_at, now, id)
   redis.call('PEXPIRE', removed, keep_ms)
-  if redis.call('ZCARD', removed) > cap then redis.call('ZREMRANGEBYRANK', removed, 0, -cap - 1) end
+  redis.call('PEXPIRE', removed_at, keep_ms)
+  local over = redis.call('ZCARD', removed_at) - cap
+  if over > 0 then
+    local earliest = redis.call('ZRANGE', removed_at, 0, over - 1)
+    redis.call('ZREM', removed, unpack(earliest))
+    redis.call('ZREMRANGEBYRANK', removed_at, 0, over - 1)
+  end
 end

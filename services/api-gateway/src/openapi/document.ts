@@ -155,7 +155,7 @@ const listParameters = (what: string) => [
   param('limit'),
   {
     ...param('after'),
-    description: `The id of the last ${what} seen: the page continues after it. A ${what} deleted within the hour keeps its place; an id that names no ${what} of the workspace (expired, deleted earlier, never one) is a 400.`,
+    description: `The id of the last ${what} seen: the page continues after it. A ${what} removed (deleted, or by retention) within the hour keeps its place; an id that names no ${what} of the workspace (removed earlier, never one) is a 400.`,
   },
   param('order'),
 ];
@@ -468,7 +468,13 @@ function paths(s: OpenApiSettings): Record<string, PathItemObject> {
           "One attempt at once, in any state. It does not extend the automatic ladder; if it delivers, the callback becomes `delivered` and a still-scheduled automatic attempt is cancelled. The attempt shows in `GET /v1/callbacks/{id}` once made. With `Idempotency-Key`, a repeat of the call answers with the first call's attempt (`idempotent-replayed: true`) and queues no other.",
         bucket: 'create',
         parameters: [pathId('id', 'msg', 'callback'), param('Idempotency-Key')],
-        ok: { 202: { description: 'The callback as it stood when the attempt was queued.', headers: creationHeaders, content: json(ref('Callback')) } },
+        ok: {
+          202: {
+            description: 'The callback as it stood when the attempt was queued (on a repeat of an `Idempotency-Key`, as it stands now).',
+            headers: creationHeaders,
+            content: json(ref('Callback')),
+          },
+        },
         errors: [404, 409],
       }),
     },

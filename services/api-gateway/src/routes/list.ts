@@ -7,13 +7,13 @@ export function listObject<T extends { id: string }>(data: T[], hasMore: boolean
 
 /**
  * A page whose `after` named nothing of the list is refused: an empty page would read as the end of
- * the list. (An item deleted within the hour still names its place: a client that deletes what it
+ * the list. (An item removed within the hour still names its place: a client that deletes what it
  * pages through goes on from there.)
  */
 export function refuseUnknownCursor(page: { cursorFound: boolean }, item: string): void {
   if (page.cursorFound) return;
   throw ApiError.invalid(
-    `Invalid 'after': no ${item} of this workspace has that id (expired, deleted over an hour ago, or never one); list again without 'after'.`,
+    `Invalid 'after': no ${item} of this workspace has that id (removed over an hour ago, or never one); list again without 'after'.`,
     'after',
     'invalid_value',
   );

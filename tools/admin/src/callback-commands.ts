@@ -14,7 +14,8 @@ export async function retryCallback(ctx: AdminContext, messageId: string, worksp
   // Errors only: stdout carries the command's JSON answer.
   const handle = createCallbackAdmin(ctx.config, ctx.redis, createLogger('admin', 'error'));
   try {
-    const { callback: _before, ...request } = await handle.admin.retryNow(workspaceId ?? null, messageId);
+    // No Idempotency-Key here, so never a replay: only the request is printed.
+    const { callback: _before, replayed: _replayed, ...request } = await handle.admin.retryNow(workspaceId ?? null, messageId);
     const deadline = Date.now() + ctx.config.webhookTimeoutMs + PICKUP_ALLOWANCE_MS;
     let attempt = await handle.admin.findManualAttempt(messageId, request.request_id);
     while (!attempt && Date.now() < deadline) {

@@ -252,10 +252,7 @@ describe('npm start on a Redis that wants a password, given apart from REDIS_URL
   let stack: NpmStartStack;
 
   beforeAll(async () => {
-    server = await PrivateRedis.start();
-    const admin = new Redis(server.url);
-    await admin.config('SET', 'requirepass', password);
-    admin.disconnect();
+    server = await PrivateRedis.start({ password });
     stack = new NpmStartStack({ env: { LOCAL_RECEIVER: 'off', REDIS_URL: server.url, REDIS_PASSWORD: password } });
     await stack.start();
   }, 90_000);

@@ -1,7 +1,6 @@
 // A single Redis that wants a password, given as the platform team keeps it: REDIS_URL (an address,
 // in a ConfigMap) and REDIS_PASSWORD (in a Secret). Every connection the services make carries it,
 // BullMQ's own blocking connections (duplicates) included.
-import { Redis } from 'ioredis';
 import { Queue, Worker } from 'bullmq';
 import { createRedis, loadConfig } from '@media/common';
 import { PrivateRedis } from '../support/private-redis';
@@ -10,10 +9,7 @@ const PASSWORD = 'a-long-redis-password-for-this-test';
 let server: PrivateRedis;
 
 beforeAll(async () => {
-  server = await PrivateRedis.start();
-  const admin = new Redis(server.url);
-  await admin.config('SET', 'requirepass', PASSWORD);
-  admin.disconnect();
+  server = await PrivateRedis.start({ password: PASSWORD });
 }, 30_000);
 
 afterAll(async () => {

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { freePort, redisAnswers } from './basics';
 
 /**
@@ -18,9 +19,18 @@ export class PrivateRedis {
     private readonly dir: string,
   ) {}
 
-  static async start(): Promise<PrivateRedis> {
+  /** With `password`, the server wants it from every client from then on (`requirepass`). */
+  static async start(options: { password?: string } = {}): Promise<PrivateRedis> {
     const redis = new PrivateRedis(await freePort(), await mkdtemp(join(tmpdir(), 'private-redis-')));
     await redis.launch();
+    if (options.password) {
+      const admin = new Redis(redis.url);
+      try {
+        await admin.config('SET', 'requirepass', options.password);
+      } finally {
+        admin.disconnect();
+      }
+    }
     return redis;
   }
 

@@ -61,9 +61,7 @@ export class IdempotencyRepository {
    * undefined when another request changed it first (a repeat racing this one took it over, or it is gone).
    */
   async takeOver(earlier: EarlierClaim, nowMs = Date.now()): Promise<HeldClaim | undefined> {
-    const renewed = JSON.stringify({ ...(JSON.parse(earlier.value) as object), claimed_ms: nowMs });
-    const swapped = (await SWAP.run(this.redis, [earlier.redisKey], [earlier.value, renewed])) === 1;
-    return swapped ? { redisKey: earlier.redisKey, value: renewed } : undefined;
+    return this.amend(earlier, { claimed_ms: nowMs });
   }
 
   /**
@@ -71,8 +69,7 @@ export class IdempotencyRepository {
    * repeat could find; a no-op when another request changed the claim first.
    */
   async markDone(claim: HeldClaim): Promise<void> {
-    const done = JSON.stringify({ ...(JSON.parse(claim.value) as object), done: true });
-    await SWAP.run(this.redis, [claim.redisKey], [claim.value, done]);
+    await this.amend(claim, { done: true });
   }
 
   /**
@@ -81,8 +78,14 @@ export class IdempotencyRepository {
    * work's own checks make harmless. A no-op when another request changed the claim first.
    */
   async orphan(claim: HeldClaim): Promise<void> {
-    const orphaned = JSON.stringify({ ...(JSON.parse(claim.value) as object), claimed_ms: 0 });
-    await SWAP.run(this.redis, [claim.redisKey], [claim.value, orphaned]);
+    await this.amend(claim, { claimed_ms: 0 });
+  }
+
+  /** The claim with `fields` changed, written only if it is still as `claim` holds it; undefined when it was not. */
+  private async amend(claim: HeldClaim, fields: { claimed_ms?: number; done?: boolean }): Promise<HeldClaim | undefined> {
+    const value = JSON.stringify({ ...(JSON.parse(claim.value) as object), ...fields });
+    const swapped = (await SWAP.run(this.redis, [claim.redisKey], [claim.value, value])) === 1;
+    return swapped ? { redisKey: claim.redisKey, value } : undefined;
   }
 
   /** Whether `claim` is still as this request made it (no repeat has taken it over). */

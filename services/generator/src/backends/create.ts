@@ -14,12 +14,12 @@ export function createGeneratorBackend(
   if (config.ffmpegPath) refuseUnrunnable(config.ffmpegPath);
   const ffmpegPath = config.ffmpegPath ?? defaultFfmpegPath();
   const settings = config.generatorBackend;
+  // Both backends decode images with sharp; the procedural one encodes videos with ffmpeg too.
+  const threads = threadsPerJob(config.generatorConcurrency);
+  limitImageThreads(threads);
   switch (settings.kind) {
-    case 'procedural': {
-      const threads = threadsPerJob(config.generatorConcurrency);
-      limitImageThreads(threads);
+    case 'procedural':
       return new ProceduralBackend(new ImageRenderer(), new VideoEncoder({ ffmpegPath, timeoutMs: config.generationTimeoutMs, threads }));
-    }
     case 'openai-compatible': {
       // The config module cannot see the catalog; a misspelt id here would otherwise be ignored in silence.
       const unknown = [...settings.modelMap.keys()].filter((id) => findModel(id) === undefined);

@@ -1,6 +1,6 @@
-// Two customers on one real stack (gateway, generator, two dispatcher replicas, one Redis), with the
-// production timeout: workspace A's receivers go dark (one never answers, one answers 503 after 14 s)
-// while hundreds of A's callbacks are due, more than the dispatchers have workers. Workspace B's
+// Two customers on one real stack (gateway, generator, two dispatcher replicas, one Redis): workspace
+// A's receivers go dark (one never answers, one answers 503 just inside the attempt timeout) while
+// hundreds of A's callbacks are due, more than the dispatchers have workers. Workspace B's
 // callbacks to a healthy receiver must arrive as fast as they did before A's trouble (a ratio to
 // B's baseline measured here), and every one of A's callbacks must still get its six attempts.
 import { api, eventually, TestStack, type TestWorkspace } from '../support/stack';
@@ -16,8 +16,16 @@ const CAP = 95;
 const HANGING = 110;
 const SLOW = 100;
 const B_RUN = 20;
-/** The production timeout, plus what a slot's lease adds to it. */
-const LEASE_MS = leaseMsFor({ attemptTimeoutMs: 15_000 });
+/**
+ * Two thirds of the production timeout (15 s): every slot, lane and lease rule is a ratio of it, so
+ * a dark receiver holds its slots the same way, and A's 1,260 attempts end sooner. It stays long
+ * beside the time A's jobs take to be made on a loaded machine: the slow receiver's first answers
+ * must all still be pending when the last of A's first attempts starts, or its slots never fill at
+ * once. The bench's delivery-isolation phase runs the production timeout.
+ */
+const TIMEOUT_MS = 10_000;
+/** The timeout, plus what a slot's lease adds to it. */
+const LEASE_MS = leaseMsFor({ attemptTimeoutMs: TIMEOUT_MS });
 
 let pki: TestPki;
 let stack: TestStack;
@@ -31,16 +39,17 @@ beforeAll(async () => {
   pki = makeTestPki();
   [healthy, hanging, slow] = await Promise.all([TestReceiver.start(pki), TestReceiver.start(pki), TestReceiver.start(pki)]);
   hanging.script('/dark', () => 'hang');
-  slow.script('/slow', () => ({ status: 503, body: 'busy', afterMs: 14_000 }));
+  slow.script('/slow', () => ({ status: 503, body: 'busy', afterMs: TIMEOUT_MS - 1_000 }));
   stack = await TestStack.start(['api-gateway', 'generator', 'webhook-dispatcher'], {
     ...baseEnv(pki),
     DISPATCHER_CONCURRENCY: String(CONCURRENCY),
     // The caps bind here: without them A alone would take every worker. The slow lane's cap is the
-    // base cap so that A's 1,260 attempts of up to 15 s fit in the test's time; its lower cap is
-    // covered in test/dispatcher/destination-caps.test.ts.
+    // base cap so that A's 1,260 attempts of up to the timeout fit in the test's time; its lower cap
+    // is covered in test/dispatcher/destination-caps.test.ts.
     CALLBACK_DESTINATION_MAX_IN_FLIGHT: String(CAP),
     CALLBACK_DESTINATION_SLOW_MAX_IN_FLIGHT: String(CAP),
-    // The production timeout; only the ladder's gaps are short, so six attempts fit in the test.
+    WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
+    // Short gaps, so that six attempts fit in the test.
     WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s,1s,1s',
     JOB_LOCK_MS: '10000',
     RATE_LIMIT_CREATE_PER_MINUTE: '1000',

@@ -38,6 +38,9 @@ const config: Config = {
   roots: ['<rootDir>/libs', '<rootDir>/services', '<rootDir>/tools', '<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   moduleNameMapper: {
+    // A dynamic import() in the services' CommonJS output is resolved as ECMAScript, which wants the
+    // file's extension; here the sources are what it names.
+    '^(\\.{1,2}/.*)\\.js$': '$1',
     '^@media/(api-gateway|generator|webhook-dispatcher)$': '<rootDir>/services/$1/src',
     '^@media/([a-z-]+)$': '<rootDir>/libs/$1/src',
   },

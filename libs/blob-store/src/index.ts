@@ -3,4 +3,3 @@ export * from './create';
 export * from './errors';
 export * from './file-blob-store';
 export * from './media-types';
-export * from './s3-blob-store';

@@ -42,7 +42,7 @@ async function main(): Promise<void> {
   // nothing else would ever remove it, and in a pod it fills the emptyDir towards eviction.
   const swept = await sweepStaleScratch();
   if (swept > 0) logger.info('removed the temporary files of processes that were killed', { directories: swept });
-  const tracing = startTracing('api-gateway', config.tracing);
+  const tracing = await startTracing('api-gateway', config.tracing);
   warnIfCallbackChecksRelaxed(config, logger);
   warnIfSecretsUnsealed(config, logger);
   const redis = createRedis(config.redis, 'request', logger);

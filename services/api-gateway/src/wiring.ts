@@ -55,7 +55,7 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
   const box = SecretBox.of(config.secretsEncryptionKeys);
   const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret, box), config.publicBaseUrl, config.linkTtlSeconds);
   const jobs = new JobRepository(redis, keys, overrides.replicaWait ?? new ReplicaWait(config.redisWaitReplicas, config.redisWaitTimeoutMs));
-  const blobs = createBlobStore(config.blobStore);
+  const blobs = await createBlobStore(config.blobStore);
   const waiter = new JobWaiter(createRedis(config.redis, 'worker', logger), keys, jobs);
   const generation = new JobQueue('generation', redis, config.keyPrefix, logger, { attempts: config.generationAttempts });
   const limits = new LimitRepository(redis, keys, configuredLimits(config));

@@ -37,7 +37,7 @@ async function main(): Promise<void> {
   // nothing else would ever remove it, and in a pod it fills the emptyDir towards eviction.
   const swept = await sweepStaleScratch();
   if (swept > 0) logger.info('removed the temporary files of processes that were killed', { directories: swept });
-  const tracing = startTracing('generator', config.tracing);
+  const tracing = await startTracing('generator', config.tracing);
   const redis = createRedis(config.redis, 'worker', logger);
   // Each finished job makes several commands on this connection (BullMQ's moveToFinished, the
   // job-events add, the finish): with many jobs in flight, the commands of one event-loop turn share
@@ -51,7 +51,7 @@ async function main(): Promise<void> {
   // Jobs the intake repair queues get the same retries as the gateway's.
   const generation = new JobQueue('generation', redis, config.keyPrefix, logger, { attempts: config.generationAttempts });
   const faults = FaultInjector.killing(config.faultCrashPoints, logger);
-  const blobs = createBlobStore(config.blobStore);
+  const blobs = await createBlobStore(config.blobStore);
   const service = new GenerationService({
     jobs,
     blobs,

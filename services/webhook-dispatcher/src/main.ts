@@ -23,7 +23,7 @@ import { createCallbackService } from './wiring';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('webhook-dispatcher', config.logLevel);
-  const tracing = startTracing('webhook-dispatcher', config.tracing);
+  const tracing = await startTracing('webhook-dispatcher', config.tracing);
   warnIfCallbackChecksRelaxed(config, logger);
   warnIfSecretsUnsealed(config, logger);
   const redis = createRedis(config.redis, 'worker', logger);

@@ -380,6 +380,36 @@ describe('requests, retry, usage and test callbacks', () => {
     expect([next.status, next.json.data.map((row: { id: string }) => row.id), next.json.has_more]).toEqual([200, [made[0]], false]);
   });
 
+  it('goes on after a request deleted while its page was shown, under a callback filter and in a search too', async () => {
+    const pager = await h.stack.createWorkspace('callback-pager');
+    const client = await DashboardClient.signedIn(h.stack.baseUrl, pager.owner.email, pager.owner.password);
+    const call = api(h.stack, pager.apiKey);
+    const ids = (res: { json: { data: { id: string }[] } }) => res.json.data.map((row) => row.id);
+    const made: string[] = [];
+    // One at a time, each delivered before the next: the filter lists callbacks newest first.
+    for (const prompt of ['a red kite', 'a blue kite', 'a green kite']) {
+      const res = await call('/v1/videos', { method: 'POST', json: { prompt, seconds: 1, size: '640x360', callback_url: h.receiver.url('/pager') } });
+      expect(res.status).toBe(200);
+      made.push(res.json.id);
+      await eventually(
+        async () => (ids(await client.call('GET', '/requests?callback_status=delivered')).length === made.length ? true : undefined),
+        30_000,
+        'the callback',
+      );
+    }
+    const modes = ['callback_status=delivered', 'q=KITE'];
+    for (const mode of modes) expect(ids(await client.call('GET', `/requests?${mode}&limit=2`))).toEqual([made[2], made[1]]);
+    // Deleted through the API: the video and its callback go.
+    const goneCallback = h.stack.keys.callback(await h.messageIdOf(made[1]!));
+    expect(await h.stack.redis.exists(goneCallback)).toBe(1);
+    expect((await call(`/v1/videos/${made[1]}`, { method: 'DELETE' })).status).toBe(200);
+    expect(await h.stack.redis.exists(goneCallback)).toBe(0);
+    for (const mode of modes) {
+      const next = await client.call('GET', `/requests?${mode}&limit=2&after=${made[1]}`);
+      expect([mode, next.status, ids(next), next.json.has_more]).toEqual([mode, 200, [made[0]], false]);
+    }
+  });
+
   it('shows the workspace its own callback destinations and how each is doing, never another workspace’s', async () => {
     const gate = new DestinationGate(h.stack.redis, h.stack.keys, destinationLimits(loadConfig(h.stack.env)));
     const now = Date.now();

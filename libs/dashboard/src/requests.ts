@@ -3,6 +3,7 @@ import { CallbackNotFoundError, presentCallback, presentCallbackDetail, type Cal
 import {
   callbackIdFor,
   conditionOf,
+  EVENT_TYPES,
   destinationOf,
   eventTypeFor,
   isFinished,
@@ -228,7 +229,10 @@ export class RequestsView {
     };
     let lookedThrough = 0;
     let everything = false;
-    let passedCursor = q.after === undefined;
+    // Where the page before ended: a request deleted while that page was shown keeps its place.
+    const cursor = q.after ? await this.deps.jobs.placeOf(workspaceId, q.after) : undefined;
+    if (q.after && !cursor) throw pagedFromGone();
+    let passedCursor = cursor === undefined;
     while (lookedThrough < SEARCH_WINDOW && matched.length <= q.limit) {
       for (const stream of streams) {
         while (stream.buffer.length === 0 && stream.more) {
@@ -247,8 +251,8 @@ export class RequestsView {
       const job = next.buffer.shift()!;
       lookedThrough++;
       if (!passedCursor) {
-        passedCursor = job.id === q.after;
-        continue;
+        if (newestFirst(cursor!, job) >= 0) continue;
+        passedCursor = true;
       }
       if (!job.prompt.toLowerCase().includes(needle) && !(job.callback_url ?? '').toLowerCase().includes(needle)) continue;
       if (!callbackFiltered) matched.push(job);
@@ -257,11 +261,8 @@ export class RequestsView {
     if (unchecked.length > 0) await check();
     if (!everything && lookedThrough === SEARCH_WINDOW && streams.every((stream) => stream.buffer.length === 0 && !stream.more)) everything = true;
     const search = { window: SEARCH_WINDOW, looked_through: lookedThrough, complete: everything };
-    if (!passedCursor) {
-      // Not met within the window: gone, or further back than a search looks.
-      if (!(await this.deps.jobs.getForWorkspace(workspaceId, q.after!))) throw pagedFromGone();
-      return { data: [], has_more: false, search };
-    }
+    // Not passed within the window: further back than a search looks.
+    if (!passedCursor) return { data: [], has_more: false, search };
     const page = matched.slice(0, q.limit);
     return { data: await this.rows(workspaceId, page, callbackFiltered ? callbacks : undefined), has_more: matched.length > q.limit, search };
   }
@@ -272,12 +273,18 @@ export class RequestsView {
    * callback matches.
    */
   private async listByCallbacks(workspaceId: string, q: RequestQuery): Promise<RequestList> {
-    let after: string | undefined;
+    // The page goes on from the cursor request's callback. A request deleted while its page was
+    // shown has no record left to say which of its events its callback was; the callbacks' list
+    // remembers the place of the one it had, so each id its events would give is tried in turn.
+    let cursors: string[] = [];
     if (q.after) {
       const cursor = await this.deps.jobs.getForWorkspace(workspaceId, q.after);
-      after = cursor ? callbackIdOf(cursor) : undefined;
-      if (!after) throw pagedFromGone();
+      const own = cursor ? callbackIdOf(cursor) : undefined;
+      cursors = cursor ? (own ? [own] : []) : EVENT_TYPES.map((type) => callbackIdFor(q.after!, type));
+      if (cursors.length === 0) throw pagedFromGone();
     }
+    let after = cursors.shift();
+    let cursorPlaced = after === undefined;
     const failing = q.callbackStatus === 'failing';
     const filtered = q.kind !== undefined || q.destination !== undefined || failing;
     const found: CallbackRecord[] = [];
@@ -290,6 +297,14 @@ export class RequestsView {
         limit: filtered ? FILTER_CHUNK : q.limit,
         after,
       });
+      if (!cursorPlaced) {
+        if (!page.cursorFound) {
+          if (cursors.length === 0) throw pagedFromGone();
+          after = cursors.shift();
+          continue;
+        }
+        cursorPlaced = true;
+      }
       for (const callback of page.callbacks) {
         scanned++;
         if (q.kind && kindOfType(callback.type) !== q.kind) continue;

@@ -408,6 +408,14 @@ describe('requests, retry, usage and test callbacks', () => {
       const next = await client.call('GET', `/requests?${mode}&limit=2&after=${made[1]}`);
       expect([mode, next.status, ids(next), next.json.has_more]).toEqual([mode, 200, [made[0]], false]);
     }
+    // To another workspace, these requests, deleted or not, are cursors that do not exist.
+    const other = await h.stack.createWorkspace('callback-pager-other');
+    const stranger = await DashboardClient.signedIn(h.stack.baseUrl, other.owner.email, other.owner.password);
+    for (const mode of modes) {
+      const missing = await stranger.call('GET', `/requests?${mode}&after=video_doesnotexist`);
+      expectApiError(missing, 400, { param: 'after', code: 'invalid_value' });
+      for (const id of [made[0], made[1]]) expect((await stranger.call('GET', `/requests?${mode}&after=${id}`)).json).toEqual(missing.json);
+    }
   });
 
   it('shows the workspace its own callback destinations and how each is doing, never another workspace’s', async () => {

@@ -17,11 +17,12 @@ const HANGING = 110;
 const SLOW = 100;
 const B_RUN = 20;
 /**
- * Two thirds of the production timeout (15 s): every slot, lane and lease rule is a ratio of it, so
- * a dark receiver holds its slots the same way, and A's 1,260 attempts end sooner. It stays long
- * beside the time A's jobs take to be made on a loaded machine: the slow receiver's first answers
- * must all still be pending when the last of A's first attempts starts, or its slots never fill at
- * once. The bench's delivery-isolation phase runs the production timeout.
+ * Two thirds of the production timeout (15 s), so that A's 1,260 attempts end sooner. What isolation
+ * does with a dark receiver is the same: the slow threshold is half the timeout and a slot's lease
+ * is the timeout plus 5 s. It stays long beside the time A's jobs take to be made on a loaded
+ * machine: the slow receiver's first answers must all still be pending when the last of A's first
+ * attempts starts, or its slots never fill at once. The bench's delivery-isolation phase runs the
+ * production timeout.
  */
 const TIMEOUT_MS = 10_000;
 /** The timeout, plus what a slot's lease adds to it. */

@@ -190,9 +190,12 @@ describe('a request cannot take the gateway’s memory', () => {
   async function collectGarbage(): Promise<void> {
     const [target] = (await (await fetch(`http://127.0.0.1:${inspectPort}/json/list`)).json()) as { webSocketDebuggerUrl: string }[];
     const socket = new WebSocket(target!.webSocketDebuggerUrl);
+    let timer: NodeJS.Timeout | undefined;
     try {
       await new Promise<void>((resolve, reject) => {
+        timer = setTimeout(() => reject(new Error("the gateway's inspector did not collect within 10 s")), 10_000);
         socket.onerror = () => reject(new Error("the gateway's inspector refused the connection"));
+        socket.onclose = () => reject(new Error("the gateway's inspector closed the connection"));
         socket.onopen = () => {
           socket.onmessage = (message) => {
             if ((JSON.parse(String(message.data)) as { id?: number }).id === 1) resolve();
@@ -201,6 +204,8 @@ describe('a request cannot take the gateway’s memory', () => {
         };
       });
     } finally {
+      clearTimeout(timer);
+      socket.onclose = null;
       socket.close();
     }
   }
@@ -286,6 +291,8 @@ describe('a request cannot take the gateway’s memory', () => {
       async () => {
         heap = await heapUsed();
         if (heap - heapBaseline < HEAP_SETTLED_BOUND) return heap;
+        // Each look is a full collection: a second apart, not as fast as eventually() polls.
+        await new Promise((r) => setTimeout(r, 1_000));
         throw new Error(`heap in use ${mib(heap)}, baseline ${mib(heapBaseline)}`);
       },
       90_000,

@@ -4,8 +4,8 @@ import { FileBlobStore } from './file-blob-store';
 
 /**
  * The store `BLOB_STORE` names, for a service's wiring. The S3 store is loaded only when chosen:
- * the AWS SDK adds about 35 MB to a process and a quarter of a second to its start, which a
- * deployment on a shared volume would pay for nothing.
+ * loading the AWS SDK takes a quarter of a second and tens of MB, which a deployment on a shared
+ * volume would pay for nothing.
  */
 export async function createBlobStore(settings: BlobStoreSettings): Promise<BlobStore> {
   switch (settings.kind) {

@@ -21,11 +21,13 @@ describe('RequestsView word search', () => {
     const records = jobs.map((j) => ({ ...j, workspace_id: 'ws_1', model: 'm', status: 'completed', cost: 0, callback_url: null }) as unknown as JobRecord);
     let read = 0;
     const byId = new Map(records.map((r) => [r.id, r]));
+    /** Removed requests keep their place, as the listing's removed set keeps it. */
+    const removed = new Map<string, JobRecord>();
     const view = new RequestsView({
       jobs: {
         list: async (_ws: string, kind: 'image' | 'video', opts: { limit: number; after?: string }) => {
           const ids = records
-            .filter((r) => r.kind === kind)
+            .filter((r) => r.kind === kind && !removed.has(r.id))
             .sort((a, b) => b.created_ms - a.created_ms)
             .map((r) => r.id);
           const start = opts.after ? ids.indexOf(opts.after) + 1 : 0;
@@ -35,14 +37,18 @@ describe('RequestsView word search', () => {
           read += ids.length;
           return ids.map((id) => byId.get(id)!);
         },
-        getForWorkspace: async (_ws: string, id: string) => byId.get(id),
+        getForWorkspace: async (_ws: string, id: string) => (removed.has(id) ? undefined : byId.get(id)),
+        placeOf: async (_ws: string, id: string) => {
+          const job = byId.get(id);
+          return job && { id, kind: job.kind, created_ms: job.created_ms };
+        },
         ledger: async () => [],
       } as never,
       presenter: { render: () => ({}) } as never,
       callbackAdmin: { findMany: async () => [], lastAttempts: async () => new Map() } as never,
       destinations: { ofWorkspace: async () => [] },
     });
-    return { view, read: () => read };
+    return { view, read: () => read, remove: (id: string) => removed.set(id, byId.get(id)!) };
   }
 
   const many = (n: number, kind: 'image' | 'video', prompt: (i: number) => string, startMs = 0) =>
@@ -70,5 +76,10 @@ describe('RequestsView word search', () => {
     const all = await ws.view.list('ws_1', { q: 'lighthouse 29', kind: 'video', limit: 100 });
     expect(all.search).toEqual({ window: SEARCH_WINDOW, looked_through: 300, complete: true });
     expect(all.data).toHaveLength(11);
+    // The request the page ended on deleted meanwhile: the next page is the same, from its place.
+    ws.remove('video_video298');
+    const afterRemoval = await ws.view.list('ws_1', { q: 'lighthouse', limit: 3, after: 'video_video298' });
+    expect(afterRemoval.data.map((r) => r.id)).toEqual(second.data.map((r) => r.id));
+    await expect(ws.view.list('ws_1', { q: 'lighthouse', limit: 3, after: 'video_never' })).rejects.toMatchObject({ status: 400 });
   });
 });

@@ -2,8 +2,8 @@ import { STATUS_CODES } from 'node:http';
 import { CallbackNotFoundError, presentCallback, presentCallbackDetail, type CallbackAdmin } from '@media/callbacks';
 import {
   callbackIdFor,
+  callbackIdsFor,
   conditionOf,
-  EVENT_TYPES,
   destinationOf,
   eventTypeFor,
   isFinished,
@@ -275,12 +275,13 @@ export class RequestsView {
   private async listByCallbacks(workspaceId: string, q: RequestQuery): Promise<RequestList> {
     // The page goes on from the cursor request's callback. A request deleted while its page was
     // shown has no record left to say which of its events its callback was; the callbacks' list
-    // remembers the place of the one it had, so each id its events would give is tried in turn.
+    // remembers the place of the one it had, so each id its kind's events give is tried in turn.
     let cursors: string[] = [];
     if (q.after) {
       const cursor = await this.deps.jobs.getForWorkspace(workspaceId, q.after);
       const own = cursor ? callbackIdOf(cursor) : undefined;
-      cursors = cursor ? (own ? [own] : []) : EVENT_TYPES.map((type) => callbackIdFor(q.after!, type));
+      const place = cursor ? undefined : await this.deps.jobs.placeOf(workspaceId, q.after);
+      cursors = own ? [own] : place ? callbackIdsFor(place.id, place.kind) : [];
       if (cursors.length === 0) throw pagedFromGone();
     }
     let after = cursors.shift();
@@ -297,14 +298,18 @@ export class RequestsView {
         limit: filtered ? FILTER_CHUNK : q.limit,
         after,
       });
-      if (!cursorPlaced) {
-        if (!page.cursorFound) {
+      if (!page.cursorFound) {
+        if (!cursorPlaced) {
           if (cursors.length === 0) throw pagedFromGone();
           after = cursors.shift();
           continue;
         }
-        cursorPlaced = true;
+        // The last callback of the chunk before was removed before this one was read, and is past
+        // what the removed set keeps (thousands removed at once): the page ends where it got to,
+        // and the next one starts after its last row.
+        return { data: await this.rowsOfCallbacks(workspaceId, found), has_more: found.length > 0 };
       }
+      cursorPlaced = true;
       for (const callback of page.callbacks) {
         scanned++;
         if (q.kind && kindOfType(callback.type) !== q.kind) continue;

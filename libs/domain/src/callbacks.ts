@@ -1,12 +1,20 @@
 /** Callback records as stored, beside the job records; `@media/callbacks` renders the API objects from them. */
 import { derivedIdBeside } from './ids';
-import type { EventType } from './jobs';
+import { EVENT_TYPES, type EventType, type JobRecord } from './jobs';
 
 /**
  * The `msg_` id of a job's callback: derived, so a replayed job-finished event finds the same
  * callback, and on the job's shard, so the callback is stored beside its job and workspace.
  */
 export const callbackIdFor = (jobId: string, type: EventType): string => derivedIdBeside(jobId, 'msg', jobId, type);
+
+/**
+ * Every id a job's callback can have, one per event its kind can end with (of any kind when the
+ * kind is not known): for finding a callback without the job's record, or when the record read may
+ * be older than the job's end.
+ */
+export const callbackIdsFor = (jobId: string, kind?: JobRecord['kind']): string[] =>
+  EVENT_TYPES.filter((type) => kind === undefined || type.startsWith(`${kind}.`)).map((type) => callbackIdFor(jobId, type));
 
 /** How an attempt came about: a step of the automatic retry ladder, or a person's request. */
 export type AttemptTrigger = 'scheduled' | 'manual';

@@ -1,5 +1,5 @@
 import { NO_RETENTION_METRICS, type Logger, type RetentionMetrics } from '@media/common';
-import { blobFolderOf, callbackIdFor, EVENT_TYPES, eventTypeFor, type JobRecord } from '@media/domain';
+import { blobFolderOf, callbackIdFor, callbackIdsFor, eventTypeFor, type JobRecord } from '@media/domain';
 import type { BlobStore } from '@media/blob-store';
 import { CorruptRecordError, type CallbackRepository, type JobRepository } from '@media/storage';
 
@@ -262,8 +262,8 @@ export async function removeJob(
   let callbacks = 0;
   if (job.callback_url) {
     // Both event types: the job's end decides which one it has, and a record read earlier may be stale.
-    for (const type of EVENT_TYPES.filter((t) => t.startsWith(`${job.kind}.`))) {
-      if (await deps.callbacks.remove(callbackIdFor(job.id, type), 'with-its-job')) callbacks++;
+    for (const id of callbackIdsFor(job.id, job.kind)) {
+      if (await deps.callbacks.remove(id, 'with-its-job')) callbacks++;
     }
   }
   return { blobs, callbacks, record: await deps.jobs.remove(job, dueBeforeMs) };

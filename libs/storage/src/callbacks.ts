@@ -1,8 +1,7 @@
 import type { Redis } from 'ioredis';
 import {
-  callbackIdFor,
+  callbackIdsFor,
   destinationOf,
-  EVENT_TYPES,
   type AttemptErrorClass,
   type AttemptTrigger,
   type CallbackAttempt,
@@ -370,7 +369,7 @@ export class CallbackRepository {
           ? this.keys.workspaceCallbacksOfType(workspaceId, q.type)
           : this.keys.workspaceCallbacks(workspaceId);
     if (q.jobId !== undefined) {
-      const ids = EVENT_TYPES.map((type) => callbackIdFor(q.jobId!, type));
+      const ids = callbackIdsFor(q.jobId);
       const records = (await this.getMany(ids)).filter(matches).sort((a, b) => b.created_ms - a.created_ms || (a.id < b.id ? 1 : -1));
       const start = q.after === undefined ? 0 : records.findIndex((cb) => cb.id === q.after) + 1;
       if (q.after !== undefined && start === 0) return { callbacks: [], hasMore: false, cursorFound: false };

@@ -34,8 +34,8 @@ let enabled = false;
 
 /**
  * Installs the SDK for this process when an OTLP endpoint is configured; otherwise leaves the
- * no-op API in place, and the SDK is not even loaded (it adds about 25 MB to a process and a
- * quarter of a second to its start). `service` is `service.name` unless `OTEL_SERVICE_NAME` says
+ * no-op API in place, and the SDK is not even loaded (loading it takes a quarter of a second and
+ * tens of MB). `service` is `service.name` unless `OTEL_SERVICE_NAME` says
  * otherwise.
  */
 export async function startTracing(service: string, settings: { endpoint: string | undefined; scheduleDelayMs: number }): Promise<Tracing> {

@@ -31,6 +31,11 @@ export interface ThroughputRun {
   /** TLS connections the receiver accepted during the run, and how many resumed a session. */
   connections: number;
   resumedSessions: number;
+  /**
+   * CPU time per request of the sending process over the run (user + system): the dispatcher's own
+   * process, or this process for the got loops. Unknown (undefined) where /proc cannot be read.
+   */
+  cpuMicrosPerRequest?: number;
 }
 
 export interface DispatcherResult {
@@ -99,9 +104,17 @@ export async function benchDispatcher(ctx: BenchContext): Promise<DispatcherResu
     return out;
   }
 
-  async function runOf(requests: number, startMs: number, endMs: number, failures: number, stats: ReceiverStats): Promise<ThroughputRun> {
+  async function runOf(requests: number, startMs: number, endMs: number, failures: number, stats: ReceiverStats, cpuMs?: number): Promise<ThroughputRun> {
     const seconds = (endMs - startMs) / 1000;
-    return { requests, seconds, perSecond: requests / seconds, failures, connections: stats.connections, resumedSessions: stats.resumedSessions };
+    return {
+      requests,
+      seconds,
+      perSecond: requests / seconds,
+      failures,
+      connections: stats.connections,
+      resumedSessions: stats.resumedSessions,
+      ...(cpuMs !== undefined ? { cpuMicrosPerRequest: (cpuMs * 1000) / requests } : {}),
+    };
   }
 
   try {
@@ -117,6 +130,8 @@ export async function benchDispatcher(ctx: BenchContext): Promise<DispatcherResu
     // Dispatcher: every record first, then all events in one go, so seeding does not pace delivery.
     const burst = await finishedJobs(N);
     await receiver.reset();
+    const [service] = stack.services;
+    const cpuBefore = service!.cpuMs();
     const t0 = Date.now();
     await events.addBulk(burst);
     await waitUntil(
@@ -128,9 +143,13 @@ export async function benchDispatcher(ctx: BenchContext): Promise<DispatcherResu
       `${N} dispatcher callbacks`,
       50,
     );
+    // Read before anything else: the dispatcher is idle now, and the attempts' records are written
+    // by the time their callbacks' last bytes are in (give or take the last few).
+    const cpuAfter = service!.cpuMs();
     const arrivals = await receiver.arrivals();
     const lastArrival = Math.max(...arrivals.map((a) => a.receivedMs));
-    const dispatcher = await runOf(N, t0, lastArrival, arrivals.filter((a) => a.status !== 204).length, await receiver.stats());
+    const cpu = cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : undefined;
+    const dispatcher = await runOf(N, t0, lastArrival, arrivals.filter((a) => a.status !== 204).length, await receiver.stats(), cpu);
     await stack.stop();
 
     // The peers: this process, got, the same receiver, body and headers.
@@ -167,10 +186,12 @@ export async function benchDispatcher(ctx: BenchContext): Promise<DispatcherResu
       try {
         await run(Math.max(1, WARMUP));
         await receiver.reset();
+        const cpuBefore = process.cpuUsage();
         const start = Date.now();
         const failures = await run(N);
         const end = Date.now();
-        return await runOf(N, start, end, failures, await receiver.stats());
+        const { user, system } = process.cpuUsage(cpuBefore);
+        return await runOf(N, start, end, failures, await receiver.stats(), (user + system) / 1000);
       } finally {
         agent.destroy();
       }

@@ -151,6 +151,20 @@ function tableRows(r: Results): Row[] {
       goal: '(info)',
       met: '',
     });
+    const ours = d.dispatcher.cpuMicrosPerRequest;
+    const peer = d.keepAlive.cpuMicrosPerRequest;
+    if (ours !== undefined && peer !== undefined) {
+      // The sender's own CPU per callback: what the throughput ratio comes down to when the sender's
+      // core is the bottleneck, and steadier than it when the machine is shared.
+      rows.push({
+        figure: '  same, CPU per callback of the sending process',
+        ours: `${fmt(ours)} µs`,
+        peer: `got loop, keep-alive: ${fmt(peer)} µs`,
+        ratio: fmt(peer / ours, 2),
+        goal: '(info)',
+        met: '',
+      });
+    }
   }
   if (r.gateway) {
     const g = r.gateway;
@@ -348,8 +362,9 @@ function printDetails(r: Results): void {
       ['got keep-alive', d.keepAlive],
       ['got fresh TLS', d.freshTls],
     ] as const) {
+      const cpu = run.cpuMicrosPerRequest !== undefined ? `  CPU ${fmt(run.cpuMicrosPerRequest)} µs per request` : '';
       console.log(
-        `  ${name.padEnd(15)} ${fmt(run.perSecond).padStart(6)}/s  ${fmt(run.seconds, 2)} s  failures ${run.failures}  TLS connections ${run.connections} (${run.resumedSessions} resumed sessions)`,
+        `  ${name.padEnd(15)} ${fmt(run.perSecond).padStart(6)}/s  ${fmt(run.seconds, 2)} s  failures ${run.failures}  TLS connections ${run.connections} (${run.resumedSessions} resumed sessions)${cpu}`,
       );
     }
   }

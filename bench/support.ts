@@ -6,7 +6,7 @@
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir, totalmem, type as osType, release, arch } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
@@ -155,6 +155,9 @@ const READY: Record<ServiceName, RegExp> = {
  * One service process. Its log is read only until it is ready; after that stdout is drained with
  * only a short tail kept, so the bench process spends no time parsing log lines.
  */
+/** USER_HZ: the unit of /proc/<pid>/stat's CPU times, 100 on every Linux Node runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
 export class BenchService {
   private tail: string[] = [];
   private stderr = '';
@@ -202,6 +205,21 @@ export class BenchService {
 
   get alive(): boolean {
     return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /**
+   * CPU time (user + system, ms) the process has used so far, from /proc; undefined where there is
+   * no /proc. Read at both ends of a measured stretch, it gives the process's cost per unit of
+   * work, which moves far less from run to run on a shared machine than its throughput does.
+   */
+  cpuMs(): number | undefined {
+    try {
+      // Fields after the command's closing parenthesis: state is the 3rd field, utime the 14th, stime the 15th.
+      const fields = readFileSync(`/proc/${this.child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+    } catch {
+      return undefined;
+    }
   }
 
   /** The last lines it logged and its stderr, for an error message. */

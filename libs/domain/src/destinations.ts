@@ -13,11 +13,24 @@ export interface Destination {
   origin: string;
 }
 
-export function destinationOf(callbackUrl: string): Destination {
+/**
+ * The destinations of the callback URLs seen lately. A dispatcher works this out for every attempt
+ * (a URL parse and a SHA-256), and its callbacks go to a handful of receivers: most of the work is
+ * the same answer again. Emptied whole when full, which keeps it bounded whatever the traffic.
+ */
+const recentDestinations = new Map<string, Readonly<Destination>>();
+const RECENT_DESTINATIONS_KEPT = 10_000;
+
+export function destinationOf(callbackUrl: string): Readonly<Destination> {
+  const known = recentDestinations.get(callbackUrl);
+  if (known) return known;
   const url = new URL(callbackUrl);
   const port = url.port !== '' ? url.port : url.protocol === 'https:' ? '443' : '80';
   const origin = `${url.protocol}//${url.hostname}:${port}`;
-  return { id: createHash('sha256').update(origin).digest('hex').slice(0, 16), origin };
+  const destination = Object.freeze({ id: createHash('sha256').update(origin).digest('hex').slice(0, 16), origin });
+  if (recentDestinations.size >= RECENT_DESTINATIONS_KEPT) recentDestinations.clear();
+  recentDestinations.set(callbackUrl, destination);
+  return destination;
 }
 
 /** The isolation settings (see the README's delivery section for what each one means to a sender). */

@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
 import { StoreKeys } from '@media/storage';
 import { freePort } from '../test/support/basics';
-import { BenchStack, createWorkspace, dropPrefix, envNumber, HelperProcess, newPrefix, serviceEnv, type BenchContext } from './support';
+import { BenchStack, createWorkspace, dropPrefix, envNumber, HelperProcess, newPrefix, processCpuMs, serviceEnv, type BenchContext } from './support';
 
 export interface LoadRun {
   requestsPerSecond: number;
@@ -26,6 +26,8 @@ export interface LoadRun {
   latencyP50Ms: number;
   latencyP99Ms: number;
   seconds: number;
+  /** CPU time of the serving process per 2xx answer over the measured run (user + system); undefined where /proc cannot be read. */
+  cpuMicrosPerRequest?: number;
 }
 
 export interface GatewayResult {
@@ -51,7 +53,7 @@ export interface GatewayResult {
 async function tracedLoad(
   prefix: string,
   env: NodeJS.ProcessEnv,
-  load: (baseUrl: string) => Promise<LoadRun>,
+  load: (baseUrl: string, pid: number | undefined) => Promise<LoadRun>,
 ): Promise<{ run: LoadRun; spansExported: number }> {
   let spansExported = 0;
   const sink = createServer((req, res) => {
@@ -73,7 +75,7 @@ async function tracedLoad(
     OTEL_BSP_SCHEDULE_DELAY: '1000',
   });
   try {
-    const run = await load(traced.baseUrl);
+    const run = await load(traced.baseUrl, traced.services[0]?.child.pid);
     traced.assertAlive();
     return { run, spansExported };
   } finally {
@@ -111,10 +113,12 @@ export async function benchGateway(ctx: BenchContext): Promise<GatewayResult> {
     bare = await HelperProcess.start('bare-express.ts');
     const barePort = await bare.call<number>('listen', { reply });
 
-    const load = async (baseUrl: string): Promise<LoadRun> => {
+    const load = async (baseUrl: string, pid: number | undefined): Promise<LoadRun> => {
       const options = { url: `${baseUrl}/v1/images/generations`, method: 'POST' as const, headers, body, connections: CONNECTIONS, pipelining: PIPELINING };
       if (WARMUP > 0) await autocannon({ ...options, duration: WARMUP });
+      const cpuBefore = processCpuMs(pid);
       const result = await autocannon({ ...options, duration: DURATION });
+      const cpuAfter = processCpuMs(pid);
       const statusCodes = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, s.count ?? 0]));
       return {
         requestsPerSecond: result['2xx'] / result.duration,
@@ -126,11 +130,14 @@ export async function benchGateway(ctx: BenchContext): Promise<GatewayResult> {
         latencyP50Ms: result.latency.p50,
         latencyP99Ms: result.latency.p99,
         seconds: result.duration,
+        ...(cpuBefore !== undefined && cpuAfter !== undefined && result['2xx'] > 0
+          ? { cpuMicrosPerRequest: ((cpuAfter - cpuBefore) * 1000) / result['2xx'] }
+          : {}),
       };
     };
-    const bareExpress = await load(`http://127.0.0.1:${barePort}`);
+    const bareExpress = await load(`http://127.0.0.1:${barePort}`, bare.child.pid);
     const before = await redis.zcard(new StoreKeys(prefix).workspaceImages(workspaceId));
-    const gateway = await load(stack.baseUrl);
+    const gateway = await load(stack.baseUrl, stack.services[0]?.child.pid);
     stack.assertAlive();
     // Warm-up and measured requests alike stored a job each; count them all.
     const jobsStored = await redis.zcard(new StoreKeys(prefix).workspaceImages(workspaceId));

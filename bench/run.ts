@@ -188,6 +188,20 @@ function tableRows(r: Results): Row[] {
         met: '',
       });
     }
+    const ours = g.gateway.cpuMicrosPerRequest;
+    const peer = g.bareExpress.cpuMicrosPerRequest;
+    if (ours !== undefined && peer !== undefined) {
+      // The serving process's own CPU per answer: autocannon loads each until its core is busy, so
+      // this is what the throughput ratio comes down to.
+      rows.push({
+        figure: '  same, CPU per request of the serving process',
+        ours: `${fmt(ours)} µs`,
+        peer: `bare Express: ${fmt(peer)} µs`,
+        ratio: fmt(peer / ours, 2),
+        goal: '(info)',
+        met: '',
+      });
+    }
   }
   if (r.latency) {
     for (const run of r.latency.runs) {
@@ -377,8 +391,9 @@ function printDetails(r: Results): void {
       const codes = Object.entries(run.statusCodes)
         .map(([c, n]) => `${c}×${n}`)
         .join(' ');
+      const cpu = run.cpuMicrosPerRequest !== undefined ? `  CPU ${fmt(run.cpuMicrosPerRequest)} µs per request` : '';
       console.log(
-        `  ${name.padEnd(12)} ${fmt(run.requestsPerSecond).padStart(6)} req/s  latency p50 ${fmt(run.latencyP50Ms)} ms p99 ${fmt(run.latencyP99Ms)} ms  statuses ${codes}  non-2xx ${run.non2xx}  errors ${run.errors}`,
+        `  ${name.padEnd(12)} ${fmt(run.requestsPerSecond).padStart(6)} req/s  latency p50 ${fmt(run.latencyP50Ms)} ms p99 ${fmt(run.latencyP99Ms)} ms  statuses ${codes}  non-2xx ${run.non2xx}  errors ${run.errors}${cpu}`,
       );
     }
     console.log(`  jobs the gateway stored: ${g.jobsStored} (warm-up included)`);

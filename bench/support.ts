@@ -158,6 +158,22 @@ const READY: Record<ServiceName, RegExp> = {
 /** USER_HZ: the unit of /proc/<pid>/stat's CPU times, 100 on every Linux Node runs on. */
 const CLOCK_TICKS_PER_SECOND = 100;
 
+/**
+ * CPU time (user + system, ms) a child process has used so far, from /proc; undefined where there is
+ * no /proc. Read at both ends of a measured stretch, it gives the process's cost per unit of work,
+ * which says where the time goes even when a shared machine moves the throughput from run to run.
+ */
+export function processCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    // Fields after the command's closing parenthesis: state is the 3rd field, utime the 14th, stime the 15th.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
 export class BenchService {
   private tail: string[] = [];
   private stderr = '';
@@ -207,19 +223,9 @@ export class BenchService {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  /**
-   * CPU time (user + system, ms) the process has used so far, from /proc; undefined where there is
-   * no /proc. Read at both ends of a measured stretch, it gives the process's cost per unit of
-   * work, which moves far less from run to run on a shared machine than its throughput does.
-   */
+  /** CPU time the process has used so far (see {@link processCpuMs}). */
   cpuMs(): number | undefined {
-    try {
-      // Fields after the command's closing parenthesis: state is the 3rd field, utime the 14th, stime the 15th.
-      const fields = readFileSync(`/proc/${this.child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
-    } catch {
-      return undefined;
-    }
+    return processCpuMs(this.child.pid);
   }
 
   /** The last lines it logged and its stderr, for an error message. */

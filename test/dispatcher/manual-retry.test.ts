@@ -70,3 +70,30 @@ describe('a manual attempt queued twice', () => {
     expect((await h.callbacks.get(messageId))!.attempt_count).toBe(2);
   });
 });
+
+describe('one manual request run twice at once', () => {
+  it('is sent once: the run that finds the other sending looks again later and sends nothing', async () => {
+    // Attempt 1 fails; the manual attempt is answered only after 1.5 s, so both runs are in flight together.
+    h.receiver.script('/manual-overlap', (n) => (n === 1 ? { status: 503 } : { status: 200, afterMs: 1_500 }));
+    const jobId = await h.jobs.image(h.receiver.url('/manual-overlap'));
+    const messageId = await h.messageIdOf(jobId);
+    await h.attempts(messageId, 1);
+    const requestId = jobIds.delivery(messageId, 2, 'manual');
+    const deliveries = h.queue('callback-deliveries');
+    try {
+      // The request as a repeat of its Idempotency-Key queues it again, and a run of the same request
+      // that had been deferred twice meanwhile (the first call's), both runnable at once.
+      await deliveries.addBulk([
+        { name: 'deliver', data: { messageId, attempt: 2, trigger: 'manual' }, opts: { jobId: requestId } },
+        { name: 'deliver', data: { messageId, attempt: 2, trigger: 'manual', deferrals: 2 }, opts: { jobId: jobIds.deferral(requestId, 2) } },
+      ]);
+      await eventually(() => h.callbackAdmin().findManualAttempt(messageId, requestId), 20_000, 'manual attempt');
+      await h.deliveriesSettled();
+    } finally {
+      await deliveries.close();
+    }
+    expect(h.receiver.requestsTo('/manual-overlap')).toHaveLength(2);
+    expect(await h.callbacks.get(messageId)).toMatchObject({ state: 'delivered', attempt_count: 2 });
+    expect(await h.callbacks.attempts(messageId)).toHaveLength(2);
+  });
+});

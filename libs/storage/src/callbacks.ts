@@ -63,6 +63,7 @@ const DEFER = storeScript('callback-defer');
 const GIVE_UP = storeScript('callback-give-up');
 const PURGE = storeScript('callback-purge');
 const RESERVE_PACE = storeScript('callback-recovery-pace');
+const MANUAL_SEND = storeScript('callback-manual-send');
 
 /**
  * An attempt as stored: a JSON array in this order, its number first (written by RECORD_ATTEMPT),
@@ -203,6 +204,23 @@ export class CallbackRepository {
   async attempt(messageId: string, attemptKey: string): Promise<CallbackAttempt | undefined> {
     const raw = await this.redis.hget(this.keys.callbackAttempts(messageId), attemptKey);
     return raw ? decodeAttempt(raw) : undefined;
+  }
+
+  /**
+   * Asks, for the delivery job `jobId` about to send the manual attempt `requestId`, whether it may:
+   * `'made'` when the attempt is in the log already, `'send'` when this job holds the request (for
+   * `holdMs`, or again after a restart of the same job), or how many ms another run of the same
+   * request holds it still. See callback-manual-send.lua.
+   */
+  async holdManualSend(messageId: string, requestId: string, jobId: string, holdMs: number): Promise<'made' | 'send' | { heldForMs: number }> {
+    const reply = Number(
+      await MANUAL_SEND.run(
+        this.redis,
+        [this.keys.manualSendHold(messageId, requestId), this.keys.callbackAttempts(messageId)],
+        [jobId, holdMs, attemptKey('manual', 0, requestId)],
+      ),
+    );
+    return reply < 0 ? 'made' : reply === 0 ? 'send' : { heldForMs: reply };
   }
 
   /**

@@ -95,6 +95,8 @@ export class StoreKeys {
   idempotency = (workspaceId: string, keyHash: string) => `${this.by(workspaceId)}:idem:${workspaceId}:${keyHash}`;
   callback = (messageId: string) => `${this.by(messageId)}:cb:${messageId}`;
   callbackAttempts = (messageId: string) => `${this.by(messageId)}:cb:${messageId}:attempts`;
+  /** Which run of a manual attempt's request is sending it (see callback-manual-send.lua); it lapses by itself. */
+  manualSendHold = (messageId: string, requestId: string) => `${this.by(messageId)}:cb:${messageId}:sending:${requestId}`;
   /** A shard's future automatic attempts of the ladder, due time per delivery job id (the deliveries queue's schedule). */
   callbackSchedule = (shard: number) => scheduleKey(this.keyPrefix, 'callback-deliveries', shard);
   /** Attempts holding a slot of one callback destination (delivery job id → lease deadline ms). */

@@ -493,6 +493,27 @@ describe('CallbackRepository ladder', () => {
     expect(stored.length).toBeLessThan(JSON.stringify(legacy).length / 2);
     await redis.zrem(schedule, scheduledAttemptId(cb.id, 2));
   });
+
+  it('lets one run of a manual request send it: another is told how long to wait, the same run is let through again, and none once it is in the log', async () => {
+    const cb = await newCallback('msg_ladder4');
+    const request = 'msg_ladder4.manual.1';
+    expect(await callbacks.holdManualSend(cb.id, request, request, 60_000)).toBe('send');
+    // A restart of the same job (a crash mid-attempt) holds it still.
+    expect(await callbacks.holdManualSend(cb.id, request, request, 60_000)).toBe('send');
+    const other = await callbacks.holdManualSend(cb.id, request, `${request}.d2`, 60_000);
+    expect(other).toEqual({ heldForMs: expect.any(Number) });
+    expect((other as { heldForMs: number }).heldForMs).toBeGreaterThan(50_000);
+    expect((other as { heldForMs: number }).heldForMs).toBeLessThanOrEqual(60_000);
+    // Another manual request of the same callback is not held by this one.
+    expect(await callbacks.holdManualSend(cb.id, 'msg_ladder4.manual.2', 'msg_ladder4.manual.2', 60_000)).toBe('send');
+    await callbacks.recordAttempt(cb, attemptKey('manual', 0, request), failed(null, 1_000), null, 1_100);
+    expect(await callbacks.holdManualSend(cb.id, request, `${request}.d2`, 60_000)).toBe('made');
+    // A hold lapses by itself: a run that died holding the request does not keep the others out.
+    const lapsing = 'msg_ladder4.manual.3';
+    expect(await callbacks.holdManualSend(cb.id, lapsing, lapsing, 50)).toBe('send');
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(await callbacks.holdManualSend(cb.id, lapsing, `${lapsing}.d1`, 60_000)).toBe('send');
+  });
 });
 
 describe('CallbackRepository recovery pace', () => {

@@ -6,6 +6,7 @@ import {
   eventTypeFor,
   isFinished,
   LADDER_ATTEMPTS,
+  leaseMsFor,
   nextAttemptAt,
   RECOVERY_ATTEMPTS_PER_SECOND,
   signalOf,
@@ -97,6 +98,13 @@ export interface CallbackServiceDeps {
  * kills its dispatcher cannot loop for ever.
  */
 export const MAX_REQUEUES = 5;
+
+/**
+ * How soon a run of a manual request that found another run sending it looks again: about when a
+ * typical attempt has been recorded, rather than when the other run's hold (the attempt's whole
+ * deadline) lapses.
+ */
+const MANUAL_HOLD_RECHECK_MS = 1_000;
 
 /** How many times a recovery's attempt that finds its destination full waits for a pace turn before it waits in the destination's line. */
 const PACED_DEFERRALS = 3;
@@ -263,8 +271,9 @@ export class CallbackService {
     }
 
     const exchange = await this.attemptWithinSlot(callback, request, queueJobId, known);
-    // Set aside: it goes on as a delayed job of its own when a slot is free.
-    if (exchange === 'deferred') return undefined;
+    // Set aside: it goes on as a delayed job of its own when a slot is free. Or made meanwhile by
+    // another run of the same manual request.
+    if (exchange === 'deferred' || exchange === 'made') return undefined;
     this.faults.at('delivery.sent');
     const error = errorOf(exchange);
     // Checked here so that an attempt without tracing does not even parse the URL for attributes.
@@ -429,7 +438,12 @@ export class CallbackService {
    * slot is handed to it, or at the latest when its turn comes even if every attempt ahead of it
    * takes its whole lease.
    */
-  private async attemptWithinSlot(callback: CallbackRecord, request: DeliveryRequest, queueJobId: string, known?: KnownInputs): Promise<Exchange | 'deferred'> {
+  private async attemptWithinSlot(
+    callback: CallbackRecord,
+    request: DeliveryRequest,
+    queueJobId: string,
+    known?: KnownInputs,
+  ): Promise<Exchange | 'deferred' | 'made'> {
     const destination = destinationOf(callback.url);
     const now = this.now();
     const deferrals = (request.deferrals ?? 0) + 1;
@@ -465,6 +479,31 @@ export class CallbackService {
         until: new Date(wakeAtMs).toISOString(),
       });
       return 'deferred';
+    }
+    if (request.trigger === 'manual') {
+      // Two runs of one manual request can hold slots at once (a repeated Idempotency-Key queued it
+      // again while the first run waited, deferred): one POST per request, so one of them sends.
+      const requestId = jobIds.beforeDeferral(queueJobId);
+      const hold = await this.deps.callbacks
+        .holdManualSend(callback.id, requestId, queueJobId, leaseMsFor({ attemptTimeoutMs: this.deps.attemptTimeoutMs }))
+        .catch(async (err: unknown) => {
+          await this.giveBack(destination, queueJobId, QUIET);
+          throw err;
+        });
+      if (hold !== 'send') {
+        await this.giveBack(destination, queueJobId, QUIET);
+        if (hold === 'made') return 'made';
+        // The other run has sent it or is sending it: this one looks again until that run has
+        // recorded its attempt or, had it died, its hold has lapsed.
+        const delay = Math.min(hold.heldForMs, MANUAL_HOLD_RECHECK_MS);
+        await this.deps.deliveries.add('deliver', { ...request, deferrals }, { jobId: parkAs, delay });
+        this.deps.logger.debug('manual attempt being made by another run of its request; looking again later', {
+          message_id: callback.id,
+          request_id: requestId,
+          in_ms: delay,
+        });
+        return 'deferred';
+      }
     }
     let signal: DestinationSignal = QUIET;
     try {

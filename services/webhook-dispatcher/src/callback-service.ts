@@ -436,7 +436,8 @@ export class CallbackService {
    * its destination's line and goes on as a new delayed job (`jobIds.deferral`): the job in hand
    * ends, so the attempt holds no worker while it waits. The delayed job is made runnable when a
    * slot is handed to it, or at the latest when its turn comes even if every attempt ahead of it
-   * takes its whole lease.
+   * takes its whole lease. A manual attempt also needs its request's hold: `'made'` when it turns
+   * out to be in the log already, `'deferred'` too when another run of the request is sending it.
    */
   private async attemptWithinSlot(
     callback: CallbackRecord,

@@ -97,3 +97,27 @@ describe('one manual request run twice at once', () => {
     expect(await h.callbacks.attempts(messageId)).toHaveLength(2);
   });
 });
+
+describe('a manual request held by a run that died', () => {
+  it('is sent once the hold lapses: the other run goes on looking until then', async () => {
+    h.receiver.script('/manual-orphaned', (n) => (n === 1 ? { status: 503 } : { status: 200 }));
+    const jobId = await h.jobs.image(h.receiver.url('/manual-orphaned'));
+    const messageId = await h.messageIdOf(jobId);
+    await h.attempts(messageId, 1);
+    const requestId = jobIds.delivery(messageId, 2, 'manual');
+    // A run (`.d1`) took the hold and died before sending: nothing but the hold is left of it.
+    await h.stack.redis.set(h.stack.keys.manualSendHold(messageId, requestId), jobIds.deferral(requestId, 1), 'PX', 2_500);
+    const queuedMs = Date.now();
+    const deliveries = h.queue('callback-deliveries');
+    try {
+      await deliveries.add('deliver', { messageId, attempt: 2, trigger: 'manual' }, { jobId: requestId });
+      const attempt = await eventually(() => h.callbackAdmin().findManualAttempt(messageId, requestId), 20_000, 'manual attempt');
+      expect(attempt.sent_ms).toBeGreaterThanOrEqual(queuedMs + 2_000);
+      await h.deliveriesSettled();
+    } finally {
+      await deliveries.close();
+    }
+    expect(h.receiver.requestsTo('/manual-orphaned')).toHaveLength(2);
+    expect(await h.callbacks.get(messageId)).toMatchObject({ state: 'delivered', attempt_count: 2 });
+  });
+});

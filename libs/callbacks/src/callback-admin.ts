@@ -160,8 +160,8 @@ export class CallbackAdmin {
       }
       // A queued attempt leaves no record a repeat could find until it is made (a deferred one, much
       // later): the claim says it was queued. Failing to say so fails nothing: the attempt is queued,
-      // and a repeat 30 s on queues it again under its id, harmlessly: however many runs of one
-      // request there are, made or waiting, the dispatcher lets one send it.
+      // and a repeat 30 s on queues it again under its id, harmlessly: of the runs of one request,
+      // made or waiting, the dispatcher lets one send it while that run lives.
       await claims.markDone(claimed.claim).catch(() => undefined);
       return answer(requestId);
     }

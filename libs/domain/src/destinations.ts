@@ -20,6 +20,8 @@ export interface Destination {
  */
 const recentDestinations = new Map<string, Readonly<Destination>>();
 const RECENT_DESTINATIONS_KEPT = 10_000;
+/** Longer URLs are worked out afresh each time, so the map stays small whatever it is handed (a dashboard filter is user input). */
+const REMEMBERED_URL_MAX_LENGTH = 2_048;
 
 export function destinationOf(callbackUrl: string): Readonly<Destination> {
   const known = recentDestinations.get(callbackUrl);
@@ -28,6 +30,7 @@ export function destinationOf(callbackUrl: string): Readonly<Destination> {
   const port = url.port !== '' ? url.port : url.protocol === 'https:' ? '443' : '80';
   const origin = `${url.protocol}//${url.hostname}:${port}`;
   const destination = Object.freeze({ id: createHash('sha256').update(origin).digest('hex').slice(0, 16), origin });
+  if (callbackUrl.length > REMEMBERED_URL_MAX_LENGTH) return destination;
   if (recentDestinations.size >= RECENT_DESTINATIONS_KEPT) recentDestinations.clear();
   recentDestinations.set(callbackUrl, destination);
   return destination;

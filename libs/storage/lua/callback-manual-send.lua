@@ -2,16 +2,17 @@
   Lets one run of a manual attempt's request send it. A request can run twice at once: a client
   repeating its Idempotency-Key queues the request again when it cannot tell that the first call
   queued it, and by then the first run may be waiting, deferred, for a slot of its destination.
-  The run that asks first holds the request for as long as an attempt and its record can take;
-  another run is told how long that is, and goes on after it, when the attempt log says whether the
-  POST was made. A run that died holding the request lets it go when the hold lapses.
+  The run that asks first holds the request for the time it is given (well over what an attempt
+  and its record take); another run is told how long the hold has left, and looks again until the
+  attempt log says the POST was made or the hold has lapsed: a run that died holding the request
+  lets it go then.
 
   Input:
     KEYS[1] the request's hold (string: the id of the delivery job holding it)
     KEYS[2] the callback's attempt log
 
     ARGV[1] the id of the delivery job asking
-    ARGV[2] how long a hold lasts, ms (the attempt's deadline and the time to record it)
+    ARGV[2] how long a hold lasts, ms
     ARGV[3] the request's key in the attempt log
 
   Output:

@@ -63,6 +63,7 @@ export interface DeliveryRequest {
   trigger: AttemptTrigger;
   requeue?: number;
   deferrals?: number;
+  holdChecks?: number;
 }
 
 /** The dependencies, narrowed to what the service calls so tests can hand in fakes. */
@@ -105,6 +106,15 @@ export const MAX_REQUEUES = 5;
  * deadline) lapses.
  */
 const MANUAL_HOLD_RECHECK_MS = 1_000;
+
+/**
+ * How long a run of a manual request holds it, in destination leases (an attempt's deadline and
+ * the time to record it). Two: the address check before the POST has a deadline of its own, and a
+ * hold that lapsed while its run was still sending would let a second run send too. A long hold
+ * costs nothing while its run lives (the others look again every second and find the attempt in
+ * the log); it only delays the request when that run died.
+ */
+const MANUAL_HOLD_LEASES = 2;
 
 /** How many times a recovery's attempt that finds its destination full waits for a pace turn before it waits in the destination's line. */
 const PACED_DEFERRALS = 3;
@@ -486,7 +496,7 @@ export class CallbackService {
       // again while the first run waited, deferred): one POST per request, so one of them sends.
       const requestId = jobIds.beforeDeferral(queueJobId);
       const hold = await this.deps.callbacks
-        .holdManualSend(callback.id, requestId, queueJobId, leaseMsFor({ attemptTimeoutMs: this.deps.attemptTimeoutMs }))
+        .holdManualSend(callback.id, requestId, queueJobId, MANUAL_HOLD_LEASES * leaseMsFor({ attemptTimeoutMs: this.deps.attemptTimeoutMs }))
         .catch(async (err: unknown) => {
           await this.giveBack(destination, queueJobId, QUIET);
           throw err;
@@ -495,9 +505,11 @@ export class CallbackService {
         await this.giveBack(destination, queueJobId, QUIET);
         if (hold === 'made') return 'made';
         // The other run has sent it or is sending it: this one looks again until that run has
-        // recorded its attempt or, had it died, its hold has lapsed.
+        // recorded its attempt or, had it died, its hold has lapsed. Not a deferral: the recovery
+        // pace counts those.
         const delay = Math.min(hold.heldForMs, MANUAL_HOLD_RECHECK_MS);
-        await this.deps.deliveries.add('deliver', { ...request, deferrals }, { jobId: parkAs, delay });
+        const holdChecks = (request.holdChecks ?? 0) + 1;
+        await this.deps.deliveries.add('deliver', { ...request, holdChecks }, { jobId: jobIds.holdCheck(queueJobId, holdChecks), delay });
         this.deps.logger.debug('manual attempt being made by another run of its request; looking again later', {
           message_id: callback.id,
           request_id: requestId,

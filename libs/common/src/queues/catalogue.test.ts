@@ -60,6 +60,20 @@ describe('delivery ids', () => {
     const recovery = jobIds.recoveryDelivery('msg_abc', 'rcv_xyz');
     expect([recovery, jobIds.deferral(recovery, 3)].map(jobIds.isRecoveryDelivery)).toEqual([true, true]);
     expect([manual[0]!, 'msg_abc.3', jobIds.deferral('msg_abc.3', 1)].map(jobIds.isRecoveryDelivery)).toEqual([false, false, false]);
+    expect(jobIds.isRecoveryDelivery(jobIds.holdCheck(jobIds.deferral(recovery, 2), 4))).toBe(true);
+  });
+
+  it("name a manual request's hold checks after the run they continue, apart from the run that is sending it", () => {
+    const request = jobIds.delivery('msg_abc', 2, 'manual');
+    const deferred = jobIds.deferral(request, 2);
+    // Each run's checks go on from its own id, never onto the other run's.
+    const fromRequest = [1, 2, 3].map((n) => jobIds.holdCheck(n === 1 ? request : jobIds.holdCheck(request, n - 1), n));
+    expect(fromRequest).toEqual([`${request}.h1`, `${request}.h2`, `${request}.h3`]);
+    expect(fromRequest).not.toContain(deferred);
+    expect(jobIds.holdCheck(deferred, 1)).toBe(`${deferred}.h1`);
+    // Every one of them is recorded under the request, and is deferred as the request.
+    for (const id of [...fromRequest, deferred, jobIds.holdCheck(deferred, 5)]) expect(jobIds.beforeDeferral(id)).toBe(request);
+    expect(jobIds.deferral(jobIds.holdCheck(deferred, 5), 3)).toBe(`${request}.d3`);
   });
 
   it("give an automatic attempt's job the name it waits under in the schedule, which turns back into that job", () => {

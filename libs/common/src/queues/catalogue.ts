@@ -23,8 +23,10 @@ export interface JobCatalogue {
      * `requeue`: how many times BullMQ gave up on this attempt before (transient trouble); absent at first.
      * `deferrals`: how many times the attempt found its destination without a free slot and went on as
      * a new delayed job (see `jobIds.deferral`); absent at first.
+     * `holdChecks`: how many times a manual attempt found another run of its request sending it and
+     * went on as a new delayed job to look again (see `jobIds.holdCheck`); absent at first.
      */
-    deliver: { messageId: string; attempt: number; trigger: AttemptTrigger; requeue?: number; deferrals?: number };
+    deliver: { messageId: string; attempt: number; trigger: AttemptTrigger; requeue?: number; deferrals?: number; holdChecks?: number };
     /** A dashboard test callback: the request (URL, workspace) and its outcome live under this id in the store. */
     'test-callback': { testId: string };
   };
@@ -139,7 +141,7 @@ export const jobIds = {
     trigger === 'manual'
       ? // Every request its own attempt: two in the same millisecond were one job before, and the
         // second request was answered 202 for an attempt that was never its own. Digits only, so
-        // that no suffix reads as a deferral's (`.d<n>`).
+        // that no suffix reads as a deferral's (`.d<n>`) or a hold check's (`.h<n>`).
         `${messageId}.manual.${Date.now()}${String(randomInt(1_000_000)).padStart(6, '0')}`
       : requeue === 0
         ? scheduledAttemptId(messageId, attempt)
@@ -150,8 +152,14 @@ export const jobIds = {
    * tracks a running job's lock by its id).
    */
   deferral: (jobId: string, n: number) => `${jobIds.beforeDeferral(jobId)}.d${n}`,
-  /** The id an attempt was queued under before any deferral (a manual attempt is recorded under it). */
-  beforeDeferral: (jobId: string) => jobId.replace(/\.d[0-9]+$/, ''),
+  /**
+   * A run of a manual request looking again, for the `n`th time, whether another run of it has sent
+   * it: named after the run it continues (`<request>` or `<request>.d<k>`), so its ids never meet
+   * those of the run that is sending, whose job must not be mistaken for one of these.
+   */
+  holdCheck: (jobId: string, n: number) => `${jobId.replace(/\.h[0-9]+$/, '')}.h${n}`,
+  /** The id an attempt was queued under before any deferral or hold check (a manual attempt is recorded under it). */
+  beforeDeferral: (jobId: string) => jobId.replace(/\.h[0-9]+$/, '').replace(/\.d[0-9]+$/, ''),
   /** A manual attempt of a bulk recovery: one per callback per recovery, however often the recovery is re-run. */
   recoveryDelivery: (messageId: string, recoveryId: string) => `${messageId}.recovery.${recoveryId}`,
   /** Whether a delivery job is (a deferral of) an attempt of a bulk recovery. */

@@ -64,6 +64,7 @@ const GIVE_UP = storeScript('callback-give-up');
 const PURGE = storeScript('callback-purge');
 const RESERVE_PACE = storeScript('callback-recovery-pace');
 const MANUAL_SEND = storeScript('callback-manual-send');
+const MANUAL_RELEASE = storeScript('callback-manual-release');
 
 /**
  * An attempt as stored: a JSON array in this order, its number first (written by RECORD_ATTEMPT),
@@ -221,6 +222,11 @@ export class CallbackRepository {
       ),
     );
     return reply < 0 ? 'made' : reply === 0 ? 'send' : { heldForMs: reply };
+  }
+
+  /** Lets go of the request's hold if the delivery job `jobId` has it (it gave up before sending); see callback-manual-release.lua. */
+  async releaseManualSend(messageId: string, requestId: string, jobId: string): Promise<void> {
+    await MANUAL_RELEASE.run(this.redis, [this.keys.manualSendHold(messageId, requestId)], [jobId]);
   }
 
   /**

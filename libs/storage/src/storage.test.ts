@@ -494,7 +494,7 @@ describe('CallbackRepository ladder', () => {
     await redis.zrem(schedule, scheduledAttemptId(cb.id, 2));
   });
 
-  it('lets one run of a manual request send it: another is told how long to wait, the same run is let through again, and none once it is in the log', async () => {
+  it('lets one run of a manual request send it: another is told how long to wait, the same run is let through again, none once it is in the log, and the next after the holder lets go', async () => {
     const cb = await newCallback('msg_ladder4');
     const request = 'msg_ladder4.manual.1';
     expect(await callbacks.holdManualSend(cb.id, request, request, 60_000)).toBe('send');
@@ -508,6 +508,13 @@ describe('CallbackRepository ladder', () => {
     expect(await callbacks.holdManualSend(cb.id, 'msg_ladder4.manual.2', 'msg_ladder4.manual.2', 60_000)).toBe('send');
     await callbacks.recordAttempt(cb, attemptKey('manual', 0, request), failed(null, 1_000), null, 1_100);
     expect(await callbacks.holdManualSend(cb.id, request, `${request}.d2`, 60_000)).toBe('made');
+    // A run that gave up before sending lets go, but only of its own hold.
+    const released = 'msg_ladder4.manual.4';
+    expect(await callbacks.holdManualSend(cb.id, released, released, 60_000)).toBe('send');
+    await callbacks.releaseManualSend(cb.id, released, `${released}.d1`);
+    expect(await callbacks.holdManualSend(cb.id, released, `${released}.d1`, 60_000)).toEqual({ heldForMs: expect.any(Number) });
+    await callbacks.releaseManualSend(cb.id, released, released);
+    expect(await callbacks.holdManualSend(cb.id, released, `${released}.d1`, 60_000)).toBe('send');
     // A hold lapses by itself: a run that died holding the request does not keep the others out.
     const lapsing = 'msg_ladder4.manual.3';
     expect(await callbacks.holdManualSend(cb.id, lapsing, lapsing, 50)).toBe('send');

@@ -523,6 +523,14 @@ export class CallbackService {
       const exchange = await this.attempt(callback, known);
       signal = signalOf({ ...exchange, error: errorOf(exchange) }, { attemptTimeoutMs: this.deps.attemptTimeoutMs });
       return exchange;
+    } catch (err) {
+      // Nothing was sent (a failed exchange is a result, not a throw): the request's hold goes, so
+      // that the next run to make the attempt (this job's retry, or one deferred under another id)
+      // need not wait for it to lapse.
+      if (request.trigger === 'manual') {
+        await this.deps.callbacks.releaseManualSend(callback.id, jobIds.beforeDeferral(queueJobId), queueJobId).catch(() => undefined);
+      }
+      throw err;
     } finally {
       await this.giveBack(destination, queueJobId, signal);
     }

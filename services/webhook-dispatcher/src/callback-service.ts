@@ -102,8 +102,7 @@ export const MAX_REQUEUES = 5;
 
 /**
  * How soon a run of a manual request that found another run sending it looks again: about when a
- * typical attempt has been recorded, rather than when the other run's hold (the attempt's whole
- * deadline) lapses.
+ * typical attempt has been recorded, rather than when the other run's hold (two leases) lapses.
  */
 const MANUAL_HOLD_RECHECK_MS = 1_000;
 

@@ -19,6 +19,9 @@
     ARGV[9] ms that idle destination keys are kept
     ARGV[10] park as: the id of the job the attempt goes on as if parked (a slot is reserved under it
              when its turn comes), or '' for an attempt that is not to be parked
+    ARGV[11] '1' to note the destination's activity (its place among its shard's recent
+             destinations, its origin, and the expiry of both), '' when the caller noted it lately:
+             they are read by the quarter hour and kept for a day, so every attempt need not
 
   Output:
     {1, limit, woken ids...}           granted (also when a lease was already held in its name:
@@ -38,11 +41,13 @@ local lease_ms = tonumber(ARGV[4])
 local keep_ms = tonumber(ARGV[9])
 
 -- Everything the gate keeps goes when idle for as long: nothing of it is a record of anything.
-redis.call('ZADD', KEYS[4], now, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - keep_ms)
-redis.call('PEXPIRE', KEYS[4], keep_ms)
-redis.call('HSET', KEYS[3], 'origin', ARGV[8])
-redis.call('PEXPIRE', KEYS[3], keep_ms)
+if ARGV[11] == '1' then
+  redis.call('ZADD', KEYS[4], now, ARGV[1])
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - keep_ms)
+  redis.call('PEXPIRE', KEYS[4], keep_ms)
+  redis.call('HSET', KEYS[3], 'origin', ARGV[8])
+  redis.call('PEXPIRE', KEYS[3], keep_ms)
+end
 
 drop_lapsed(now)
 local limit = effective_limit(now, tonumber(ARGV[6]), tonumber(ARGV[7]))

@@ -147,4 +147,23 @@ describe('DestinationGate', () => {
     expect(recent.find((s) => s.id === d.id)).toMatchObject({ origin: d.origin, inFlight: 1, deferred: 0 });
     expect((await gate.ofWorkspace('ws_gate', now)).some((s) => s.id === d.id)).toBe(false);
   });
+
+  it("notes a destination's activity once a minute per process, not on every attempt", async () => {
+    const d = fresh();
+    const now = Date.now();
+    const index = keys.destinations(keys.destinationShard(d.id));
+    await ask(d, 'n1', now);
+    await gate.release(d, 'n1', QUIET, now + 1);
+    await ask(d, 'n2', now + 30_000);
+    expect(Number(await redis.zscore(index, d.id))).toBe(now);
+    // Another process (a gate of its own) notes it on its first attempt.
+    const other = new DestinationGate(redis, keys, limits);
+    await other.acquire({ destination: d, workspaceId: 'ws_gate', leaseId: 'n3', parkAs: 'n3', dueMs: now + 40_000, nowMs: now + 40_000 });
+    expect(Number(await redis.zscore(index, d.id))).toBe(now + 40_000);
+    await ask(d, 'n4', now + 60_000);
+    expect(Number(await redis.zscore(index, d.id))).toBe(now + 60_000);
+    // The origin stays, and the state lives on for the day from the latest note.
+    expect(await redis.hget(keys.destinationState(d.id), 'origin')).toBe(d.origin);
+    expect(await redis.pttl(keys.destinationState(d.id))).toBeGreaterThan(86_400_000 - 60_000);
+  });
 });

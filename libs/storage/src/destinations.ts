@@ -16,12 +16,37 @@ const RECENT_MS = 15 * 60_000;
 /** How many destinations a workspace's list keeps (the latest used). */
 const WORKSPACE_DESTINATIONS_KEPT = 50;
 /**
- * How often one process notes the same workspace's use of the same destination: the list is read
- * by the day, so a note a minute is plenty, and the attempts in between cost no write for it.
+ * How often one process notes a destination's activity (its place among its shard's recent
+ * destinations, and the expiry of its state and that list) and a workspace's use of it: they are
+ * read by the quarter hour and kept for a day, so a note a minute is plenty, and the attempts in
+ * between cost no write for them.
  */
-const WORKSPACE_TOUCH_EVERY_MS = 60_000;
+const TOUCH_EVERY_MS = 60_000;
 /** Notes remembered per process before the memory is cleared (a busy dispatcher sees many pairs). */
-const WORKSPACE_TOUCHES_REMEMBERED = 10_000;
+const TOUCHES_REMEMBERED = 10_000;
+
+/** Which keys this process noted lately, so that a note repeated within `everyMs` costs no write. */
+class RecentNotes {
+  private readonly lastMs = new Map<string, number>();
+
+  constructor(
+    private readonly everyMs: number,
+    private readonly remembered: number,
+  ) {}
+
+  /** Whether `key` is due a note at `nowMs`; counts it as noted if so. */
+  due(key: string, nowMs: number): boolean {
+    if (nowMs - (this.lastMs.get(key) ?? -Infinity) < this.everyMs) return false;
+    if (this.lastMs.size >= this.remembered) this.lastMs.clear();
+    this.lastMs.set(key, nowMs);
+    return true;
+  }
+
+  /** A note that could not be written: the next call is due again. */
+  forget(key: string): void {
+    this.lastMs.delete(key);
+  }
+}
 
 /** The isolation settings of a deployment, as every process that builds a {@link DestinationGate} reads them. */
 export const destinationLimits = (
@@ -66,8 +91,10 @@ export type SlotAnswer =
  */
 export class DestinationGate {
   private readonly leaseMs: number;
-  /** When this process last noted a workspace's use of a destination, by `workspace destination`. */
-  private readonly touched = new Map<string, number>();
+  /** Destinations whose activity this process noted lately, by id. */
+  private readonly active = new RecentNotes(TOUCH_EVERY_MS, TOUCHES_REMEMBERED);
+  /** Workspaces' uses of destinations this process noted lately, by `workspace destination`. */
+  private readonly used = new RecentNotes(TOUCH_EVERY_MS, TOUCHES_REMEMBERED);
 
   constructor(
     private readonly redis: Redis,
@@ -79,6 +106,7 @@ export class DestinationGate {
 
   async acquire(request: SlotRequest): Promise<SlotAnswer> {
     const { destination: d } = request;
+    const noteActivity = this.active.due(d.id, request.nowMs);
     const [reply] = (await Promise.all([
       ACQUIRE.run(
         this.redis,
@@ -99,8 +127,12 @@ export class DestinationGate {
           d.origin,
           IDLE_KEEP_MS,
           request.parkAs ?? '',
+          noteActivity ? '1' : '',
         ],
-      ),
+      ).catch((err: unknown) => {
+        if (noteActivity) this.active.forget(d.id);
+        throw err;
+      }),
       this.noteWorkspaceUse(request.workspaceId, d.id, request.nowMs),
     ])) as [(number | string)[], void];
     if (reply[0] === 1) return { granted: true, woken: reply.slice(2).map(String) };
@@ -113,16 +145,14 @@ export class DestinationGate {
    */
   private async noteWorkspaceUse(workspaceId: string, destinationId: string, nowMs: number): Promise<void> {
     const pair = `${workspaceId} ${destinationId}`;
-    if (nowMs - (this.touched.get(pair) ?? -Infinity) < WORKSPACE_TOUCH_EVERY_MS) return;
-    if (this.touched.size >= WORKSPACE_TOUCHES_REMEMBERED) this.touched.clear();
-    this.touched.set(pair, nowMs);
+    if (!this.used.due(pair, nowMs)) return;
     // Only a list for people: a note that could not be written must not fail the attempt (whose
     // slot may have been granted beside it); the next attempt writes it again.
     await TOUCH_WORKSPACE.run(
       this.redis,
       [this.keys.workspaceDestinations(workspaceId)],
       [destinationId, nowMs, IDLE_KEEP_MS, WORKSPACE_DESTINATIONS_KEPT],
-    ).catch(() => void this.touched.delete(pair));
+    ).catch(() => this.used.forget(pair));
   }
 
   /** Gives the slot back with what the attempt said about the destination; returns the parked attempts woken. */

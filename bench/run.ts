@@ -99,6 +99,11 @@ const yesNo = (ok: boolean) => (ok ? 'yes' : 'NO');
 
 function tableRows(r: Results): Row[] {
   const rows: Row[] = [];
+  /** A process's CPU per request beside its peer's (µs), when /proc gave both. */
+  const cpuRow = (figure: string, ours: number | undefined, peerName: string, peer: number | undefined) => {
+    if (ours === undefined || peer === undefined) return;
+    rows.push({ figure, ours: `${fmt(ours)} µs`, peer: `${peerName}: ${fmt(peer)} µs`, ratio: fmt(peer / ours, 2), goal: '(info)', met: '' });
+  };
   if (r['redis-cost']) {
     const { ours, oursLoaded, peer, pacedPeer, mode } = r['redis-cost'];
     const where = mode === 'cluster' ? ' (cluster, all nodes)' : '';
@@ -151,20 +156,9 @@ function tableRows(r: Results): Row[] {
       goal: '(info)',
       met: '',
     });
-    const ours = d.dispatcher.cpuMicrosPerRequest;
-    const peer = d.keepAlive.cpuMicrosPerRequest;
-    if (ours !== undefined && peer !== undefined) {
-      // The sender's own CPU per callback: what the throughput ratio comes down to when the sender's
-      // core is the bottleneck, and steadier than it when the machine is shared.
-      rows.push({
-        figure: '  same, CPU per callback of the sending process',
-        ours: `${fmt(ours)} µs`,
-        peer: `got loop, keep-alive: ${fmt(peer)} µs`,
-        ratio: fmt(peer / ours, 2),
-        goal: '(info)',
-        met: '',
-      });
-    }
+    // The sender's own CPU per callback: what the throughput ratio comes down to when the sender's
+    // core is the bottleneck, and steadier than it when the machine is shared.
+    cpuRow('  same, CPU per callback of the sending process', d.dispatcher.cpuMicrosPerRequest, 'got loop, keep-alive', d.keepAlive.cpuMicrosPerRequest);
   }
   if (r.gateway) {
     const g = r.gateway;
@@ -188,20 +182,9 @@ function tableRows(r: Results): Row[] {
         met: '',
       });
     }
-    const ours = g.gateway.cpuMicrosPerRequest;
-    const peer = g.bareExpress.cpuMicrosPerRequest;
-    if (ours !== undefined && peer !== undefined) {
-      // The serving process's own CPU per answer: autocannon loads each until its core is busy, so
-      // this is what the throughput ratio comes down to.
-      rows.push({
-        figure: '  same, CPU per request of the serving process',
-        ours: `${fmt(ours)} µs`,
-        peer: `bare Express: ${fmt(peer)} µs`,
-        ratio: fmt(peer / ours, 2),
-        goal: '(info)',
-        met: '',
-      });
-    }
+    // The serving process's own CPU per answer: autocannon loads each until its core is busy, so
+    // this is what the throughput ratio comes down to.
+    cpuRow('  same, CPU per request of the serving process', g.gateway.cpuMicrosPerRequest, 'bare Express', g.bareExpress.cpuMicrosPerRequest);
   }
   if (r.latency) {
     for (const run of r.latency.runs) {

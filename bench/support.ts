@@ -151,10 +151,6 @@ const READY: Record<ServiceName, RegExp> = {
   'webhook-dispatcher': /webhook-dispatcher started/,
 };
 
-/**
- * One service process. Its log is read only until it is ready; after that stdout is drained with
- * only a short tail kept, so the bench process spends no time parsing log lines.
- */
 /** USER_HZ: the unit of /proc/<pid>/stat's CPU times, 100 on every Linux Node runs on. */
 const CLOCK_TICKS_PER_SECOND = 100;
 
@@ -174,6 +170,10 @@ export function processCpuMs(pid: number | undefined): number | undefined {
   }
 }
 
+/**
+ * One service process. Its log is read only until it is ready; after that stdout is drained with
+ * only a short tail kept, so the bench process spends no time parsing log lines.
+ */
 export class BenchService {
   private tail: string[] = [];
   private stderr = '';

@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { createRedis, loadConfig } from '@media/common';
 import { eventually, REDIS_URL } from '../support/stack';
 import { TestRedisSentinel } from '../support/redis-sentinel';
+import { TcpProxy } from '../support/tcp-proxy';
 
 const prefix = `sentinel-${process.pid}-${Date.now()}`;
 let sentinel: TestRedisSentinel;
@@ -126,4 +127,67 @@ describe('waiting for replicas (REDIS_WAIT_REPLICAS)', () => {
     expect(await redis.get(`${prefix}:unconfirmed`)).toBe('1');
     await sentinel.launchNode(replica);
   }, 60_000);
+});
+
+describe('a promotion announced while a connection asks the Sentinels for the primary', () => {
+  it('looks again instead of ending the connection', async () => {
+    // Every way to the Sentinels goes through a proxy that can hold new connections, so the lookup
+    // a reconnect makes is still in flight when the Sentinels announce the promotion.
+    const proxies = await Promise.all(sentinel.sentinelPorts.map((port) => TcpProxy.start(port)));
+    const announced = new Set<number>();
+    const listeners = sentinel.sentinelPorts.map((port) => {
+      const listener = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: null });
+      listener.on('error', () => undefined);
+      listener.on('message', () => announced.add(port));
+      return listener;
+    });
+    const sentinels = proxies.map((proxy) => `127.0.0.1:${proxy.port}`).join(',');
+    const client = createRedis(loadConfig({ ...sentinel.env, REDIS_SENTINELS: sentinels, REDIS_URL, KEY_PREFIX: prefix }).redis, 'worker');
+    client.on('error', () => undefined);
+    closers.push(async () => {
+      client.disconnect();
+      for (const listener of listeners) listener.disconnect();
+      await Promise.all(proxies.map((proxy) => proxy.close()));
+    });
+    try {
+      await Promise.all(listeners.map((listener) => listener.subscribe('+switch-master')));
+      const old = await sentinel.primaryPort();
+      const replica = sentinel.dataPorts.find((port) => port !== old)!;
+      await eventually(async () => ((await sentinel.replicating(replica)) ? true : undefined), 30_000, 'a replica in sync');
+      await client.set(`${prefix}:before-promotion`, '1');
+      // The connection's subscriptions to the Sentinels' announcements are made (one through each proxy).
+      await eventually(
+        async () => {
+          const subscribed = await Promise.all(
+            sentinel.sentinelPorts.map(async (port) => {
+              const probe = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+              try {
+                const clients = (await probe.call('CLIENT', 'LIST')) as string;
+                return clients.split('\n').filter((line) => / sub=[1-9]/.test(line)).length >= 2;
+              } finally {
+                probe.disconnect();
+              }
+            }),
+          );
+          return subscribed.every(Boolean) ? true : undefined;
+        },
+        10_000,
+        "the connection's subscriptions on every Sentinel",
+      );
+
+      for (const proxy of proxies) proxy.hold();
+      await sentinel.kill(old);
+      await eventually(() => (proxies.some((proxy) => proxy.heldConnections > 0) ? true : undefined), 10_000, 'the reconnect to ask a Sentinel');
+      await eventually(() => (announced.size === sentinel.sentinelPorts.length ? true : undefined), 30_000, 'every Sentinel to announce the promotion');
+      // The announcements reach the connection's subscriptions (made before the hold) at once.
+      await new Promise((r) => setTimeout(r, 200));
+      for (const proxy of proxies) proxy.release();
+
+      await client.set(`${prefix}:after-promotion`, '1');
+      expect(client.status).toBe('ready');
+      expect(await sentinel.primaryPort()).toBe(replica);
+    } finally {
+      for (const proxy of proxies) proxy.release();
+    }
+  }, 90_000);
 });

@@ -4,6 +4,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { FollowingSentinelConnector } from '@media/common';
 import { eventually, freePort, redisAnswers } from './basics';
 
 /** The name the Sentinels monitor the primary under (`REDIS_SENTINEL_NAME`). */
@@ -60,7 +61,7 @@ export class TestRedisSentinel {
       name: SENTINEL_NAME,
       password: NODE_PASSWORD,
       maxRetriesPerRequest: null,
-      failoverDetector: true,
+      Connector: FollowingSentinelConnector,
     });
   }
 

@@ -21,6 +21,7 @@ export { createLogger, warnIfCallbackChecksRelaxed, warnIfSecretsUnsealed, type 
 export { coalesceWrites, createRedis, duplicateRedis, isCluster, logRedisErrors, pingRedis, storeAnswers } from './redis';
 export { bullKey, bullPrefix, hasHashTag, scheduleKey, storePrefix, storeShardPrefix, storeShards } from './keyspace';
 export { LuaScript } from './lua-script';
+export { FollowingSentinelConnector } from './sentinel-connector';
 export {
   createMetricsRegistry,
   METRIC_PREFIX,

@@ -3,6 +3,7 @@ import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { ConfigError, type RedisAuth, type RedisTarget, type RedisTls } from './config';
 import { storePrefix } from './keyspace';
+import { FollowingSentinelConnector } from './sentinel-connector';
 import type { Logger } from './logger';
 
 /** One log line per this many ms at most while a connection keeps failing (ioredis retries every few ms). */
@@ -44,9 +45,9 @@ export function createRedis(target: RedisTarget | string, role: 'worker' | 'requ
             sentinels: resolved.sentinels,
             name: resolved.name,
             sentinelPassword: resolved.auth.sentinelPassword,
-            // Hear of a promotion from the Sentinels (+switch-master) at once, rather than when
+            // Hears of a promotion from the Sentinels (+switch-master) at once, rather than when
             // the old primary's connection fails; every duplicate (BullMQ's blocking ones) does too.
-            failoverDetector: true,
+            Connector: FollowingSentinelConnector,
           })
         : new Redis(resolved.url, { ...options, ...credentials(resolved.auth ?? {}) });
   if (logger) logRedisErrors(redis, logger, role);

@@ -243,8 +243,10 @@ export class TestStack {
 
   /**
    * A new connection to the stack's Redis, as the tests' own handle is made. Failover tests read
-   * through one made after the promotion: a long-lived client can be left closed by a switch that
-   * raced its own reconnection (ioredis ends it), which says nothing about the services.
+   * through one made after the promotion, so that what they find does not hang on how the tests'
+   * long-lived client came through the switch (ioredis's own Sentinel failover detector could end a
+   * client whose reconnect raced the promotion; FollowingSentinelConnector, which the services and
+   * these clients use, no longer does).
    */
   newClient(): Redis {
     const { cluster, sentinel, tls } = this;

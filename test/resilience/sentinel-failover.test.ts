@@ -2,6 +2,8 @@
 // REDIS_SENTINELS, and REDIS_PASSWORD for the nodes) find the primary through the Sentinels, write nothing to REDIS_URL's Redis, and
 // when the primary is killed go on against the replica the Sentinels promote, a BullMQ worker
 // included, without a restart; the old primary comes back as a replica and nothing writes to it.
+// A connection follows the Sentinels' announcement of a promotion: off a primary that hangs without
+// closing anything, and without ending when the announcement comes while it looks for the primary.
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createRedis, loadConfig } from '@media/common';
@@ -96,6 +98,11 @@ describe('Redis behind Sentinels', () => {
     await allDone(50);
     expect([...done].sort()).toEqual(Array.from({ length: 50 }, (_, i) => `j${i}`).sort());
     expect(await keysOn(REDIS_URL)).toEqual([]);
+    // Closed while the primary answers: a worker closed after the later tests' failovers can be
+    // reconnecting its blocking connection, which BullMQ then reconnects after its close, and that
+    // one looks for the Sentinels for ever once they are gone (the test run would never end).
+    await worker.close();
+    await queue.close();
   }, 120_000);
 });
 
@@ -186,8 +193,36 @@ describe('a promotion announced while a connection asks the Sentinels for the pr
       await client.set(`${prefix}:after-promotion`, '1');
       expect(client.status).toBe('ready');
       expect(await sentinel.primaryPort()).toBe(replica);
+      // Back as the promoted node's replica at once, for the next test's failover.
+      await sentinel.launchNode(old, replica);
     } finally {
       for (const proxy of proxies) proxy.release();
     }
   }, 90_000);
+});
+
+describe('a primary that hangs without closing its connections', () => {
+  it('is left for the replica the Sentinels promote, when they announce it', async () => {
+    const client = createRedis(loadConfig({ ...sentinel.env, REDIS_URL, KEY_PREFIX: prefix }).redis, 'worker');
+    client.on('error', () => undefined);
+    closers.push(async () => client.disconnect());
+    const old = await sentinel.primaryPort();
+    const replica = sentinel.dataPorts.find((port) => port !== old)!;
+    await eventually(async () => ((await sentinel.replicating(replica)) ? true : undefined), 30_000, 'a replica in sync');
+    await client.set(`${prefix}:before-hang`, '1');
+    // Nothing closes the connection: only the Sentinels' announcement can tell the client to leave.
+    sentinel.pause(old);
+    try {
+      const started = Date.now();
+      await client.set(`${prefix}:after-hang`, '1');
+      console.log(`write answered ${Date.now() - started} ms after the primary hung`);
+      expect(await sentinel.primaryPort()).toBe(replica);
+      const promoted = sentinel.node(replica);
+      expect(await promoted.get(`${prefix}:after-hang`)).toBe('1');
+      promoted.disconnect();
+    } finally {
+      // The last test here: the Sentinels make it a replica in time, which the first kill test shows.
+      sentinel.resume(old);
+    }
+  }, 60_000);
 });

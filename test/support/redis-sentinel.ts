@@ -115,6 +115,18 @@ export class TestRedisSentinel {
     await exited;
   }
 
+  /**
+   * A node that hangs without closing anything (SIGSTOP): its connections stay open and unanswered,
+   * as behind a network partition or a stalled VM, until {@link resume}.
+   */
+  pause(port: number): void {
+    this.nodes.get(port)?.kill('SIGSTOP');
+  }
+
+  resume(port: number): void {
+    this.nodes.get(port)?.kill('SIGCONT');
+  }
+
   /** Starts a data node (again) on its port and directory; the first run of the second one replicates the first. */
   async launchNode(port: number, replicaOf?: number): Promise<void> {
     const dir = join(this.dir, String(port));

@@ -49,6 +49,12 @@ describe.each([0, 1])('REDIS_WAIT_REPLICAS=%i', (waitReplicas) => {
         `intake p50 ${run.steady.p50} ms, p99 ${run.steady.p99} ms before the kill; 202 again ${run.intakeGapMs} ms after the primary's SIGKILL; ` +
         `${run.lost.length} acknowledged jobs lost with the old primary; /readyz not 200 (probes, 250 ms apart): ${JSON.stringify(run.notReady)}`,
     );
+    // Each service says in its log which node took over, once (on-call reads it there).
+    const primary = `127.0.0.1:${await sentinel.primaryPort()}`;
+    for (const [name, service] of h.stack.services) {
+      const said = service.lines.filter((l) => l.message === 'redis primary changed: the Sentinels promoted a replica').map((l) => l.primary);
+      expect({ name, said }).toEqual({ name, said: [primary] });
+    }
     expect(run.intakeGapMs).toBeLessThan(INTAKE_BACK_WITHIN_MS);
     if (waitReplicas > 0) expect(run.lost).toEqual([]);
   }, 360_000);

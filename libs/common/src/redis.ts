@@ -3,7 +3,7 @@ import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { ConfigError, type RedisAuth, type RedisTarget, type RedisTls } from './config';
 import { storePrefix } from './keyspace';
-import { FollowingSentinelConnector } from './sentinel-connector';
+import { FollowingSentinelConnector, type FollowingSentinelOptions, type PromotionListener } from './sentinel-connector';
 import type { Logger } from './logger';
 
 /** One log line per this many ms at most while a connection keeps failing (ioredis retries every few ms). */
@@ -48,7 +48,8 @@ export function createRedis(target: RedisTarget | string, role: 'worker' | 'requ
             // Hears of a promotion from the Sentinels (+switch-master) at once, rather than when
             // the old primary's connection fails; every duplicate (BullMQ's blocking ones) does too.
             Connector: FollowingSentinelConnector,
-          })
+            ...(logger ? { onPromotion: logPromotions(logger) } : {}),
+          } satisfies RedisOptions & FollowingSentinelOptions)
         : new Redis(resolved.url, { ...options, ...credentials(resolved.auth ?? {}) });
   if (logger) logRedisErrors(redis, logger, role);
   // A request connection carries the commands of every HTTP call in flight (the gateway's image
@@ -56,6 +57,27 @@ export function createRedis(target: RedisTarget | string, role: 'worker' | 'requ
   // than anything else the call does.
   if (role === 'request') coalesceWrites(redis);
   return redis;
+}
+
+const promotionLogs = new WeakMap<Logger, PromotionListener>();
+
+/**
+ * One log line per new primary the Sentinels promote: every connection of a process (and every
+ * duplicate of one) hears each Sentinel announce it, and those given one logger share this listener.
+ */
+function logPromotions(logger: Logger): PromotionListener {
+  let listener = promotionLogs.get(logger);
+  if (!listener) {
+    let last = '';
+    listener = ({ host, port }) => {
+      const primary = `${host}:${port}`;
+      if (primary === last) return;
+      last = primary;
+      logger.warn('redis primary changed: the Sentinels promoted a replica', { primary });
+    };
+    promotionLogs.set(logger, listener);
+  }
+  return listener;
 }
 
 const caFiles = new Map<string, Buffer>();

@@ -12,6 +12,14 @@ const SWITCH_MASTER = '+switch-master';
  */
 const WATCH_AFTER_CLOSE_MS = 10_000;
 
+/** Told of every promotion the Sentinels announce for the monitored primary: the node now primary. */
+export type PromotionListener = (primary: { host: string; port: number }) => void;
+
+/** Client options this connector reads besides ioredis's own; ioredis passes them on to every duplicate. */
+export interface FollowingSentinelOptions {
+  onPromotion?: PromotionListener;
+}
+
 /**
  * ioredis's connector for a primary behind Sentinels, following the promotions they announce
  * (`+switch-master`) without ever ending its client.
@@ -32,9 +40,12 @@ export class FollowingSentinelConnector extends SentinelConnector {
   private watchers: Redis[] = [];
   private unwatchTimer: NodeJS.Timeout | undefined;
 
+  private readonly onPromotion: PromotionListener | undefined;
+
   /** ioredis passes a client's whole options (those of a Sentinel connection among them). */
   constructor(options: unknown) {
     super(options as SentinelConnectionOptions);
+    this.onPromotion = (options as FollowingSentinelOptions).onPromotion;
   }
 
   override async connect(emit: ErrorEmitter): Promise<NetStream> {
@@ -102,7 +113,9 @@ export class FollowingSentinelConnector extends SentinelConnector {
       watcher.on('connect', () => watcher.stream.unref());
       watcher.on('message', (_channel: string, message: string) => {
         const [master, , , host, port] = message.split(' ');
-        if (master === name && host && port) this.promoted(host, Number(port));
+        if (master !== name || !host || !port) return;
+        this.onPromotion?.({ host, port: Number(port) });
+        this.promoted(host, Number(port));
       });
       watcher.subscribe(SWITCH_MASTER).catch(() => undefined);
       this.watchers.push(watcher);

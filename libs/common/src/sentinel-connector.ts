@@ -63,6 +63,9 @@ export class FollowingSentinelConnector extends SentinelConnector {
       } finally {
         this.looking = false;
       }
+      // The next lookup starts at the Sentinel that answered this one (ioredis's detector did this
+      // too), rather than going round them all and through any that is down.
+      this.sentinelIterator.reset(true);
       if (!this.promotedWhileLooking) {
         stream.once('close', () => {
           clearTimeout(this.unwatchTimer);
@@ -87,7 +90,8 @@ export class FollowingSentinelConnector extends SentinelConnector {
     const stream = this.stream as NetStream | undefined;
     if (!stream || stream.destroyed) return;
     // Each Sentinel announces the same promotion, some seconds apart: a connection already made to
-    // the promoted node stays.
+    // the promoted node stays. (Sentinels that announce host names make this a reconnect per
+    // announcement; a stale answer from a Sentinel yet to hear of the promotion is left by its own.)
     if (stream.remotePort === port && stream.remoteAddress === host) return;
     stream.destroy();
   }
@@ -114,8 +118,12 @@ export class FollowingSentinelConnector extends SentinelConnector {
       watcher.on('message', (_channel: string, message: string) => {
         const [master, , , host, port] = message.split(' ');
         if (master !== name || !host || !port) return;
-        this.onPromotion?.({ host, port: Number(port) });
         this.promoted(host, Number(port));
+        try {
+          this.onPromotion?.({ host, port: Number(port) });
+        } catch {
+          // Telling of the promotion must not stop its being followed.
+        }
       });
       watcher.subscribe(SWITCH_MASTER).catch(() => undefined);
       this.watchers.push(watcher);

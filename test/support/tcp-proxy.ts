@@ -27,11 +27,6 @@ export class TcpProxy {
     return (this.server.address() as { port: number }).port;
   }
 
-  /** Connections through the proxy now open (held ones included). */
-  get openConnections(): number {
-    return this.open.size;
-  }
-
   /** Connections accepted during the hold, waiting for {@link release}. */
   get heldConnections(): number {
     return this.held.length;

@@ -221,7 +221,8 @@ export class TestStack {
     const started = await Promise.allSettled(services.map((name) => stack.startService(name)));
     const failed = started.find((s) => s.status === 'rejected');
     if (failed) {
-      await stack.stop();
+      // The start's error is the one to see, not one from cleaning up after it.
+      await stack.stop().catch(() => undefined);
       throw failed.reason;
     }
     return stack;

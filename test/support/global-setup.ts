@@ -7,9 +7,10 @@ import { join, resolve } from 'node:path';
  * packages, then the dashboard's browser app that the gateway serves (a no-op when nothing changed).
  */
 export default function globalSetup(): void {
-  // Node's on-disk cache of compiled modules for every process of the run: the Jest workers (which
-  // start after this and inherit it), the services and the admin CLI they spawn. A service spends
-  // most of its start loading about a thousand modules, and the suite starts some two hundred.
+  // Node's on-disk cache of compiled modules, for the Jest workers (which start after this and
+  // inherit it) and the services a TestStack starts; a process spawned with an environment built
+  // from scratch goes without it. A service spends most of its start loading about a thousand
+  // modules, and the suite starts some two hundred.
   process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), 'media-callbacks-node-compile-cache');
   const root = resolve(__dirname, '../..');
   execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-b'], { cwd: root, stdio: 'inherit' });

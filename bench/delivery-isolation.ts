@@ -2,9 +2,12 @@
  * One workspace's receiver goes dark while another's is healthy: workspace B's callbacks, job end →
  * receiver's first byte, at a gentle pace, first alone (baseline), then while workspace A has
  * BENCH_ISOLATION_DARK callbacks hanging at a receiver that never answers, with the production
- * timeout (15 s). Run twice: with the shipped isolation settings, and as the service was before them
- * (DISPATCHER_CONCURRENCY 50, no destination cap) as the peer. B's receiver is the bench's receiver
- * process; A's is an in-process HTTPS server that reads each request and never answers.
+ * timeout (15 s). Run three times: with the shipped isolation settings with A's receiver a host of
+ * its own, then at paths of B's own host (many customers share one: integration platforms, tunnels,
+ * company gateways), and as the service was before the isolation settings (DISPATCHER_CONCURRENCY 50,
+ * no destination cap) as the peer. B's receiver is the bench's receiver process; A's own host is an
+ * in-process HTTPS server that reads each request and never answers, and at B's host A's callbacks
+ * go to `/hang`, which the receiver process holds open.
  */
 import { StoreKeys } from '@media/storage';
 import { TestReceiver } from '../test/dispatcher/support/receiver';
@@ -25,6 +28,8 @@ import {
 export interface DeliveryIsolationRun {
   label: string;
   settings: Record<string, string>;
+  /** Whether A's callbacks go to paths of B's receiver host rather than to a host of their own. */
+  sharedHost: boolean;
   baselineP50Ms: number;
   baselineP99Ms: number;
   duringP50Ms: number;
@@ -50,16 +55,24 @@ export async function benchDeliveryIsolation(ctx: BenchContext): Promise<Deliver
   const DARK = envNumber('BENCH_ISOLATION_DARK', 200);
   const B = envNumber('BENCH_ISOLATION_B', 40);
   const runs: DeliveryIsolationRun[] = [];
-  for (const [label, settings] of [
-    ['isolation (shipped settings)', SHIPPED],
-    ['before: concurrency 50, no cap', BEFORE],
+  for (const [label, settings, sharedHost] of [
+    ['isolation (shipped settings), separate hosts', SHIPPED, false],
+    ['isolation (shipped settings), one shared host', SHIPPED, true],
+    ['before: concurrency 50, no cap', BEFORE, false],
   ] as const) {
-    runs.push(await oneRun(ctx, label, settings, DARK, B));
+    runs.push(await oneRun(ctx, label, settings, sharedHost, DARK, B));
   }
   return { darkCallbacks: DARK, bCallbacks: B, runs };
 }
 
-async function oneRun(ctx: BenchContext, label: string, settings: Record<string, string>, dark: number, b: number): Promise<DeliveryIsolationRun> {
+async function oneRun(
+  ctx: BenchContext,
+  label: string,
+  settings: Record<string, string>,
+  sharedHost: boolean,
+  dark: number,
+  b: number,
+): Promise<DeliveryIsolationRun> {
   const { redis, receiver, pki } = ctx;
   const prefix = newPrefix('isolation-delivery');
   const darkReceiver = await TestReceiver.start(pki);
@@ -101,23 +114,25 @@ async function oneRun(ctx: BenchContext, label: string, settings: Record<string,
   try {
     await runB(); // warm-up: JIT, connections, lazily made keys
     const baseline = await runB();
-    const darkBody = bodyFor(darkReceiver.url('/dark'));
+    const darkBody = bodyFor(sharedHost ? receiver.url('/hang') : darkReceiver.url('/dark'));
+    const hanging = async () => (sharedHost ? (await receiver.stats()).hanging : darkReceiver.inFlight);
     for (let i = 0; i < dark; i += 50) {
       await Promise.all(Array.from({ length: Math.min(50, dark - i) }, () => submitImage(stack.baseUrl, wsA.apiKey, darkBody)));
     }
     // A's first attempts hang: as many as the dispatcher lets in flight.
-    await waitUntil(() => darkReceiver.inFlight >= Math.min(dark, 10), 60_000, `A's attempts to hang (${label})`, 50);
+    await waitUntil(async () => (await hanging()) >= Math.min(dark, 10), 60_000, `A's attempts to hang (${label})`, 50);
     await waitUntil(
       async () => (await redis.scard(new StoreKeys(prefix).workspaceUnfinished(wsA.workspaceId))) === 0,
       60_000,
       `A's jobs to be made (${label})`,
       50,
     );
-    const darkInFlight = darkReceiver.inFlight;
+    const darkInFlight = await hanging();
     const during = await runB();
     return {
       label,
       settings,
+      sharedHost,
       baselineP50Ms: percentile(baseline, 50),
       baselineP99Ms: percentile(baseline, 99),
       duringP50Ms: percentile(during, 50),

@@ -39,4 +39,6 @@ export interface ReceiverStats {
   connections: number;
   /** TLS connections whose session was resumed (no certificate signature). */
   resumedSessions: number;
+  /** Requests to `/hang…` held open now. */
+  hanging: number;
 }

@@ -1,7 +1,8 @@
 /**
  * The bench's webhook receiver, a child process of bench/run.ts (forked, driven over IPC): HTTPS on
- * 127.0.0.1 with the certificate it is given. `/hook…` answers 204 and `/fail…` answers 500; every
- * request's arrival is noted at Node's 'request' event (the request head is in), with the envelope's
+ * 127.0.0.1 with the certificate it is given. `/hook…` answers 204, `/fail…` answers 500, `/hang…`
+ * is read and never answered (one workspace's callbacks hanging at a host another's go to); every
+ * answered request's arrival is noted at Node's 'request' event (the request head is in), with the envelope's
  * `timestamp` (the job's end) and `data.id` read from the body. Its own process, so that its TLS
  * and parsing work is not shared with whatever client the bench is measuring.
  */
@@ -14,7 +15,7 @@ let server: Server | undefined;
 let credentials: { cert: string; key: string } | undefined;
 let arrivals: Arrival[] = [];
 let seen = new Set<string>();
-let stats: ReceiverStats = { requests: 0, connections: 0, resumedSessions: 0 };
+let stats: ReceiverStats = { requests: 0, connections: 0, resumedSessions: 0, hanging: 0 };
 let sample: { body: string; headers: Record<string, string> } | null = null;
 
 function listen(cert: string, key: string): Promise<number> {
@@ -45,6 +46,12 @@ function serve(): Server {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      if ((req.url ?? '').startsWith('/hang')) {
+        // Held open until the sender gives up (its timeout): not an arrival.
+        stats.hanging++;
+        res.once('close', () => stats.hanging--);
+        return;
+      }
       const body = Buffer.concat(chunks).toString('utf8');
       const id = String(req.headers['webhook-id'] ?? '');
       const failing = (req.url ?? '').startsWith('/fail');
@@ -83,7 +90,7 @@ serveHelper({
   reset: () => {
     arrivals = [];
     seen = new Set();
-    stats = { requests: 0, connections: 0, resumedSessions: 0 };
+    stats = { requests: 0, connections: 0, resumedSessions: 0, hanging: stats.hanging };
   },
   stats: () => stats,
   unique: () => seen.size,

@@ -406,7 +406,7 @@ export class HelperProcess {
   }
 }
 
-/** The HTTPS receiver child (bench/receiver.ts): `/hook…` answers 204, `/fail…` answers 500. */
+/** The HTTPS receiver child (bench/receiver.ts): `/hook…` answers 204, `/fail…` answers 500, `/hang…` never answers. */
 export class ReceiverClient {
   private constructor(
     readonly helper: HelperProcess,
@@ -419,7 +419,7 @@ export class ReceiverClient {
     return new ReceiverClient(helper, port);
   }
 
-  url(path: '/hook' | '/fail'): string {
+  url(path: '/hook' | '/fail' | '/hang'): string {
     return `https://127.0.0.1:${this.port}${path}`;
   }
 

@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { bullKey, jobIds } from '@media/common';
-import { callbackIdFor, LEGACY_SHARD, newIdBeside, shardOfId, STORE_SHARDS } from '@media/domain';
+import { callbackIdFor, destinationOf, LEGACY_SHARD, newIdBeside, shardOfId, STORE_SHARDS } from '@media/domain';
 import { api, BLOB_STORES, eventually } from '../support/stack';
 import { TestRedisCluster } from '../support/redis-cluster';
 import { DispatcherHarness } from '../dispatcher/support/harness';
@@ -109,6 +109,25 @@ describe.each(BLOB_STORES)('the stack on Redis Cluster, media on %s', (blobStore
       const ids = await Promise.all(Array.from({ length: 6 }, () => h.jobs.image(slow.url('/slow'))));
       for (const id of ids) expect((await h.settled(await h.messageIdOf(id), ['delivered'])).callback.attempt_count).toBe(1);
       expect(slow.maxInFlight).toBeLessThanOrEqual(2);
+      // Every key of a destination's slots and of its workspaces' shares is in one slot, so each of
+      // its scripts runs on one node.
+      const d = destinationOf(slow.url('/'));
+      const k = h.stack.keys;
+      const slots = await Promise.all(
+        [
+          k.destinationLeases(d.id),
+          k.destinationParked(d.id),
+          k.destinationState(d.id),
+          k.destinationHolders(d.id),
+          k.destinationShares(d.id),
+          k.destinationLines(d.id),
+          k.destinationTurns(d.id),
+          k.destinations(k.destinationShard(d.id)),
+        ].map(slotOf),
+      );
+      expect(new Set(slots).size).toBe(1);
+      // The workspace's share there was kept on the cluster: its attempts went, and were accepted.
+      expect(await h.stack.redis.hget(k.destinationShares(d.id), `d:${h.workspace.workspaceId}`)).not.toBeNull();
       const metrics = await (await fetch(`${h.stack.service('webhook-dispatcher').opsUrl}/metrics`)).text();
       expect(Number(/^media_callback_deferrals_total\{[^}]*\} (\d+)/m.exec(metrics)?.[1])).toBeGreaterThan(0);
     } finally {

@@ -6,7 +6,7 @@ import { expectApiError } from '../support/http';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { DashboardClient } from './support/api-client';
 import { loadConfig } from '@media/common';
-import { destinationOf } from '@media/domain';
+import { destinationOf, type DestinationSignal } from '@media/domain';
 import { DestinationGate, destinationLimits } from '@media/storage';
 
 /**
@@ -421,34 +421,67 @@ describe('requests, retry, usage and test callbacks', () => {
   it('shows the workspace its own callback destinations and how each is doing, never another workspace’s', async () => {
     const gate = new DestinationGate(h.stack.redis, h.stack.keys, destinationLimits(loadConfig(h.stack.env)));
     const now = Date.now();
-    const seed = async (workspaceId: string, url: string, leases: number, signal?: { slow: boolean; throttleMs: number }) => {
+    const seed = async (workspaceId: string, url: string, leases: number, signal?: DestinationSignal) => {
       const destination = destinationOf(url);
       for (let i = 0; i < leases; i++)
         await gate.acquire({ destination, workspaceId, leaseId: `${url}#${i}`, parkAs: `${url}#${i}.d1`, dueMs: now, nowMs: now });
-      if (signal) await gate.release(destination, `${url}#0`, signal, now);
+      if (signal) await gate.release(destination, workspaceId, `${url}#0`, signal, now);
     };
     await seed(h.workspace.workspaceId, 'https://busy.example/hook', 101);
-    await seed(h.workspace.workspaceId, 'https://pushy.example/hook', 1, { slow: false, throttleMs: 60_000 });
-    await seed(h.workspace.workspaceId, 'https://sluggish.example/hook', 1, { slow: true, throttleMs: 0 });
+    await seed(h.workspace.workspaceId, 'https://pushy.example/hook', 1, { slow: false, fast: true, throttleMs: 60_000, delivered: false });
+    await seed(h.workspace.workspaceId, 'https://sluggish.example/hook', 1, { slow: true, fast: false, throttleMs: 0, delivered: false });
     const other = await h.stack.createWorkspace('elsewhere');
     await seed(other.workspaceId, 'https://theirs.example/hook', 1);
+    // Another workspace at the same host as this one's busy receiver: none of its traffic shows.
+    await seed(other.workspaceId, 'https://busy.example/other-path', 5, { slow: false, fast: true, throttleMs: 0, delivered: true });
 
     const { json } = await owner.call('GET', '/destinations');
     const byOrigin = Object.fromEntries(json.data.map((d: { origin: string }) => [d.origin, d]));
+    // One workspace alone holds the cap less its headroom (100 - 10); the rest of its attempts wait.
     expect(byOrigin['https://busy.example:443']).toEqual({
       origin: 'https://busy.example:443',
       state: 'saturated',
-      limit: 100,
+      held_back_because: 'host_busy',
+      limit: 90,
+      in_flight: 90,
+      waiting: 11,
       slow_until: null,
+      host_slow_until: null,
       throttled_until: null,
+      health: 'unknown',
+      failures_in_row: 0,
+      last_failure_at: null,
+      last_delivered_at: null,
     });
-    expect(byOrigin['https://pushy.example:443']).toMatchObject({ state: 'throttled', limit: 50, throttled_until: Math.floor((now + 60_000) / 1000) });
-    expect(byOrigin['https://sluggish.example:443']).toMatchObject({ state: 'slow', limit: 20, slow_until: expect.any(Number) });
+    // The host pushed back: half the cap (50) less its headroom, for everyone there; and it is failing.
+    expect(byOrigin['https://pushy.example:443']).toMatchObject({
+      state: 'throttled',
+      limit: 45,
+      throttled_until: Math.floor((now + 60_000) / 1000),
+      health: 'failing',
+      failures_in_row: 1,
+    });
+    // Its own attempts timed out: its own slow lane (and the whole host's, as no one else's answered fast).
+    expect(byOrigin['https://sluggish.example:443']).toMatchObject({
+      state: 'slow',
+      limit: 18,
+      slow_until: expect.any(Number),
+      host_slow_until: expect.any(Number),
+    });
     // The workspace's real receiver, where its callbacks went: healthy.
     expect(byOrigin[destinationOf(h.receiver.url('/')).origin]).toMatchObject({ state: 'ok' });
     expect(byOrigin['https://theirs.example:443']).toBeUndefined();
     const stranger = await DashboardClient.signedIn(h.stack.baseUrl, other.owner.email, other.owner.password);
-    expect((await stranger.call('GET', '/destinations')).json.data.map((d: { origin: string }) => d.origin)).toEqual(['https://theirs.example:443']);
+    const theirs = (await stranger.call('GET', '/destinations')).json.data;
+    expect(theirs.map((d: { origin: string }) => d.origin).sort()).toEqual(['https://busy.example:443', 'https://theirs.example:443']);
+    // The same host, as the other workspace sees it: its own four attempts, sent as due, accepted.
+    expect(theirs.find((d: { origin: string }) => d.origin === 'https://busy.example:443')).toMatchObject({
+      state: 'ok',
+      held_back_because: null,
+      in_flight: 4,
+      waiting: 0,
+      health: 'ok',
+    });
   });
 
   it('sums usage per day exactly as the ledger does', async () => {

@@ -108,7 +108,7 @@ describe('dashboard in a real browser', () => {
     await flaky.waitFor();
   });
 
-  it('shows the workspace’s callback destinations, the ones holding callbacks back first, with what that means', async () => {
+  it('shows the workspace’s callback destinations, the ones holding callbacks back first, with why, and a failing one never as healthy', async () => {
     const { page } = owner;
     const gate = new DestinationGate(h.stack.redis, h.stack.keys, destinationLimits(loadConfig(h.stack.env)));
     const now = Date.now();
@@ -116,17 +116,32 @@ describe('dashboard in a real browser', () => {
     for (let i = 0; i <= 100; i++) {
       await gate.acquire({ destination: busy, workspaceId: h.workspace.workspaceId, leaseId: `seed.${i}`, parkAs: `seed.${i}.d1`, dueMs: now, nowMs: now });
     }
+    // A receiver that answers at once, and fails every callback: not held back, and failing.
+    const refusing = destinationOf('https://hooks.refusing-receiver.example/callbacks');
+    for (let i = 0; i < 3; i++) {
+      await gate.acquire({ destination: refusing, workspaceId: h.workspace.workspaceId, leaseId: `refused.${i}`, dueMs: now, nowMs: now });
+      await gate.release(refusing, h.workspace.workspaceId, `refused.${i}`, { slow: false, fast: true, throttleMs: 0, delivered: false }, now + i);
+    }
     await page.goto('/dashboard/requests');
     const panel = page.getByRole('region', { name: 'Callback destinations' });
     const rows = panel.locator('tbody tr');
-    await eventually(async () => ((await rows.count()) >= 2 ? true : undefined), 10_000, 'two destinations listed');
+    await eventually(async () => ((await rows.count()) >= 3 ? true : undefined), 10_000, 'three destinations listed');
     expect(await rows.nth(0).getAttribute('data-state')).toBe('saturated');
+    expect(await rows.nth(0).getAttribute('data-reason')).toBe('host_busy');
     const first = (await rows.nth(0).textContent()) ?? '';
     expect(first).toContain(busy.origin);
     expect(first).toContain('Saturated');
-    expect(first).toContain('100');
-    expect(await panel.textContent()).toContain('1 of 2 receivers your callbacks went to lately holds callbacks back.');
-    expect(await rows.nth(1).textContent()).toContain(destinationOf(h.receiver.url('/')).origin);
+    // One workspace alone holds the cap less its headroom: 90 of the shipped 100; the rest wait.
+    expect(first).toContain('90 of 90');
+    expect(first).toContain('11 waiting');
+    expect(first).toContain('Every slot you may use at this host is taken');
+    const failing = panel.locator('tbody tr[data-health="failing"]', { hasText: refusing.origin });
+    expect(await failing.getAttribute('data-state')).toBe('ok');
+    expect(await failing.textContent()).toContain('3 attempts failed in a row');
+    expect(await failing.locator('.badge-rejecting').textContent()).toContain('Failing');
+    expect(await failing.locator('.badge-ok, .badge-accepting').count()).toBe(0);
+    expect(await panel.textContent()).toContain('1 of 3 receivers your callbacks went to lately holds callbacks back.');
+    expect(await panel.locator('tbody tr', { hasText: destinationOf(h.receiver.url('/')).origin }).count()).toBe(1);
     await screenshot(page, 'destinations.png');
   });
 

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { bullPrefix, createLogger, jobIds, loadConfig } from '@media/common';
-import { destinationOf } from '@media/domain';
+import { destinationOf, QUIET_SIGNAL } from '@media/domain';
 import { createAccounts } from '@media/accounts';
 import { attemptKey, CallbackRepository, JobRepository, StoreKeys } from '@media/storage';
 import { createCallbackService, type CallbackServiceHandle } from '../../services/webhook-dispatcher/src/wiring';
@@ -20,7 +20,6 @@ const keys = new StoreKeys(prefix);
 const jobs = new JobRepository(redis, keys);
 const store = new CallbackRepository(redis, keys);
 const deliveries = new Queue('callback-deliveries', { connection: redis, prefix: bullPrefix(prefix, 'callback-deliveries') });
-const QUIET = { slow: false, throttleMs: 0 };
 let pki: TestPki;
 let receiver: TestReceiver;
 let handle: CallbackServiceHandle;
@@ -83,7 +82,7 @@ it('defers attempt 1 as a delayed delivery job of its own when the destination i
   expect(record.next_attempt_ms!).toBeGreaterThan(Date.now() + 3_000);
 
   // The holder ends: its slot is handed to the deferred attempt, whose job becomes runnable now.
-  await handle.service['giveBack'](destinationOf(receiver.url('/')), 'elsewhere.1', QUIET);
+  await handle.service['giveBack'](destinationOf(receiver.url('/')), workspaceId, 'elsewhere.1', QUIET_SIGNAL);
   expect(await first.isWaiting()).toBe(true);
   // Run as the queue would: the slot is held in its name, so it is made.
   expect(await handle.service.deliver(first.data, first.id!)).toMatchObject({ ladder_attempt: 1, status: 200 });
@@ -102,7 +101,7 @@ it('honours a slot handed to an attempt before its delayed job existed', async (
     false,
   );
   // …and woken before that job exists: the slot stays reserved in its name, not given away.
-  await handle.service['giveBack'](destinationOf(callback.url), 'elsewhere.2', QUIET);
+  await handle.service['giveBack'](destinationOf(callback.url), workspaceId, 'elsewhere.2', QUIET_SIGNAL);
   expect(await handle.destinations.holds(destinationOf(callback.url), parkAs)).toBe(true);
   expect(await handle.service.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled', deferrals: 1 }, parkAs)).toMatchObject({
     ladder_attempt: 1,
@@ -130,7 +129,7 @@ it('records a deferred manual attempt under the id it was requested with, where 
   const requestId = jobIds.delivery(callback.id, 1, 'manual');
   expect(await handle.service.deliver({ messageId: callback.id, attempt: 1, trigger: 'manual' }, requestId)).toBeUndefined();
   const deferred = (await deliveries.getJob(jobIds.deferral(requestId, 1)))!;
-  await handle.service['giveBack'](destinationOf(callback.url), 'elsewhere.3', QUIET);
+  await handle.service['giveBack'](destinationOf(callback.url), workspaceId, 'elsewhere.3', QUIET_SIGNAL);
   expect(await handle.service.deliver(deferred.data, deferred.id!)).toMatchObject({ trigger: 'manual', status: 200 });
   expect(await store.attempt(callback.id, attemptKey('manual', 0, requestId))).toMatchObject({ status: 200 });
 });
@@ -160,7 +159,7 @@ it("keeps a recovery's attempts on their workspace's pace when the destination i
   expect(due[0]! - started).toBeGreaterThanOrEqual(turnMs - 50);
   for (let i = 1; i < due.length; i++) expect(due[i]! - due[i - 1]!).toBeGreaterThanOrEqual(turnMs - 50);
   // When its turn comes and a slot is free, it goes, recorded under the recovery's id.
-  await handle.service['giveBack'](destination, 'elsewhere.4', QUIET);
+  await handle.service['giveBack'](destination, workspaceId, 'elsewhere.4', QUIET_SIGNAL);
   const first = (await deliveries.getJob(jobIds.deferral(requests[0]!, 1)))!;
   expect(await handle.service.deliver(first.data, first.id!)).toMatchObject({ trigger: 'manual', status: 200 });
   expect(await store.attempt(callbacks[0]!.id, attemptKey('manual', 0, requests[0]!))).toMatchObject({ status: 200 });
@@ -171,5 +170,5 @@ it("keeps a recovery's attempts on their workspace's pace when the destination i
   const fourthTry = jobIds.deferral(requests[1]!, 3);
   expect(await handle.service.deliver({ messageId: callbacks[1]!.id, attempt: 0, trigger: 'manual', deferrals: 3 }, fourthTry)).toBeUndefined();
   expect(await redis.zrange(keys.destinationParked(destination.id), 0, -1)).toEqual([jobIds.deferral(requests[1]!, 4)]);
-  await handle.service['giveBack'](destination, 'elsewhere.5', QUIET);
+  await handle.service['giveBack'](destination, workspaceId, 'elsewhere.5', QUIET_SIGNAL);
 });

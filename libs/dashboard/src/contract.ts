@@ -130,20 +130,45 @@ export interface RequestDetail {
 /** `conditionOf` in @media/domain, spelled out here for the browser app. */
 export type DestinationState = 'ok' | 'slow' | 'throttled' | 'saturated';
 
+/** `HoldReason` in @media/domain, spelled out here for the browser app. */
+export type DestinationHoldReason = 'own_slowness' | 'host_back_pressure' | 'host_slow' | 'host_busy';
+
+/** `healthOf` in @media/domain: whether the receiver accepts this workspace's callbacks. */
+export type DestinationHealth = 'ok' | 'failing' | 'unknown';
+
 /**
- * A receiver origin this workspace's callbacks went to lately, and how it is doing (see the README,
- * "Isolation"): `saturated` (every slot in use: further attempts wait for one), `throttled` (it
- * answered 429, 502, 504 or Retry-After: fewer attempts at once until `throttled_until`), `slow`
- * (attempts timed out or answered late: fewer at once until `slow_until`), or `ok`. Counts of
- * attempts are left out: a receiver may be shared with other workspaces, whose traffic is theirs.
+ * A receiver origin this workspace's callbacks went to lately, and how this workspace's callbacks
+ * there are doing (see docs/callbacks.md, "Isolation"). Two things apart:
+ * - whether they are held back (`state`): `saturated` (some wait for a slot; `held_back_because`
+ *   says why), `throttled` (the host answered 429, 502, 504 or Retry-After: fewer attempts at once
+ *   for everyone until `throttled_until`), `slow` (this workspace's attempts there timed out or
+ *   answered late, so fewer of them run at once until `slow_until`; or the whole host is slow until
+ *   `host_slow_until`), or `ok`;
+ * - whether the receiver accepts them (`health`): `failing` when the latest attempt failed.
+ * Every count is this workspace's own: a receiver may be shared with other workspaces, whose
+ * traffic is theirs.
  */
 export interface DestinationRow {
   origin: string;
   state: DestinationState;
-  /** Attempts allowed at once now, over every sender. */
+  /** Why some of this workspace's callbacks wait there; null when none does. */
+  held_back_because: DestinationHoldReason | null;
+  /** This workspace's attempts allowed there at once now. */
   limit: number;
+  /** This workspace's attempts in flight there now. */
+  in_flight: number;
+  /** This workspace's attempts waiting there for a slot. */
+  waiting: number;
+  /** The end of this workspace's own slow lane there. */
   slow_until: number | null;
+  /** The end of the whole host's slow lane (its attempts were slow for every workspace). */
+  host_slow_until: number | null;
   throttled_until: number | null;
+  health: DestinationHealth;
+  /** This workspace's attempts there that failed since the last one accepted. */
+  failures_in_row: number;
+  last_failure_at: number | null;
+  last_delivered_at: number | null;
 }
 
 /** `GET /destinations`: most recently used first. */

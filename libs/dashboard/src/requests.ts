@@ -4,13 +4,14 @@ import {
   callbackIdFor,
   callbackIdsFor,
   conditionOf,
+  healthOf,
   destinationOf,
   eventTypeFor,
   isFinished,
   type CallbackAttempt,
   type CallbackRecord,
   type CallbackState,
-  type DestinationStatus,
+  type WorkspaceDestinationStatus,
   type JobPresenter,
   type JobRecord,
 } from '@media/domain';
@@ -410,14 +411,22 @@ function recoveryWindow(filters: RecoveryFilters): { sinceMs: number; untilMs?: 
   };
 }
 
-function destinationRow(status: DestinationStatus): DestinationRow {
+function destinationRow(status: WorkspaceDestinationStatus): DestinationRow {
   const secondsOrNull = (ms: number | null) => (ms === null ? null : seconds(ms));
   return {
     origin: status.origin,
     state: conditionOf(status),
+    held_back_because: status.heldBack,
     limit: status.limit,
+    in_flight: status.inFlight,
+    waiting: status.deferred,
     slow_until: secondsOrNull(status.slowUntilMs),
+    host_slow_until: secondsOrNull(status.hostSlowUntilMs),
     throttled_until: secondsOrNull(status.throttledUntilMs),
+    health: healthOf(status),
+    failures_in_row: status.failuresInRow,
+    last_failure_at: secondsOrNull(status.lastFailedMs),
+    last_delivered_at: secondsOrNull(status.lastDeliveredMs),
   };
 }
 

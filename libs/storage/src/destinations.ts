@@ -1,6 +1,17 @@
 import type { Redis } from 'ioredis';
 import type { AppConfig } from '@media/common';
-import { leaseMsFor, SLOW_LANE_MS, type Destination, type DestinationLimits, type DestinationSignal, type DestinationStatus } from '@media/domain';
+import {
+  HOLD_REASONS,
+  holdReasonOf,
+  leaseMsFor,
+  SLOW_LANE_MS,
+  type Destination,
+  type DestinationLimits,
+  type DestinationSignal,
+  type DestinationStatus,
+  type HoldReason,
+  type WorkspaceDestinationStatus,
+} from '@media/domain';
 import type { StoreKeys } from './keys';
 import { storeScript } from './lua';
 
@@ -85,9 +96,11 @@ export type SlotAnswer =
 
 /**
  * The slots of callback destinations, shared by every dispatcher through Redis: at most the cap in
- * force of one destination's attempts are in flight at once, and an attempt that finds none free
- * is parked (it holds no worker) and woken, oldest due first, as slots come back. A slot is a
- * lease with a deadline, so one whose dispatcher died comes free by itself.
+ * force of one destination's attempts are in flight at once, every workspace together; inside it
+ * each workspace has a share (lua/includes/destination-slots: a slow lane of its own, headroom it
+ * cannot fill, its turn round robin). An attempt that may take no slot is parked in its
+ * workspace's line (it holds no worker) and woken, one waiting workspace after another, as slots
+ * come back. A slot is a lease with a deadline, so one whose dispatcher died comes free by itself.
  */
 export class DestinationGate {
   private readonly leaseMs: number;
@@ -104,18 +117,27 @@ export class DestinationGate {
     this.leaseMs = leaseMsFor(limits);
   }
 
+  /** The keys of a destination's slots, in the order its scripts name them (lua/includes/destination-slots). */
+  private slotKeys(id: string): string[] {
+    const k = this.keys;
+    return [
+      k.destinationLeases(id),
+      k.destinationParked(id),
+      k.destinationState(id),
+      k.destinationHolders(id),
+      k.destinationShares(id),
+      k.destinationLines(id),
+      k.destinationTurns(id),
+    ];
+  }
+
   async acquire(request: SlotRequest): Promise<SlotAnswer> {
     const { destination: d } = request;
     const noteActivity = this.active.due(d.id, request.nowMs);
     const [reply] = (await Promise.all([
       ACQUIRE.run(
         this.redis,
-        [
-          this.keys.destinationLeases(d.id),
-          this.keys.destinationParked(d.id),
-          this.keys.destinationState(d.id),
-          this.keys.destinations(this.keys.destinationShard(d.id)),
-        ],
+        [...this.slotKeys(d.id), this.keys.destinations(this.keys.destinationShard(d.id))],
         [
           d.id,
           request.leaseId,
@@ -128,6 +150,7 @@ export class DestinationGate {
           IDLE_KEEP_MS,
           request.parkAs ?? '',
           noteActivity ? '1' : '',
+          request.workspaceId,
         ],
       ).catch((err: unknown) => {
         if (noteActivity) this.active.forget(d.id);
@@ -155,13 +178,26 @@ export class DestinationGate {
     ).catch(() => this.used.forget(pair));
   }
 
-  /** Gives the slot back with what the attempt said about the destination; returns the parked attempts woken. */
-  async release(destination: Destination, leaseId: string, signal: DestinationSignal, nowMs: number): Promise<string[]> {
-    const reply = (await RELEASE.run(
-      this.redis,
-      [this.keys.destinationLeases(destination.id), this.keys.destinationParked(destination.id), this.keys.destinationState(destination.id)],
-      [leaseId, nowMs, this.leaseMs, this.limits.maxInFlight, this.limits.slowMaxInFlight, signal.slow ? SLOW_LANE_MS : 0, signal.throttleMs, IDLE_KEEP_MS],
-    )) as (number | string)[];
+  /**
+   * Gives the slot back with what the attempt said about the destination and about the workspace
+   * that made it (its own slow lane, its latest outcome); returns the parked attempts woken.
+   */
+  async release(destination: Destination, workspaceId: string, leaseId: string, signal: DestinationSignal, nowMs: number): Promise<string[]> {
+    const delivered = signal.delivered === null ? '' : signal.delivered ? '1' : '0';
+    const reply = (await RELEASE.run(this.redis, this.slotKeys(destination.id), [
+      leaseId,
+      nowMs,
+      this.leaseMs,
+      this.limits.maxInFlight,
+      this.limits.slowMaxInFlight,
+      SLOW_LANE_MS,
+      signal.slow ? '1' : '',
+      signal.fast ? '1' : '',
+      signal.throttleMs,
+      delivered,
+      workspaceId,
+      IDLE_KEEP_MS,
+    ])) as (number | string)[];
     return reply.slice(1).map(String);
   }
 
@@ -173,33 +209,51 @@ export class DestinationGate {
   /** Destinations with activity in the last quarter hour, over every workspace and shard (metrics). */
   async recent(nowMs: number): Promise<DestinationStatus[]> {
     const perShard = await Promise.all(this.keys.shards.map((shard) => this.redis.zrangebyscore(this.keys.destinations(shard), nowMs - RECENT_MS, '+inf')));
-    return this.statuses(perShard.flat(), nowMs);
+    return Promise.all(perShard.flat().map(async (id) => destinationStatus(id, await this.status(id, '', nowMs))));
   }
 
-  /** The destinations a workspace's callbacks went to lately, most recent first (its dashboard). */
-  async ofWorkspace(workspaceId: string, nowMs: number): Promise<DestinationStatus[]> {
+  /** The destinations a workspace's callbacks went to lately, most recent first, each as the workspace's own share of it (its dashboard). */
+  async ofWorkspace(workspaceId: string, nowMs: number): Promise<WorkspaceDestinationStatus[]> {
     const ids = await this.redis.zrevrangebyscore(this.keys.workspaceDestinations(workspaceId), '+inf', nowMs - IDLE_KEEP_MS);
-    return this.statuses(ids, nowMs);
-  }
-
-  private async statuses(ids: string[], nowMs: number): Promise<DestinationStatus[]> {
     return Promise.all(
       ids.map(async (id) => {
-        const [inFlight, deferred, limit, origin, slowUntil, throttledUntil] = (await STATUS.run(
-          this.redis,
-          [this.keys.destinationLeases(id), this.keys.destinationParked(id), this.keys.destinationState(id)],
-          [nowMs, this.limits.maxInFlight, this.limits.slowMaxInFlight],
-        )) as [number, number, number, string, number, number];
-        return {
+        const reply = await this.status(id, workspaceId, nowMs);
+        const [inFlight, deferred, limit, slowUntil, lastDelivered, lastFailed, failuresInRow] = reply.slice(11).map(Number) as number[];
+        const share = {
           id,
-          origin: origin || '(unknown)',
-          inFlight,
-          deferred,
-          limit,
+          origin: String(reply[3]) || '(unknown)',
+          inFlight: inFlight!,
+          deferred: deferred!,
+          limit: limit!,
           slowUntilMs: slowUntil || null,
-          throttledUntilMs: throttledUntil || null,
+          hostSlowUntilMs: Number(reply[4]) || null,
+          throttledUntilMs: Number(reply[5]) || null,
+          lastDeliveredMs: lastDelivered || null,
+          lastFailedMs: lastFailed || null,
+          failuresInRow: failuresInRow!,
         };
+        return { ...share, heldBack: holdReasonOf(share, nowMs) };
       }),
     );
   }
+
+  private async status(id: string, workspaceId: string, nowMs: number): Promise<(number | string)[]> {
+    return (await STATUS.run(this.redis, this.slotKeys(id), [nowMs, this.limits.maxInFlight, this.limits.slowMaxInFlight, workspaceId])) as (number | string)[];
+  }
+}
+
+/** The destination-wide part of a status script's answer. */
+function destinationStatus(id: string, reply: (number | string)[]): DestinationStatus {
+  const [inFlight, deferred, limit, origin, slowUntil, throttledUntil, slowWorkspaces, ...held] = reply;
+  return {
+    id,
+    origin: String(origin) || '(unknown)',
+    inFlight: Number(inFlight),
+    deferred: Number(deferred),
+    limit: Number(limit),
+    slowUntilMs: Number(slowUntil) || null,
+    throttledUntilMs: Number(throttledUntil) || null,
+    slowWorkspaces: Number(slowWorkspaces),
+    heldBack: Object.fromEntries(HOLD_REASONS.map((reason, i) => [reason, Number(held[i])])) as Record<HoldReason, number>,
+  };
 }

@@ -101,8 +101,16 @@ export class StoreKeys {
   callbackSchedule = (shard: number) => scheduleKey(this.keyPrefix, 'callback-deliveries', shard);
   /** Attempts holding a slot of one callback destination (delivery job id → lease deadline ms). */
   destinationLeases = (id: string) => `${this.at(shardOfName(id))}:dest:${id}:leases`;
-  /** Attempts waiting for a slot of one destination (delivery job id → due ms, the order they are served in). */
+  /** Attempts waiting for a slot of one destination (delivery job id → due ms, their place in their workspace's line). */
   destinationParked = (id: string) => `${this.at(shardOfName(id))}:dest:${id}:parked`;
+  /** Which workspace holds each lease and parked attempt of one destination (hash: id → workspace id). */
+  destinationHolders = (id: string) => `${this.at(shardOfName(id))}:dest:${id}:holders`;
+  /** Each workspace's share of one destination: its attempts in flight and parked, its slow lane, its latest outcomes (hash; lua/includes/destination-slots). */
+  destinationShares = (id: string) => `${this.at(shardOfName(id))}:dest:${id}:shares`;
+  /** The parked attempts of one destination, one lexicographic range per workspace, oldest due first. */
+  destinationLines = (id: string) => `${this.at(shardOfName(id))}:dest:${id}:lines`;
+  /** The workspaces with attempts parked at one destination, by turn (round robin: the lowest is served first). */
+  destinationTurns = (id: string) => `${this.at(shardOfName(id))}:dest:${id}:turns`;
   /** One destination's origin and its slow-lane and throttle state (hash). */
   destinationState = (id: string) => `${this.at(shardOfName(id))}:dest:${id}`;
   /** A shard's destinations with recent activity, by last activity (Unix ms): what metrics read. */

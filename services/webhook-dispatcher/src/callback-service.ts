@@ -8,6 +8,7 @@ import {
   LADDER_ATTEMPTS,
   leaseMsFor,
   nextAttemptAt,
+  QUIET_SIGNAL,
   RECOVERY_ATTEMPTS_PER_SECOND,
   signalOf,
   type AttemptTrigger,
@@ -268,14 +269,14 @@ export class CallbackService {
     // before a crash (or a repeated promotion): its follow-up was scheduled with it. Either way a
     // slot handed to this attempt while it was deferred goes to the next in line.
     if (request.trigger === 'scheduled' && (callback.state !== 'pending' || callback.ladder_attempt >= request.attempt)) {
-      await this.giveBack(destinationOf(callback.url), queueJobId, QUIET);
+      await this.giveBack(destinationOf(callback.url), callback.workspace_id, queueJobId, QUIET_SIGNAL);
       return undefined;
     }
     // A manual attempt made before: its request queued again (a repeat of its Idempotency-Key that
     // took over a claim whose first call had queued it after all), or run again after a crash that
     // came after its record. One request, one POST.
     if (request.trigger === 'manual' && (await this.deps.callbacks.attempt(callback.id, attemptKey('manual', 0, jobIds.beforeDeferral(queueJobId))))) {
-      await this.giveBack(destinationOf(callback.url), queueJobId, QUIET);
+      await this.giveBack(destinationOf(callback.url), callback.workspace_id, queueJobId, QUIET_SIGNAL);
       return undefined;
     }
 
@@ -497,11 +498,11 @@ export class CallbackService {
       const hold = await this.deps.callbacks
         .holdManualSend(callback.id, requestId, queueJobId, MANUAL_HOLD_LEASES * leaseMsFor({ attemptTimeoutMs: this.deps.attemptTimeoutMs }))
         .catch(async (err: unknown) => {
-          await this.giveBack(destination, queueJobId, QUIET);
+          await this.giveBack(destination, callback.workspace_id, queueJobId, QUIET_SIGNAL);
           throw err;
         });
       if (hold !== 'send') {
-        await this.giveBack(destination, queueJobId, QUIET);
+        await this.giveBack(destination, callback.workspace_id, queueJobId, QUIET_SIGNAL);
         if (hold === 'made') return 'made';
         // The other run has sent it or is sending it: this one looks again until that run has
         // recorded its attempt or, had it died, its hold has lapsed. Not a deferral: the recovery
@@ -517,7 +518,7 @@ export class CallbackService {
         return 'deferred';
       }
     }
-    let signal: DestinationSignal = QUIET;
+    let signal: DestinationSignal = QUIET_SIGNAL;
     try {
       const exchange = await this.attempt(callback, known);
       signal = signalOf({ ...exchange, error: errorOf(exchange) }, { attemptTimeoutMs: this.deps.attemptTimeoutMs });
@@ -531,7 +532,7 @@ export class CallbackService {
       }
       throw err;
     } finally {
-      await this.giveBack(destination, queueJobId, signal);
+      await this.giveBack(destination, callback.workspace_id, queueJobId, signal);
     }
   }
 
@@ -543,10 +544,10 @@ export class CallbackService {
     return turnMs > now ? turnMs : turn();
   }
 
-  /** Gives an attempt's slot back (with what it learnt of the destination) and wakes whom that frees a slot for. */
-  private async giveBack(destination: Destination, leaseId: string, signal: DestinationSignal): Promise<void> {
+  /** Gives an attempt's slot back (with what it learnt of the destination and of its workspace's share) and wakes whom that frees a slot for. */
+  private async giveBack(destination: Destination, workspaceId: string, leaseId: string, signal: DestinationSignal): Promise<void> {
     // A slot that cannot be given back now (Redis away) lapses at its lease's deadline.
-    const woken = await this.deps.destinations.release(destination, leaseId, signal, this.now()).catch((err: unknown) => {
+    const woken = await this.deps.destinations.release(destination, workspaceId, leaseId, signal, this.now()).catch((err: unknown) => {
       this.deps.logger.warn('destination slot not given back; it lapses by itself', { destination: destination.origin, error: String(err) });
       return [];
     });
@@ -609,9 +610,6 @@ export class CallbackService {
     return this.deps.sender.send(target, body, headers);
   }
 }
-
-/** An outcome that says nothing about the destination (no attempt was made). */
-const QUIET: DestinationSignal = { slow: false, throttleMs: 0 };
 
 /** What a caller of an attempt may have read already; each is read by the attempt otherwise. */
 interface KnownInputs {

@@ -1,6 +1,6 @@
 import type { Registry } from 'prom-client';
 import { registerScrapedGauge, type Logger } from '@media/common';
-import { conditionOf, type DestinationStatus } from '@media/domain';
+import { HOLD_REASONS, type DestinationStatus } from '@media/domain';
 import type { DestinationGate } from '@media/storage';
 
 /** Destinations named in labels, the busiest first; the rest are summed as `other`, so a deployment with a million receivers still exports a handful of series. */
@@ -12,7 +12,13 @@ export const LABELLED_DESTINATIONS = 10;
  * - `media_callback_destination_attempts{destination, state}`: attempts `in_flight` and `deferred`
  *   of the busiest destinations by origin, and of all others as `destination="other"`;
  * - `media_callback_destinations{state}`: how many destinations are `saturated` (no free slot, or
- *   attempts waiting for one), `slow` (in the slow lane) or `throttled` (they pushed back).
+ *   attempts waiting for one), `slow` (the whole host in the slow lane) or `throttled` (they pushed back);
+ * - `media_callback_destination_held_back{reason}`: workspaces with attempts waiting at a destination,
+ *   summed over destinations, by why they wait (`own_slowness`, `host_back_pressure`, `host_slow`,
+ *   `host_busy`): whether late callbacks are their senders' own doing or the host's;
+ * - `media_callback_destination_slow_workspaces`: workspaces in a slow lane of their own at a
+ *   destination, summed over destinations.
+ * No series names a workspace: a deployment has too many, and a workspace sees its own on its dashboard.
  */
 export function registerDestinationGauges(registry: Registry, gate: Pick<DestinationGate, 'recent'>, logger: Logger): void {
   let reading: Promise<DestinationStatus[]> | undefined;
@@ -50,11 +56,34 @@ export function registerDestinationGauges(registry: Registry, gate: Pick<Destina
     async () => {
       const all = await read();
       return [
-        [{ state: 'saturated' }, all.filter((d) => conditionOf(d) === 'saturated').length],
+        [{ state: 'saturated' }, all.filter((d) => d.deferred > 0 || d.inFlight >= d.limit).length],
         [{ state: 'slow' }, all.filter((d) => d.slowUntilMs !== null).length],
         [{ state: 'throttled' }, all.filter((d) => d.throttledUntilMs !== null).length],
       ];
     },
+    logger,
+  );
+  registerScrapedGauge(
+    registry,
+    {
+      name: 'media_callback_destination_held_back',
+      help: 'Workspaces with callback attempts waiting for a slot at a destination, summed over destinations, by why: own_slowness (their own attempts there were slow), host_back_pressure (the host pushed back), host_slow (the host is slow for everyone), host_busy (every slot they may use is taken). Deployment-wide.',
+      labelNames: ['reason'],
+    },
+    async () => {
+      const all = await read();
+      return HOLD_REASONS.map((reason) => [{ reason }, all.reduce((total, d) => total + d.heldBack[reason], 0)] as [{ reason: string }, number]);
+    },
+    logger,
+  );
+  registerScrapedGauge(
+    registry,
+    {
+      name: 'media_callback_destination_slow_workspaces',
+      help: 'Workspaces in a slow lane of their own at a destination (their attempts there timed out or answered late in the last minute), summed over destinations. Deployment-wide.',
+      labelNames: [],
+    },
+    async () => [[{}, (await read()).reduce((total, d) => total + d.slowWorkspaces, 0)]],
     logger,
   );
 }

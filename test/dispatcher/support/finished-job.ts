@@ -1,4 +1,6 @@
-import { newIdBeside, type ImageJob } from '@media/domain';
+import { jobIds, type JobQueue } from '@media/common';
+import { callbackIdFor, newIdBeside, type ImageJob } from '@media/domain';
+import type { TestStack } from '../../support/stack';
 
 /** A completed image job with a callback, as the generator stores it when it ends (now). */
 export function finishedImageJob(workspaceId: string, callbackUrl: string): ImageJob {
@@ -27,4 +29,20 @@ export function finishedImageJob(workspaceId: string, callbackUrl: string): Imag
     mask: null,
     outputs: [`${workspaceId}/${id}/0.png`],
   };
+}
+
+/**
+ * A finished image job with a callback to `url`, stored and announced on the job-events queue as
+ * the generator does; its callback's id, and when the job ended.
+ */
+export async function announceFinishedImage(
+  stack: Pick<TestStack, 'jobs'>,
+  events: Pick<JobQueue<'job-events'>, 'add'>,
+  workspaceId: string,
+  url: string,
+): Promise<{ messageId: string; finishedMs: number }> {
+  const job = finishedImageJob(workspaceId, url);
+  await stack.jobs.create(job);
+  await events.add('job-finished', { jobId: job.id }, { jobId: jobIds.jobFinished(job.id) });
+  return { messageId: callbackIdFor(job.id, 'image.completed'), finishedMs: job.finished_ms! };
 }

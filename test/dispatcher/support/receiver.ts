@@ -42,6 +42,7 @@ export class TestReceiver {
   /** The most requests open at once since the receiver started (or since `resetMaxInFlight`). */
   maxInFlight = 0;
   private readonly scripts = new Map<string, Script>();
+  private readonly prefixScripts: Array<[string, Script]> = [];
   private readonly sockets = new Set<Socket>();
   private readonly timers = new Set<NodeJS.Timeout>();
 
@@ -71,6 +72,16 @@ export class TestReceiver {
 
   script(path: string, script: Script): void {
     this.scripts.set(path, script);
+  }
+
+  /** Answers every path that starts with `prefix` (and has no script of its own) this way. */
+  scriptUnder(prefix: string, script: Script): void {
+    this.prefixScripts.push([prefix, script]);
+  }
+
+  /** Requests to paths that start with `prefix`. */
+  requestsUnder(prefix: string): ReceivedRequest[] {
+    return this.requests.filter((r) => r.path.startsWith(prefix));
   }
 
   requestsTo(path: string): ReceivedRequest[] {
@@ -113,7 +124,8 @@ export class TestReceiver {
     };
     this.requests.push(request);
     const n = this.requestsTo(path).length;
-    const script: Script = this.scripts.get(path) ?? (() => ({ status: 200, body: 'ok' }));
+    const script: Script =
+      this.scripts.get(path) ?? this.prefixScripts.find(([prefix]) => path.startsWith(prefix))?.[1] ?? (() => ({ status: 200, body: 'ok' }));
     const reply = script(n, request);
     if (reply === 'hang') return;
     if (reply === 'stall-body') {

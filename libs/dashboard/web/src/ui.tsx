@@ -40,6 +40,10 @@ const STATE_WORDS: Record<string, string> = {
   completed: 'Completed',
   none: 'No callback',
   ok: 'Not holding back',
+  sending: 'Not holding back',
+  accepting: 'Accepting',
+  rejecting: 'Failing',
+  unanswered: 'No answer yet',
   slow: 'Slow',
   throttled: 'Throttled',
   saturated: 'Saturated',
@@ -48,15 +52,17 @@ const STATE_WORDS: Record<string, string> = {
 /** A state in colour AND words (and a shape), so it reads without colour vision too. */
 export function StateBadge({ state }: { state: string }) {
   const icon =
-    state === 'delivered' || state === 'completed' || state === 'ok'
+    state === 'delivered' || state === 'completed' || state === 'ok' || state === 'accepting'
       ? '✓'
-      : state === 'failed'
+      : state === 'failed' || state === 'rejecting'
         ? '✕'
         : state === 'saturated' || state === 'failing'
           ? '!'
-          : state === 'none'
+          : state === 'none' || state === 'unanswered'
             ? '·'
-            : '◷';
+            : state === 'sending'
+              ? '→'
+              : '◷';
   return (
     <span class={`badge badge-${state}`}>
       <span aria-hidden="true">{icon} </span>

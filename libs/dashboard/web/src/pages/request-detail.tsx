@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import type { CallbackAttemptObject, CallbackDetailObject, DestinationRow, RequestDetail } from '../api';
+import { holdWords } from './destinations';
 import { formatDuration, formatMoney } from '../time';
 import { ERROR_WORDS, ErrorBanner, Notice, SafeLink, StateBadge, Time, useApp, useLoad } from '../ui';
 
@@ -193,8 +194,7 @@ function CallbackSection({ callback, destination, now }: { callback: CallbackDet
           <Time at={callback.next_attempt_at} now={now} empty={callback.status === 'pending' ? 'Being sent now' : 'None scheduled'} />
           {destination && destination.state !== 'ok' ? (
             <div class="muted small" data-testid="destination-note">
-              <StateBadge state={destination.state} /> Its receiver, {destination.origin}, takes {destination.limit} attempt
-              {destination.limit === 1 ? '' : 's'} at once now: this one may wait for a slot, and is made when its turn comes.
+              <StateBadge state={destination.state} /> {destination.origin}: {holdWords(destination)}
             </div>
           ) : null}
         </dd>

@@ -1,0 +1,108 @@
+// Two customers whose callbacks go to one receiver host, as customers of an integration platform,
+// a tunnel or a company gateway do, on a real stack (gateway, generator, two dispatcher replicas,
+// one Redis) with the production attempt timeout: workspace A's hundreds of callbacks go to paths
+// of the host that never answer, workspace B's to a path of the same host that answers at once.
+// B's callbacks must arrive as fast as before A's trouble (a ratio to B's baseline measured here),
+// both while A's first attempts hang and while A is in its own slow lane; every one of A's six
+// attempts must still be made, each once; and the host never has more attempts in flight than its cap.
+import { destinationOf, headroomOf, leaseMsFor } from '@media/domain';
+import { DestinationGate } from '@media/storage';
+import { eventually, TestStack, type TestWorkspace } from '../support/stack';
+import { isolationBound, p99, sixFailedAttempts, submitImage, timedRun } from './support';
+import { baseEnv } from '../dispatcher/support/harness';
+import { makeTestPki, type TestPki } from '../dispatcher/support/pki';
+import { TestReceiver } from '../dispatcher/support/receiver';
+
+/** The host's cap, over both replicas; one workspace alone holds it less its headroom. */
+const CAP = 200;
+const SHARE = CAP - headroomOf(CAP);
+/** More than A's share: some of A's attempts wait in its line. */
+const HANGING = 200;
+const B_RUN = 20;
+/** The production timeout (WEBHOOK_TIMEOUT_MS's default). */
+const TIMEOUT_MS = 15_000;
+const LEASE_MS = leaseMsFor({ attemptTimeoutMs: TIMEOUT_MS });
+
+let pki: TestPki;
+let stack: TestStack;
+let host: TestReceiver;
+let a: TestWorkspace;
+let b: TestWorkspace;
+
+beforeAll(async () => {
+  pki = makeTestPki();
+  host = await TestReceiver.start(pki);
+  host.scriptUnder('/hang/', () => 'hang');
+  stack = await TestStack.start(['api-gateway', 'generator', 'webhook-dispatcher'], {
+    ...baseEnv(pki),
+    // Twice the shipped cap, and a slow lane as wide, so that A's 1,200 attempts of 15 s each fit in
+    // the test's time; the slow lane's own cap is covered in test/dispatcher/destination-caps.test.ts
+    // and the many-tenants test beside this one.
+    CALLBACK_DESTINATION_MAX_IN_FLIGHT: String(CAP),
+    CALLBACK_DESTINATION_SLOW_MAX_IN_FLIGHT: String(CAP),
+    // Short gaps, so that six attempts fit in the test.
+    WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s,1s,1s',
+    RATE_LIMIT_CREATE_PER_MINUTE: '1000',
+  });
+  await stack.startService('webhook-dispatcher');
+  [a, b] = [await stack.createWorkspace('a'), await stack.createWorkspace('b')];
+}, 60_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  await host?.stop();
+  pki?.cleanup();
+});
+
+/** B's run: submission → the host's answer, per callback, in ms. */
+const runB = (path: string) => timedRun(stack, b, host, path, B_RUN);
+
+it('keeps B’s callbacks to a fast path at their baseline while A’s hang at other paths of the same host, and makes every one of A’s six attempts once', async () => {
+  const baseline = await runB('/ok/baseline');
+  const bound = isolationBound(baseline);
+
+  const dark: string[] = [];
+  for (let i = 0; i < HANGING; i += 20)
+    dark.push(
+      ...(await Promise.all(Array.from({ length: Math.min(20, HANGING - i) }, (_, j) => submitImage(stack, a, host.url(`/hang/${i + j}`))))).map((s) => s.id),
+    );
+  // A's first attempts hang: every A job made, A holding its whole share of the host, the rest of
+  // its attempts waiting. (Generation is fair between workspaces too, but that is not measured here.)
+  await eventually(
+    async () => ((await stack.redis.scard(stack.keys.workspaceUnfinished(a.workspaceId))) === 0 ? true : undefined),
+    90_000,
+    "A's jobs to be made",
+  );
+  await eventually(() => (host.inFlight >= SHARE ? true : undefined), 60_000, "A's attempts to fill its share of the host");
+  const during = await runB('/ok/during');
+  console.log(
+    `B p99: baseline ${p99(baseline)} ms, while A's first attempts hang ${p99(during)} ms (bound ${bound} ms); in flight at the host: ${host.inFlight}`,
+  );
+  expect(p99(during)).toBeLessThanOrEqual(bound);
+
+  // A's first attempts timed out: A is in its own slow lane; B is not, and neither is the host.
+  const gate = new DestinationGate(stack.redis, stack.keys, { maxInFlight: CAP, slowMaxInFlight: CAP, attemptTimeoutMs: TIMEOUT_MS });
+  const shareOf = async (workspace: TestWorkspace) =>
+    (await gate.ofWorkspace(workspace.workspaceId, Date.now())).find((d) => d.origin === destinationOf(host.url('/')).origin);
+  const slowA = await eventually(async () => ((await shareOf(a))?.slowUntilMs ? shareOf(a) : undefined), 60_000, 'A in its own slow lane');
+  expect(slowA).toMatchObject({ hostSlowUntilMs: null, lastDeliveredMs: null, failuresInRow: expect.any(Number) });
+  expect(slowA!.failuresInRow).toBeGreaterThan(0);
+  const afterSlow = await runB('/ok/after');
+  console.log(`B p99 while A is in its slow lane: ${p99(afterSlow)} ms`);
+  expect(p99(afterSlow)).toBeLessThanOrEqual(bound);
+  expect(await shareOf(b)).toMatchObject({ slowUntilMs: null, hostSlowUntilMs: null, heldBack: null, failuresInRow: 0, lastFailedMs: null });
+
+  // Every one of A's callbacks gets its six attempts, each cut at the timeout, and none later after
+  // it was due than a lease (timeout + 5 s) per round of A's share ahead of it in A's line
+  // (docs/callbacks.md).
+  const latest = Math.max(...(await sixFailedAttempts(stack, dark, 'timeout', 240_000)));
+  const lateBound = Math.ceil(HANGING / SHARE) * LEASE_MS;
+  console.log(`latest attempt of A: ${latest} ms after it was due (bound ${lateBound} ms)`);
+  expect(latest).toBeLessThanOrEqual(lateBound);
+  // Each attempt sent once, and the host never had more in flight than its cap, over both replicas.
+  const sent = new Map<string, number>();
+  for (const r of host.requestsUnder('/hang/')) sent.set(r.headers['webhook-id']!, (sent.get(r.headers['webhook-id']!) ?? 0) + 1);
+  expect(sent.size).toBe(HANGING);
+  expect([...sent.values()].filter((n) => n !== 6)).toEqual([]);
+  expect(host.maxInFlight).toBeLessThanOrEqual(CAP);
+}, 420_000);

@@ -4,6 +4,11 @@
 // Prometheus (promtool checks and unit-tests the alert rules; a real server evaluates the alerts and
 // the autoscalers' queries against the services) and Debian's Chromium (the dashboard's browser
 // tests; playwright-core downloads no browser).
+// `node scripts/prerequisites.mjs test:image`: what `npm run test:image` needs instead: buildah
+// (builds the Dockerfile, --isolation chroot, no daemon), podman (imports the stand-in base image,
+// mounts the built one), debootstrap (the stand-in's Debian), Redis (the services' store, on
+// loopback), openssl, and util-linux's unshare (a mount namespace per service: read-only root,
+// writable /tmp and /data/media). That test mounts file systems, so it runs as root.
 // As root with apt-get, what is missing is installed; otherwise one line says what to install.
 // No dependencies: this runs before `npm ci` has had a chance to.
 import { spawnSync } from 'node:child_process';
@@ -17,15 +22,37 @@ const chromium = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
  * package's recommendations are services the tests never run (Prometheus recommends node-exporter
  * and its collectors, with disk and IPMI tools and timers of their own).
  */
-const NEEDED = [
-  { program: 'redis-server', pkg: 'redis-server' },
-  { program: 'redis-cli', pkg: 'redis-tools' },
-  { program: 'openssl', pkg: 'openssl' },
-  { program: 'curl', pkg: 'curl' },
-  { program: 'prometheus', pkg: 'prometheus', recommends: false },
-  { program: 'promtool', pkg: 'prometheus', recommends: false },
-  { program: chromium, pkg: 'chromium' },
-];
+const SUITES = {
+  test: [
+    { program: 'redis-server', pkg: 'redis-server' },
+    { program: 'redis-cli', pkg: 'redis-tools' },
+    { program: 'openssl', pkg: 'openssl' },
+    { program: 'curl', pkg: 'curl' },
+    { program: 'prometheus', pkg: 'prometheus', recommends: false },
+    { program: 'promtool', pkg: 'prometheus', recommends: false },
+    { program: chromium, pkg: 'chromium' },
+  ],
+  'test:image': [
+    { program: 'buildah', pkg: 'buildah' },
+    { program: 'podman', pkg: 'podman' },
+    { program: 'debootstrap', pkg: 'debootstrap' },
+    { program: 'redis-server', pkg: 'redis-server' },
+    { program: 'unshare', pkg: 'util-linux' },
+    { program: 'openssl', pkg: 'openssl' },
+  ],
+};
+const suite = process.argv[2] ?? 'test';
+const NEEDED = SUITES[suite];
+if (!NEEDED) {
+  console.error(`usage: node scripts/prerequisites.mjs [${Object.keys(SUITES).join('|')}]`);
+  process.exit(2);
+}
+const command = suite === 'test' ? 'npm test' : `npm run ${suite}`;
+const isRoot = process.getuid?.() === 0;
+if (suite === 'test:image' && !isRoot) {
+  console.error(`${command} needs root (buildah --isolation chroot, podman image mount, mount namespaces): run it as root, e.g. "sudo ${command}"`);
+  process.exit(1);
+}
 
 function executable(path) {
   try {
@@ -57,7 +84,7 @@ function aptInstall(needs) {
 }
 
 let lacking = missing();
-if (lacking.length > 0 && process.getuid?.() === 0 && found('apt-get')) {
+if (lacking.length > 0 && isRoot && found('apt-get')) {
   aptInstall(lacking);
   lacking = missing();
 }
@@ -65,7 +92,7 @@ if (lacking.length > 0) {
   const pkgs = [...new Set(lacking.map((n) => n.pkg))];
   const browser = lacking.some((n) => n.pkg === 'chromium') ? ` (or set CHROMIUM_PATH to a Chromium binary; looked for ${chromium})` : '';
   console.error(
-    `npm test needs ${lacking.map((n) => (isAbsolute(n.program) ? 'chromium' : n.program)).join(', ')}: install with "sudo apt-get install -y ${pkgs.join(' ')}"${browser}`,
+    `${command} needs ${lacking.map((n) => (isAbsolute(n.program) ? 'chromium' : n.program)).join(', ')}: install with "sudo apt-get install -y ${pkgs.join(' ')}"${browser}`,
   );
   process.exit(1);
 }

@@ -5,7 +5,13 @@
 # `npm run build` (or SETUP_FORCE_BUILD=1) always runs tsc -b.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The Node release of .nvmrc first (fetched when the machine's is older), before anything else runs:
+# npm runs `prestart` and `preadmin` on the machine's node, and an `npm ci` on an older Node warns
+# (EBADENGINE) about every package whose `engines` asks for a newer one. The npm on PATH then runs
+# on that Node too, and so do the build steps below.
+source scripts/use-node.sh
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "installing dependencies (npm ci) on Node $(node -v)" >&2
   npm ci --no-audit --no-fund 1>&2
 fi
 

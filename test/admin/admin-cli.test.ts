@@ -5,6 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createAccounts } from '@media/accounts';
 import { StoreKeys, WorkspaceRepository } from '@media/storage';
+import { CONFIG_KEYS } from '@media/common';
+import { COMMANDS } from '../../tools/admin/src/admin';
 import { REDIS_URL } from '../support/stack';
 
 const run = promisify(execFile);
@@ -152,9 +154,71 @@ it('makes a workspace with a long name, whose owner address stays an address', a
 
 it('exits 2 with usage on bad input', async () => {
   await expect(admin('rotate-secret')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--workspace is required') });
-  await expect(admin('frobnicate')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('usage') });
+  await expect(admin('frobnicate')).rejects.toMatchObject({
+    code: 2,
+    stdout: '',
+    stderr: expect.stringMatching(/^unknown command "frobnicate"\n\nusage: npm run -s admin -- <command>[\s\S]*\n {2}create-workspace {2,}/),
+  });
+  await expect(admin()).rejects.toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(/^no command given\n\nusage: /) });
   // Command names are looked up among the commands only, never on Object.prototype.
   for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
     await expect(admin(name)).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('usage') });
   }
 });
+
+describe('--help', () => {
+  /** The CLI run with only PATH and `env`: exit code and both outputs, whatever the code. */
+  const cli = async (args: string[], env: Record<string, string> = {}) =>
+    run(process.execPath, [join(__dirname, '../../tools/admin/dist/main.js'), ...args], { env: { PATH: process.env.PATH, ...env } }).then(
+      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+      (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
+    );
+  /** Names like REDIS_URL in a text. */
+  const settingsIn = (text: string) => [...new Set([...text.matchAll(/\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b/g)].map((m) => m[0]))];
+
+  it.each(['--help', '-h'])('%s lists every command in one line each, and the settings they read, with exit code 0', async (flag) => {
+    // Help reads nothing: not even a configuration that a command would refuse.
+    const { code, stdout, stderr } = await cli([flag], { KEY_PREFIX: '{two}{tags}' });
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    expect(stdout).toMatch(/^usage: npm run -s admin -- <command> \[options\]\n/);
+    for (const [name, command] of Object.entries(COMMANDS))
+      expect(stdout).toMatch(new RegExp(`^ {2}${name} +${escape(command.summary.split(' ').slice(0, 3).join(' '))}`, 'm'));
+    const listed = stdout.split('\n').filter((line) => /^ {2}[a-z]/.test(line));
+    expect(listed.map((line) => line.trim().split(' ')[0])).toEqual(Object.keys(COMMANDS));
+    for (const setting of ['REDIS_URL', 'KEY_PREFIX', 'SECRETS_ENCRYPTION_KEYS']) expect(stdout).toMatch(new RegExp(`^ {2}${setting} {2,}\\S`, 'm'));
+    expect(stdout).toContain('<command> --help');
+    expect(settingsIn(stdout).filter((name) => !CONFIG_KEYS.includes(name))).toEqual([]);
+  });
+
+  it.each(Object.keys(COMMANDS))('%s --help and -h describe the command, its options and the settings it reads, and run nothing', async (name) => {
+    const command = COMMANDS[name];
+    const before = await redis.keys(`${prefix}:*`);
+    // Given with the command's flags too: help is all that happens.
+    const variants = [
+      [name, '--help'],
+      [name, '--workspace', 'ws_help', '-h'],
+    ];
+    const runs = await Promise.all(variants.map((args) => cli(args, { REDIS_URL, KEY_PREFIX: prefix })));
+    expect(runs[1]).toEqual(runs[0]);
+    for (const [i, { code, stdout, stderr }] of runs.entries()) {
+      expect({ args: variants[i], code, stderr }).toEqual({ args: variants[i], code: 0, stderr: '' });
+      expect(stdout.startsWith(`usage: npm run -s admin -- ${command.usage}\n\n${command.description}\n\nOptions:\n`)).toBe(true);
+      // Every flag the command takes is described; so is --help.
+      for (const [, flag] of command.usage.matchAll(/--([a-z-]+)/g)) expect(stdout).toMatch(new RegExp(`^ {2}--${flag}\\b.* {2,}\\S`, 'm'));
+      expect(stdout).toMatch(/^ {2}-h, --help +this help$/m);
+      const settings = stdout.slice(stdout.indexOf('Settings (environment variables):'));
+      for (const setting of ['REDIS_URL', 'KEY_PREFIX', ...command.settings]) expect(settings).toMatch(new RegExp(`^ {2}${setting} {2,}\\S`, 'm'));
+      expect(settingsIn(settings).filter((setting) => !CONFIG_KEYS.includes(setting))).toEqual([]);
+    }
+    expect(await redis.keys(`${prefix}:*`)).toEqual(before);
+  });
+
+  it('names SECRETS_ENCRYPTION_KEYS for the commands that make or read a secret', () => {
+    const sealing = Object.keys(COMMANDS).filter((name) => COMMANDS[name].settings.includes('SECRETS_ENCRYPTION_KEYS'));
+    expect(sealing).toEqual(['create-workspace', 'rotate-secret', 'enable-asymmetric-signing', 'rotate-signing-key', 'reencrypt-secrets']);
+  });
+});
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

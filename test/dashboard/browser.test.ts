@@ -62,14 +62,23 @@ afterAll(async () => {
 const rowOf = (page: Page, jobId: string) => page.locator('tbody tr', { has: page.getByRole('link', { name: jobId, exact: true }) });
 
 describe('dashboard in a real browser', () => {
-  it('refuses a wrong password, then signs the owner in', async () => {
-    const { page } = owner;
+  it('opens on the sign-in page with no console error, refuses a wrong password, then signs the owner in', async () => {
+    const { page, problems } = owner;
     await page.goto('/dashboard/');
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    // The app has asked who is signed in (nobody) and has nothing more to ask.
+    await page.waitForLoadState('networkidle');
+    expect(problems.errors).toEqual([]);
+
     await page.getByLabel('E-mail').fill(h.workspace.owner.email);
     await page.getByLabel('Password').fill('not-the-password');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').filter({ hasText: /./ }).waitFor();
     expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(0);
+    // The wrong password's 401, which the browser logs, is the one console error of this session.
+    await eventually(() => (problems.errors.length > 0 ? true : undefined), 5_000, 'the refused sign-in to be logged');
+    expect(problems.errors).toEqual([expect.stringMatching(/^console: .*status of 401/)]);
+    problems.errors.length = 0;
 
     await signIn(page, h.workspace.owner.email, h.workspace.owner.password);
     // The Overview is the first page; Requests is one link away.
@@ -142,6 +151,11 @@ describe('dashboard in a real browser', () => {
     expect(await failing.locator('.badge-ok, .badge-accepting').count()).toBe(0);
     expect(await panel.textContent()).toContain('1 of 3 receivers your callbacks went to lately holds callbacks back.');
     expect(await panel.locator('tbody tr', { hasText: destinationOf(h.receiver.url('/')).origin }).count()).toBe(1);
+    // The list, which the page is opened for, comes first; the panel is open as callbacks are held back.
+    const list = page.getByRole('table').filter({ has: page.getByRole('columnheader', { name: 'Request' }) });
+    expect((await list.boundingBox())!.y).toBeLessThan((await panel.boundingBox())!.y);
+    expect(await panel.locator('details').getAttribute('open')).not.toBeNull();
+    await panel.scrollIntoViewIfNeeded();
     await screenshot(page, 'destinations.png');
   });
 
@@ -282,7 +296,8 @@ describe('dashboard in a real browser', () => {
     const { page, problems } = owner;
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
-    expect((await page.request.get('/dashboard/api/session')).status()).toBe(401);
+    const session = await page.request.get('/dashboard/api/session');
+    expect([session.status(), await session.json()]).toEqual([200, { signed_in: false }]);
     expect(problems.errors).toEqual([]);
   });
 });

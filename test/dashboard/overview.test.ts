@@ -226,6 +226,8 @@ async function expectHistoryOn(page: Page): Promise<void> {
   expect(await tile('tile-first')).toContain(`${DELIVERED} of ${CALLBACKS} first attempts`);
   expect(await tile('tile-attempts')).toContain(`${6 * FAILING} of ${ATTEMPTS} attempts`);
   expect(await tile('tile-latency')).toMatch(/p95 [12]\.\d\d s/);
+  // Counts read as English: "1 second", never "1 seconds" (the ladder here is under two seconds).
+  expect(await page.locator('main').innerText()).not.toMatch(/\b1 (seconds|minutes|hours|attempts|callbacks)\b/);
 
   // The headline names the failures and where they went, in words.
   const headline = await page.getByTestId('headline').innerText();

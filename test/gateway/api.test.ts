@@ -157,6 +157,7 @@ describe.each(BLOB_STORES)('gateway API (%s blob store)', (blobStore) => {
     const refused: [string, RegExp][] = [
       ['http://93.184.215.14/hook', /https/],
       ['https://user:pw@93.184.215.14/hook', /username or password/i],
+      ['https://93.184.215.14:0/hook', /^callback_url port must be between 1 and 65535 \(got 0\)$/],
       ['https://127.0.0.1/hook', /non-public|private/i],
       ['https://10.1.2.3/hook', /non-public|private/i],
       ['https://169.254.169.254/latest/meta-data', /non-public|private/i],

@@ -82,6 +82,14 @@ it('keeps an eleventh workspace at its pace while ten others hang at the same ho
   for (const [i, tenant] of tenants.entries()) {
     for (let j = 0; j < HANGING_EACH; j += 25) await Promise.all(Array.from({ length: 25 }, (_, k) => finished(tenant, host.url(`/hang/${i}/${j + k}`))));
   }
+  // Every callback of the ten made its first attempt, so that each of them has its whole line
+  // waiting when the rates are compared (a tenant whose callbacks were still being created would
+  // have fewer attempts to make, whatever the rule).
+  await eventually(
+    () => (new Set(host.requestsUnder('/hang/').map((r) => r.path)).size === TENANTS * HANGING_EACH ? true : undefined),
+    120_000,
+    "every first attempt of the ten's callbacks",
+  );
   // Every one of the ten in a slow lane of its own there: each had an attempt time out.
   const gate = new DestinationGate(stack.redis, stack.keys, { maxInFlight: CAP, slowMaxInFlight: SLOW_CAP, attemptTimeoutMs: TIMEOUT_MS });
   const origin = destinationOf(host.url('/')).origin;

@@ -76,6 +76,12 @@ describe.each(OVERLAYS)('k8s/%s', (overlay) => {
     for (const [key, value] of placeholders) expect(() => loadConfig({ ...config.data, [key]: value })).toThrow(new RegExp(key));
   });
 
+  it("starts in the image's production mode, which refuses DOCS_URL's placeholder", () => {
+    expect(readFileSync(resolve(ROOT, 'Dockerfile'), 'utf8')).toMatch(/^ENV NODE_ENV=production\b/m);
+    const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'media-config')!;
+    expect(loadConfig({ ...config.data, NODE_ENV: 'production' }).docsUrl).not.toMatch(/\/\/docs\.example\.com\b/);
+  });
+
   it('runs each service with its command, hardened, and probes what the code serves', () => {
     const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'media-config')!;
     const opsPort = loadConfig(config.data).opsPort;
@@ -149,6 +155,30 @@ describe.each(OVERLAYS)('k8s/%s', (overlay) => {
     expect(loadConfig({ ...config.data }).opsHost).toBe('0.0.0.0');
     // Outside Kubernetes the default stays loopback.
     expect(loadConfig({}).opsHost).toBe('127.0.0.1');
+  });
+
+  it("reaches the ops port by the pod's address only, the Host the port serves without OPS_ALLOWED_HOSTS", () => {
+    // A probe with a `host` or a Host header, or a scrape through a Service's name, would be
+    // answered 421 unless that name were listed in OPS_ALLOWED_HOSTS.
+    for (const d of deployments(objects)) {
+      for (const c of containers(d)) {
+        for (const probe of [c.livenessProbe, c.readinessProbe, c.startupProbe].filter(Boolean)) {
+          expect([d.metadata.name, probe.httpGet.host, probe.httpGet.httpHeaders]).toEqual([d.metadata.name, undefined, undefined]);
+        }
+      }
+    }
+    // Prometheus scrapes pods (a PodMonitor: the pod's address), never a Service's name.
+    expect(objects.filter((o) => o.kind === 'ServiceMonitor' || o.kind === 'Probe').map((o) => o.metadata.name)).toEqual([]);
+    for (const monitor of objects.filter((o) => o.kind === 'PodMonitor')) {
+      expect(monitor.spec.podMetricsEndpoints.map((e: any) => e.port)).toEqual(['ops']);
+    }
+    const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'media-config')!;
+    const { opsPort, opsAllowedHosts } = loadConfig({ ...config.data });
+    for (const service of objects.filter((o) => o.kind === 'Service')) {
+      const targets = service.spec.ports.map((p: any) => p.targetPort);
+      expect([service.metadata.name, targets.filter((t: unknown) => t === 'ops' || t === opsPort)]).toEqual([service.metadata.name, []]);
+    }
+    expect(opsAllowedHosts).toEqual([]);
   });
 
   if (hasKubectl) {

@@ -1,5 +1,6 @@
 // Every service's ops port against real processes: /metrics moves as jobs run and callbacks fail,
-// metrics never appear on the public port, and Bull Board refuses anyone without operator credentials.
+// metrics never appear on the public port, a Host the port does not serve is refused, and Bull Board
+// refuses anyone without operator credentials.
 import { createServer, request, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { api, eventually, TestStack, type ServiceName } from '../support/stack';
@@ -25,6 +26,7 @@ beforeAll(async () => {
     WEBHOOK_RETRY_SCHEDULE: '200ms,200ms,200ms,200ms,200ms',
     OPERATOR_USERNAME: OPERATOR.user,
     OPERATOR_PASSWORD: OPERATOR.password,
+    OPS_ALLOWED_HOSTS: 'ops.media.internal',
   });
 });
 
@@ -64,6 +66,24 @@ describe('ops port', () => {
     expect(text).toMatch(/^# TYPE media_queue_jobs gauge$/m);
     expect(text).toMatch(/^media_process_cpu_seconds_total\{service="/m);
   });
+
+  it.each(['api-gateway', 'generator', 'webhook-dispatcher'] as const)(
+    '%s refuses a Host it does not serve (a DNS-rebinding page), logs it, and serves the names of OPS_ALLOWED_HOSTS',
+    async (name) => {
+      const port = Number(new URL(ops(name)).port);
+      const refused = await getWithHost(port, '/metrics', 'attacker.example');
+      expect(refused.status).toBe(421);
+      expect(JSON.parse(refused.body)).toEqual({ error: expect.any(String) });
+      await eventually(
+        () => (stack.service(name).hasLog((l) => l.message === 'ops request refused: host not allowed' && l.host === 'attacker.example') ? true : undefined),
+        5_000,
+        `${name} to log the refusal`,
+      );
+      const named = await getWithHost(port, '/metrics', `ops.media.internal:${port}`);
+      expect(named.status).toBe(200);
+      expect(named.body).toMatch(/^# TYPE media_queue_jobs gauge$/m);
+    },
+  );
 
   it('keeps /metrics off the public port, while the gateway still answers /healthz and /readyz there', async () => {
     expect((await fetch(`${stack.baseUrl}/metrics`)).status).toBe(404);
@@ -194,6 +214,20 @@ describe('Bull Board', () => {
     expect((await fetch(`${stack.baseUrl}/queues`)).status).toBe(404);
   });
 
+  it("refuses a cross-site form post carrying the operator's cached credentials, as it takes the board's own", async () => {
+    const form = { authorization: basic(OPERATOR.user, OPERATOR.password), 'content-type': 'text/plain' };
+    const crossSite = await fetch(`${board()}/api/queues/maintenance/pause`, { method: 'PUT', headers: { ...form, origin: 'https://attacker.example' } });
+    expect(crossSite.status).toBe(403);
+    expect(await crossSite.json()).toEqual({ error: expect.stringMatching(/board's own origin/) });
+    const own = new URL(ops('api-gateway')).origin;
+    const paused = await fetch(`${board()}/api/queues/maintenance/pause`, {
+      method: 'PUT',
+      headers: { ...form, origin: own, 'sec-fetch-site': 'same-origin' },
+    });
+    expect(paused.status).toBe(200);
+    expect((await fetch(`${board()}/api/queues/maintenance/resume`, { method: 'PUT', headers: { ...form, origin: own } })).status).toBe(200);
+  });
+
   it('makes an address that keeps guessing wait, the right password included, while an operator elsewhere gets in', async () => {
     // Two wrong tries were made above; eight more reach the limit of ten.
     for (let i = 0; i < 8; i++) expect((await fetch(board(), { headers: { authorization: basic(OPERATOR.user, `guess-${i}`) } })).status).toBe(401);
@@ -220,6 +254,19 @@ function getFrom(localAddress: string, url: string, authorization: string): Prom
     const req = request(url, { localAddress, headers: { authorization } }, (res) => {
       res.resume();
       done(res.statusCode ?? 0);
+    });
+    req.once('error', fail);
+    req.end();
+  });
+}
+
+/** A GET to the loopback ops port naming `host` in its Host header, as a page on that name would. */
+function getWithHost(port: number, path: string, host: string): Promise<{ status: number; body: string }> {
+  return new Promise((done, fail) => {
+    const req = request({ host: '127.0.0.1', port, path, headers: { host } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => done({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
     });
     req.once('error', fail);
     req.end();

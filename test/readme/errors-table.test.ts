@@ -22,7 +22,12 @@ function sourceFiles(dir: string): string[] {
 
 /** Every error the gateway raises, read from its source (constructors and the ApiError helpers). */
 function raisedByGateway(): Raised[] {
-  const files = [...sourceFiles(join(ROOT, 'services/api-gateway/src')), join(ROOT, 'libs/common/src/api-error.ts')];
+  // The gateway's own, and what it mounts from @media/common: the error helpers and the JSON body parser.
+  const files = [
+    ...sourceFiles(join(ROOT, 'services/api-gateway/src')),
+    join(ROOT, 'libs/common/src/api-error.ts'),
+    join(ROOT, 'libs/common/src/json-body.ts'),
+  ];
   const text = files
     .map((f) => readFileSync(f, 'utf8'))
     .join('\n')

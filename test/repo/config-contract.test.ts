@@ -104,6 +104,12 @@ describe('configuration contract', () => {
     it('shows the contract settings', () => {
       expect(REQUIRED_IN_COMPOSE.filter((name) => !names.includes(name))).toEqual([]);
     });
+
+    it("asks for DOCS_URL rather than defaulting to the placeholder the image's production mode refuses", () => {
+      expect(read('Dockerfile')).toMatch(/^ENV NODE_ENV=production\b/m);
+      expect(compose).toMatch(/^\s+DOCS_URL: \$\{DOCS_URL:\?[^}]+\}$/m);
+      expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/DOCS_URL/);
+    });
   });
 
   describe('.env.example', () => {

@@ -15,7 +15,9 @@ export interface ReceivedSpan {
   attributes: Record<string, string | number | boolean>;
   /** OTLP's status code: 0 unset, 1 ok, 2 error. */
   status: number;
-  links: { traceId: string; spanId: string }[];
+  /** The W3C `tracestate` the span was exported with ('' for none); likewise each link's. */
+  traceState: string;
+  links: { traceId: string; spanId: string; traceState: string }[];
 }
 
 type AnyValue = { stringValue?: string; intValue?: string | number; boolValue?: boolean; doubleValue?: number };
@@ -89,7 +91,8 @@ export class OtlpReceiver {
             endTimeUnixNano: string;
             attributes?: KeyValue[];
             status?: { code?: number };
-            links?: { traceId: string; spanId: string }[];
+            traceState?: string;
+            links?: { traceId: string; spanId: string; traceState?: string }[];
           };
           this.spans.push({
             service,
@@ -102,7 +105,8 @@ export class OtlpReceiver {
             endMs: Number(BigInt(s.endTimeUnixNano) / 1_000_000n),
             attributes: attributes(s.attributes),
             status: s.status?.code ?? 0,
-            links: (s.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId })),
+            traceState: s.traceState ?? '',
+            links: (s.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId, traceState: l.traceState ?? '' })),
           });
         }
       }

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import crypto, { randomBytes, scryptSync } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { FailureCounter, hashApiKey, SecretBox, SessionRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
 import { publicKeyOf } from '@media/webhooks';
@@ -89,6 +89,103 @@ describe('WorkspaceAccounts', () => {
     expect(await redis.keys(`${keys.prefix}:session:*`)).toHaveLength(0);
     expect(await accounts.resume(old.token)).toBeUndefined();
     expect((await accounts.resume((await accounts.signIn('ex@r.test', again.password, '10.0.0.2')).token))?.role).toBe('admin');
+  });
+
+  it('signs an e-mail of several workspaces into the one whose password it gives; adding it again changes that workspace’s password only', async () => {
+    const email = 'multi@w.test';
+    const a = await accounts.createWorkspace('multi-a', email);
+    const b = await accounts.createWorkspace('multi-b', 'boss-b@w.test');
+    const c = await accounts.createWorkspace('multi-c', 'boss-c@w.test');
+    const inB = await accounts.addMember(b.workspace.id, email, 'admin');
+    const inC = await accounts.addMember(c.workspace.id, email, 'member');
+    const expected: [string, string, string][] = [
+      [a.owner.password, a.workspace.id, 'owner'],
+      [inB.password, b.workspace.id, 'admin'],
+      [inC.password, c.workspace.id, 'member'],
+    ];
+    for (const [password, workspaceId, role] of expected) {
+      const { session } = await accounts.signIn(email, password, '10.4.0.1');
+      expect([session.workspace.id, session.role]).toEqual([workspaceId, role]);
+    }
+    // One salt and one set of parameters for the three, so one scrypt checks them all; each its own password.
+    const hashes = (await Promise.all([a, b, c].map((w) => workspaces.member(w.workspace.id, email)))).map((m) => m!.password_hash);
+    expect(new Set(hashes.map((h) => h.split('$').slice(0, 5).join('$'))).size).toBe(1);
+    expect(new Set(hashes).size).toBe(3);
+    // B's admin gives the member a new password by adding them again: B's changes, A's and C's still open theirs.
+    await accounts.removeMember(b.workspace.id, email);
+    const again = await accounts.addMember(b.workspace.id, email, 'member');
+    await expect(accounts.signIn(email, inB.password, '10.4.0.2')).rejects.toBeInstanceOf(InvalidCredentialsError);
+    expect((await accounts.signIn(email, again.password, '10.4.0.2')).session.workspace.id).toBe(b.workspace.id);
+    expect((await accounts.signIn(email, a.owner.password, '10.4.0.2')).session.workspace.id).toBe(a.workspace.id);
+    expect((await accounts.signIn(email, inC.password, '10.4.0.2')).session.workspace.id).toBe(c.workspace.id);
+  });
+
+  it('still signs in with a hash stored in the older form, and a membership added after it shares its salt', async () => {
+    const { workspace } = await accounts.createWorkspace('legacy', 'boss@legacy.test');
+    const salt = randomBytes(16);
+    // As an older version stored it: scrypt$salt$hash with Node's defaults, a salt of its own.
+    await workspaces.addMember(workspace.id, {
+      email: 'old@legacy.test',
+      role: 'member',
+      password_hash: `scrypt$${salt.toString('base64')}$${scryptSync('old password', salt, 32).toString('base64')}`,
+      session_epoch: 'before',
+    });
+    expect((await accounts.signIn('old@legacy.test', 'old password', '10.4.1.1')).session.workspace.id).toBe(workspace.id);
+    const other = await accounts.createWorkspace('legacy-2', 'boss2@legacy.test');
+    const added = await accounts.addMember(other.workspace.id, 'old@legacy.test', 'admin');
+    expect((await workspaces.member(other.workspace.id, 'old@legacy.test'))!.password_hash).toMatch(
+      new RegExp(`^scrypt\\$16384\\$8\\$1\\$${salt.toString('base64').replace(/[+/]/g, '\\$&')}\\$`),
+    );
+    expect((await accounts.signIn('old@legacy.test', 'old password', '10.4.1.1')).session.workspace.id).toBe(workspace.id);
+    expect((await accounts.signIn('old@legacy.test', added.password, '10.4.1.1')).session).toMatchObject({
+      workspace: { id: other.workspace.id },
+      role: 'admin',
+    });
+  });
+
+  it('costs every sign-in one scrypt: a wrong password takes as long for an unknown e-mail as for one of one workspace or of three', async () => {
+    const emails = { unknown: 'nobody@cost.test', single: 'one@cost.test', triple: 'three@cost.test' };
+    await accounts.createWorkspace('cost-one', emails.single);
+    await accounts.createWorkspace('cost-three-a', emails.triple);
+    for (const name of ['cost-three-b', 'cost-three-c']) {
+      const { workspace } = await accounts.createWorkspace(name, `boss-${name}@cost.test`);
+      await accounts.addMember(workspace.id, emails.triple, 'member');
+    }
+    const names = Object.keys(emails) as (keyof typeof emails)[];
+    let address = 0;
+    /** One wrong password, from an address of its own so the failure limits never step in; its time in ms. */
+    const attempt = async (email: string): Promise<number> => {
+      const start = performance.now();
+      const outcome = await accounts.signIn(email, 'wrong password', `10.5.${address >> 8}.${address++ & 255}`).catch((e: unknown) => e);
+      const ms = performance.now() - start;
+      expect(outcome).toBeInstanceOf(InvalidCredentialsError);
+      return ms;
+    };
+    // The decoy hash is made on first use, and the first scrypts of a process start its thread pool.
+    for (const name of names) await attempt(emails[name]);
+
+    const scrypt = jest.spyOn(crypto, 'scrypt');
+    const rounds = 15;
+    const times: Record<string, number[]> = { unknown: [], single: [], triple: [] };
+    const calls: Record<string, number> = { unknown: 0, single: 0, triple: 0 };
+    try {
+      for (let round = 0; round < rounds; round++) {
+        // Interleaved, each round in another order, so that a busy moment of the machine falls on all three alike.
+        for (const name of [...names.slice(round % 3), ...names.slice(0, round % 3)]) {
+          const before = scrypt.mock.calls.length;
+          times[name].push(await attempt(emails[name]));
+          calls[name] += scrypt.mock.calls.length - before;
+        }
+      }
+    } finally {
+      scrypt.mockRestore();
+    }
+    expect(calls).toEqual({ unknown: rounds, single: rounds, triple: rounds });
+    const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)];
+    const medians = names.map((name) => median(times[name]));
+    // Within 20 % of each other (before, three workspaces took three scrypts: about three times as long).
+    const spread = Math.max(...medians) <= 1.2 * Math.min(...medians) ? 'within 20 %' : `medians ${medians.map((ms) => ms.toFixed(1)).join(', ')} ms`;
+    expect(spread).toBe('within 20 %');
   });
 
   it('ends a session a week after sign-in however active it was', async () => {

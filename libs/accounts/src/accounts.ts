@@ -9,6 +9,7 @@ import {
   type Role,
   type SessionRepository,
   type SigningSecret,
+  type StoredMember,
   type StoredSession,
   type Workspace,
   type WorkspaceRepository,
@@ -25,7 +26,7 @@ import {
   WorkspaceNotFoundError,
 } from './errors';
 import { mint, sha256 } from './mint';
-import { decoyHash, hashPassword, verifyPassword } from './passwords';
+import { hashPassword, verifyPasswords } from './passwords';
 import { isRole } from './permissions';
 
 /** A session lasts this long without use; every authenticated request restarts the clock. */
@@ -142,7 +143,7 @@ export class WorkspaceAccounts {
       workspace,
       { id: key.id, hash: hashApiKey(key.key), prefix: key.prefix, created_ms: now },
       { secret: signingSecret, created_ms: now, expires_ms: 0 },
-      { email, role: 'owner', password_hash: await hashPassword(password), session_epoch: mint.sessionEpoch() },
+      { email, role: 'owner', password_hash: await this.passwordHash(email, password), session_epoch: mint.sessionEpoch() },
     );
     return { workspace, apiKey: key.key, signingSecret, owner: { email, password, role: 'owner' } };
   }
@@ -168,7 +169,7 @@ export class WorkspaceAccounts {
     const added = await this.deps.workspaces.addMember(workspaceId, {
       email: normalized,
       role,
-      password_hash: await hashPassword(password),
+      password_hash: await this.passwordHash(normalized, password),
       // A member added again (the way to give someone a new password) gets a new epoch: sessions of before are void.
       session_epoch: mint.sessionEpoch(),
     });
@@ -195,6 +196,22 @@ export class WorkspaceAccounts {
     this.check(await this.deps.workspaces.changeMember(workspaceId, normalized, null), normalized);
   }
 
+  /**
+   * Each membership has its own password (the one its workspace's admin handed out; adding the member
+   * again replaces that workspace's only), hashed with the salt of the e-mail's first membership, so
+   * that sign-in checks all of them with one scrypt.
+   */
+  private async passwordHash(email: string, password: string): Promise<string> {
+    return hashPassword(password, (await this.memberships(email))[0]?.member.password_hash);
+  }
+
+  /** The e-mail's memberships, by workspace id: the first one's salt is the one sign-in derives with. */
+  private async memberships(email: string): Promise<{ workspaceId: string; member: StoredMember }[]> {
+    const ids = await this.deps.workspaces.workspacesOfMember(email);
+    const members = await Promise.all(ids.map((id) => this.deps.workspaces.member(id, email)));
+    return ids.flatMap((workspaceId, i) => (members[i] ? [{ workspaceId, member: members[i] }] : []));
+  }
+
   private check(outcome: 'ok' | 'missing' | 'last_owner', email: string): void {
     if (outcome === 'missing') throw new MemberNotFoundError(email);
     if (outcome === 'last_owner') throw new LastOwnerError(email);
@@ -206,8 +223,9 @@ export class WorkspaceAccounts {
    * Checks e-mail and password and opens a session. Failures are counted per client address and per
    * e-mail from that address ({@link SIGN_IN_LIMITS}): past a limit an attempt is refused (the right
    * password included) with how long to wait, so a guesser learns nothing more; from another address
-   * the owner still signs in. An unknown e-mail costs one scrypt, like a wrong password, so that
-   * timing does not tell which e-mails exist.
+   * the owner still signs in. Every attempt costs exactly one scrypt, whether the e-mail is unknown
+   * or a member of one workspace or of many, so that timing tells neither which e-mails exist nor
+   * how many workspaces they belong to, and no e-mail makes a guess cost the server more CPU than another.
    *
    * @returns the cookie token (shown to the browser only) and the session
    */
@@ -217,16 +235,13 @@ export class WorkspaceAccounts {
     const { allowed, retryAfterMs } = await this.deps.failures.reserve(emailHash, addressHash, this.now());
     if (!allowed) throw new SignInThrottledError(Math.max(1, Math.ceil(retryAfterMs / 1000)));
     // An e-mail may belong to several workspaces, each with its own password: the first that matches wins.
-    let found: { workspaceId: string; role: Role; epoch: string } | undefined;
-    const candidates = await this.deps.workspaces.workspacesOfMember(normalized);
-    for (const workspaceId of candidates) {
-      const member = await this.deps.workspaces.member(workspaceId, normalized);
-      if (member && (await verifyPassword(password, member.password_hash))) {
-        found = { workspaceId, role: member.role, epoch: member.session_epoch ?? '' };
-        break;
-      }
-    }
-    if (candidates.length === 0) await verifyPassword(password, await decoyHash());
+    const candidates = await this.memberships(normalized);
+    const matches = await verifyPasswords(
+      password,
+      candidates.map(({ member }) => member.password_hash),
+    );
+    const match = candidates.find((_, i) => matches[i]);
+    const found = match && { workspaceId: match.workspaceId, role: match.member.role, epoch: match.member.session_epoch ?? '' };
     // A failure keeps its place in the counts; a success gives it back.
     if (!found) throw new InvalidCredentialsError();
     await this.deps.failures.release(emailHash, addressHash);

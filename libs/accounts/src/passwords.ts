@@ -13,11 +13,40 @@ function scrypt(password: string, salt: Buffer, keylen: number, options: ScryptO
   return new Promise((resolve, reject) => scryptCb(password, salt, keylen, options, (err, key) => (err ? reject(err) : resolve(key))));
 }
 
-/** `scrypt$N$r$p$salt$hash`, salt and hash in base64. */
-export async function hashPassword(password: string): Promise<string> {
-  const { N, r, p, keylen } = SCRYPT_PARAMS;
-  const salt = randomBytes(16);
-  const hash = await scrypt(password, salt, keylen, { N, r, p, maxmem: MAXMEM });
+/** A stored hash taken apart: what scrypt needs to derive a key, and the key to compare with. */
+interface ScryptHash {
+  N: number;
+  r: number;
+  p: number;
+  salt: Buffer;
+  key: Buffer;
+}
+
+/** Reads `scrypt$N$r$p$salt$hash` and the older `scrypt$salt$hash` (Node's defaults: N = 16384, r = 8, p = 1). */
+function parseHash(stored: string): ScryptHash | undefined {
+  const parts = stored.split('$');
+  const [N, r, p, salt, key] =
+    parts.length === 3 ? [16384, 8, 1, parts[1], parts[2]] : [Number(parts[1]), Number(parts[2]), Number(parts[3]), parts[4], parts[5]];
+  if (parts[0] !== 'scrypt' || !salt || !key || ![N, r, p].every((n) => Number.isInteger(n) && n > 0)) return undefined;
+  return { N, r, p, salt: Buffer.from(salt, 'base64'), key: Buffer.from(key, 'base64') };
+}
+
+/** Whether one derived key checks both hashes: same salt, parameters and key length. */
+function derivedAlike(a: ScryptHash, b: ScryptHash): boolean {
+  return a.N === b.N && a.r === b.r && a.p === b.p && a.key.length === b.key.length && a.salt.equals(b.salt);
+}
+
+/**
+ * `scrypt$N$r$p$salt$hash`, salt and hash in base64. Given `like` (another hash of the same
+ * e-mail), its salt and parameters are reused, so that one scrypt checks a password against every
+ * membership of that e-mail (see {@link verifyPasswords}); otherwise a new salt and the current
+ * parameters.
+ */
+export async function hashPassword(password: string, like?: string): Promise<string> {
+  const base = like === undefined ? undefined : parseHash(like);
+  const { N, r, p } = base ?? SCRYPT_PARAMS;
+  const salt = base?.salt ?? randomBytes(16);
+  const hash = await scrypt(password, salt, base?.key.length ?? SCRYPT_PARAMS.keylen, { N, r, p, maxmem: MAXMEM });
   return `scrypt$${N}$${r}$${p}$${salt.toString('base64')}$${hash.toString('base64')}`;
 }
 
@@ -26,13 +55,25 @@ export async function hashPassword(password: string): Promise<string> {
  * `scrypt$salt$hash` form, which used Node's defaults (N = 16384, r = 8, p = 1).
  */
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
-  const parts = stored.split('$');
-  const [N, r, p, salt, hash] =
-    parts.length === 3 ? [16384, 8, 1, parts[1], parts[2]] : [Number(parts[1]), Number(parts[2]), Number(parts[3]), parts[4], parts[5]];
-  if (parts[0] !== 'scrypt' || !salt || !hash || ![N, r, p].every((n) => Number.isInteger(n) && n > 0)) return false;
-  const expected = Buffer.from(hash, 'base64');
-  const actual = await scrypt(password, Buffer.from(salt, 'base64'), expected.length, { N, r, p, maxmem: MAXMEM });
-  return timingSafeEqual(expected, actual);
+  return parseHash(stored) !== undefined && (await verifyPasswords(password, [stored]))[0];
+}
+
+/**
+ * Checks a password against several hashes (an e-mail's memberships) for the cost of exactly one
+ * scrypt, whatever their number, so that neither the time nor the CPU of a sign-in depends on how
+ * many workspaces the e-mail belongs to. The key is derived with the first hash's salt and
+ * parameters (with the decoy's when there is no usable first hash) and compared in constant time
+ * with every hash made with the same ones; a hash with another salt (stored before memberships
+ * shared one) cannot match.
+ *
+ * @returns for each hash, whether the password matches it
+ */
+export async function verifyPasswords(password: string, stored: readonly string[]): Promise<boolean[]> {
+  const hashes = stored.map(parseHash);
+  const reference = hashes[0] ?? parseHash(await decoyHash())!;
+  const { N, r, p, salt, key } = reference;
+  const derived = await scrypt(password, salt, key.length, { N, r, p, maxmem: MAXMEM });
+  return hashes.map((hash) => hash !== undefined && derivedAlike(hash, reference) && timingSafeEqual(hash.key, derived));
 }
 
 /** A hash to compare against when the e-mail is unknown, so that a miss costs as long as a wrong password. */

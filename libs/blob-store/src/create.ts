@@ -17,3 +17,12 @@ export async function createBlobStore(settings: BlobStoreSettings): Promise<Blob
     }
   }
 }
+
+/**
+ * Start-up check of the store `BLOB_STORE` names: the fs store's MEDIA_DIR must be writable
+ * (UnwritableDirectoryError otherwise). The S3 store has nothing local to check; its credentials and
+ * bucket are proved by the first request, whose failures are retried.
+ */
+export async function checkBlobStoreWritable(settings: BlobStoreSettings): Promise<void> {
+  if (settings.kind === 'fs') await new FileBlobStore(settings.dir).checkWritable();
+}

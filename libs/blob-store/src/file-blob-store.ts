@@ -4,6 +4,7 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { checkBlobKey, type BlobStore, type BlobStream } from './blob-store';
 import { BlobNotFoundError, InvalidBlobKeyError } from './errors';
 import { contentTypeOfKey } from './media-types';
+import { assertWritableDirectory } from '@media/common';
 
 /** Errors meaning "no such blob"; any other (EIO of a network volume, EACCES) is passed on. */
 const isMissing = (err: unknown) => ['ENOENT', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '');
@@ -23,6 +24,18 @@ export class FileBlobStore implements BlobStore {
 
   constructor(dir: string) {
     this.root = resolve(dir);
+  }
+
+  /**
+   * Fails with UnwritableDirectoryError when MEDIA_DIR cannot be made or written by this process; a
+   * service runs it at start-up rather than fail its first job.
+   */
+  async checkWritable(): Promise<void> {
+    await assertWritableDirectory(
+      this.root,
+      'MEDIA_DIR (the fs blob store)',
+      'mount a volume there that this process (in the image, uid 1000) can write, or set BLOB_STORE=s3',
+    );
   }
 
   async put(key: string, bytes: Buffer): Promise<void> {

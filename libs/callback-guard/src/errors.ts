@@ -2,7 +2,7 @@
  * Which rule a refused `callback_url` broke. Stable strings: the API maps them to a 400 body and the
  * dispatcher records them as the attempt's error class, so renaming one is a breaking change.
  */
-export type RejectionReason = 'malformed' | 'scheme' | 'credentials' | 'private_address' | 'unresolvable';
+export type RejectionReason = 'malformed' | 'scheme' | 'credentials' | 'port' | 'private_address' | 'unresolvable';
 
 /**
  * Thrown by {@link CallbackUrlGuard.check} when a callback URL must not be called. The message is

@@ -104,6 +104,31 @@ describe('CallbackUrlGuard.check', () => {
     },
   );
 
+  describe('port', () => {
+    it.each(['https://hooks.example.com:0/cb', 'https://hooks.example.com:00/cb', 'https://93.184.215.14:0/', 'https://[2606:4700::1111]:0/'])(
+      'refuses port 0 in %s without resolving',
+      async (url) => {
+        const resolver = dns();
+        await expectRejected(new CallbackUrlGuard(strict, resolver).check(url), 'port', 'callback_url port must be between 1 and 65535 (got 0)');
+        expect(resolver.calls).toEqual([]);
+      },
+    );
+
+    it('refuses port 0 whatever the exemptions: a range allowed, or an endpoint of the same address', async () => {
+      const policy: CallbackUrlPolicy = { allowHttp: true, allowedCidrs: ['127.0.0.0/8', '::1/128'], allowedEndpoints: ['127.0.0.1:9443'] };
+      for (const url of ['http://127.0.0.1:0/', 'https://localhost:0/', 'https://[::1]:0/']) {
+        await expectRejected(new CallbackUrlGuard(policy, dns()).check(url), 'port');
+      }
+    });
+
+    it('accepts ports 1 and 65535, and refuses 65536 as malformed', async () => {
+      const guard = new CallbackUrlGuard(strict, dns());
+      await expect(guard.check('https://hooks.example.com:1/')).resolves.toMatchObject({ url: { port: '1' } });
+      await expect(guard.check('https://hooks.example.com:65535/')).resolves.toMatchObject({ url: { port: '65535' } });
+      await expectRejected(guard.check('https://hooks.example.com:65536/'), 'malformed');
+    });
+  });
+
   describe('malformed', () => {
     it.each([
       '',

@@ -114,6 +114,11 @@ export class CallbackUrlGuard {
     if (url.username !== '' || url.password !== '') {
       throw new CallbackUrlRejectedError('credentials', 'callback_url must not contain a username or password');
     }
+    // WHATWG accepts port 0 (and spells 00 as 0), yet it is reserved: no receiver listens there, and
+    // what a connection to it does depends on the operating system and proxy on the way.
+    if (url.port === '0') {
+      throw new CallbackUrlRejectedError('port', 'callback_url port must be between 1 and 65535 (got 0)');
+    }
     return url;
   }
 

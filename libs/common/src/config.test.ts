@@ -167,6 +167,32 @@ describe('loadConfig', () => {
     expect(loadConfig({ OPS_HOST: '0.0.0.0' }).opsHost).toBe('0.0.0.0');
   });
 
+  it("refuses DOCS_URL's placeholder in production, unset or spelled out, with a message that says what to set", () => {
+    // A laptop or a test keeps the default.
+    expect(loadConfig({}).docsUrl).toBe('https://docs.example.com');
+    expect(loadConfig({ NODE_ENV: 'test' }).docsUrl).toBe('https://docs.example.com');
+    const refusal = (env: NodeJS.ProcessEnv): string => {
+      try {
+        loadConfig(env);
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return (err as ConfigError).message;
+      }
+      throw new Error(`accepted ${JSON.stringify(env)}`);
+    };
+    expect(refusal({ NODE_ENV: 'production' })).toBe(
+      'invalid configuration:\n  - "DOCS_URL" must be set when NODE_ENV=production (its default is the placeholder https://docs.example.com): your documentation site, shown in the callback user-agent',
+    );
+    for (const placeholder of ['https://docs.example.com', 'https://docs.example.com/', 'http://DOCS.example.com/webhooks']) {
+      expect(refusal({ NODE_ENV: 'production', DOCS_URL: placeholder })).toBe(
+        'invalid configuration:\n  - "DOCS_URL" is the placeholder https://docs.example.com: set it to your documentation site (NODE_ENV=production)',
+      );
+    }
+    // Listed beside every other bad key, as always.
+    expect(refusal({ NODE_ENV: 'production', PORT: 'x' })).toMatch(/"PORT" must be a number\n {2}- "DOCS_URL" must be set/);
+    expect(loadConfig({ NODE_ENV: 'production', DOCS_URL: 'https://docs.media.test/' }).docsUrl).toBe('https://docs.media.test');
+  });
+
   it('reads CALLBACK_ALLOWED_ENDPOINTS as address:port pairs and refuses names, ranges and bare addresses', () => {
     expect(loadConfig({}).callbackAllowedEndpoints).toEqual([]);
     expect(loadConfig({ CALLBACK_ALLOWED_ENDPOINTS: '127.0.0.1:9443, [::1]:9443' }).callbackAllowedEndpoints).toEqual(['127.0.0.1:9443', '[::1]:9443']);
@@ -175,10 +201,28 @@ describe('loadConfig', () => {
     }
   });
 
+  it('reads OPS_ALLOWED_HOSTS as host names, lower-case without a trailing dot, and refuses ports, schemes and wildcards', () => {
+    expect(loadConfig({}).opsAllowedHosts).toEqual([]);
+    expect(loadConfig({ OPS_ALLOWED_HOSTS: 'Api-Gateway-Ops.media.svc.cluster.local., metrics ' }).opsAllowedHosts).toEqual([
+      'api-gateway-ops.media.svc.cluster.local',
+      'metrics',
+    ]);
+    for (const bad of ['ops.media:9464', 'http://ops.media', '*.media.svc', 'ops..media', '-ops.media', '[::1]']) {
+      expect(() => loadConfig({ OPS_ALLOWED_HOSTS: bad })).toThrow(/OPS_ALLOWED_HOSTS.*not host names/);
+    }
+  });
+
   it('turns the local receiver of npm start on by default, and off with LOCAL_RECEIVER=off', () => {
     expect(loadConfig({}).localStack).toEqual({ dir: 'var', receiver: true, receiverPort: 9443 });
     expect(loadConfig({ LOCAL_RECEIVER: 'off' }).localStack.receiver).toBe(false);
     expect(() => loadConfig({ LOCAL_RECEIVER: 'no' })).toThrow(/LOCAL_RECEIVER/);
+  });
+
+  it('reads LOG_FORMAT as json or pretty, and leaves it unset (json) when not given, so npm start can tell', () => {
+    expect(loadConfig({}).logFormat).toBeUndefined();
+    expect(loadConfig({ LOG_FORMAT: 'json' }).logFormat).toBe('json');
+    expect(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat).toBe('pretty');
+    expect(() => loadConfig({ LOG_FORMAT: 'text' })).toThrow(/"LOG_FORMAT" must be one of \[json, pretty\]/);
   });
 
   it('reads the per-workspace limits and refuses ones that would stop every call', () => {

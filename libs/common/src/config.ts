@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import Joi from 'joi';
 import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule, RetryScheduleError, type RetrySchedule } from '@media/domain';
 import { CRASH_POINTS, type CrashPoint } from './faults';
+import { LOG_FORMATS, type LogFormat } from './logger';
 
 /**
  * Every setting of every service, validated once at start-up. Only this module reads the
@@ -48,6 +49,11 @@ export interface AppConfig {
   callbackAllowedEndpoints: string[];
   callbackCaFile: string | undefined;
   logLevel: string;
+  /**
+   * `json` (one object per line) or `pretty` (one short human line per event); unset, the services
+   * write JSON, and `npm start` gives them `pretty` when its own output is a terminal.
+   */
+  logFormat: LogFormat | undefined;
   generatorConcurrency: number;
   dispatcherConcurrency: number;
   /** Attempts in flight to one callback destination (origin) across every dispatcher. */
@@ -71,6 +77,17 @@ export interface AppConfig {
   rateLimitCreatePerMinute: number;
   rateLimitReadPerMinute: number;
   maxWaitingJobsPerWorkspace: number;
+  /** Failed API-key authentications one client address may make per minute before it is answered 429 for the rest of the window. */
+  authFailuresPerAddressPerMinute: number;
+  /** The gateway's public listener: connections at once in all, and from one client address (a trusted proxy's excepted). */
+  httpMaxConnections: number;
+  httpMaxConnectionsPerAddress: number;
+  /** How long a connection may take to send a request's headers (from its first byte, or from the connection's start). */
+  httpHeadersTimeoutMs: number;
+  /** The slowest a request body may arrive, on average, once its first 10 s have passed. */
+  httpMinBodyBytesPerSecond: number;
+  /** Multipart uploads one workspace may stream into one gateway process at once. */
+  maxConcurrentUploadsPerWorkspace: number;
   /**
    * Replicas that must confirm a job's acceptance, and a job's finish and charge, before a client or
    * a receiver is told (Redis WAIT), and how long to wait for them; 0 waits for none.
@@ -87,6 +104,12 @@ export interface AppConfig {
    */
   opsHost: string;
   /**
+   * Host names a request to the operations port may name in its `Host` header, lower-cased, besides
+   * IP addresses and `localhost`, which are always accepted: any other name is refused, so a page
+   * that points a name of its own at this address (DNS rebinding) cannot read `/metrics` or the board.
+   */
+  opsAllowedHosts: string[];
+  /**
    * How long a worker may sit idle while work has waited longer than this, or stay disconnected
    * from Redis, before its liveness probe fails and Kubernetes restarts it.
    */
@@ -100,8 +123,12 @@ export interface AppConfig {
   secretsEncryptionKeys: Buffer[];
   /** The HTTP CONNECT proxy every callback is tunnelled through (`CALLBACK_EGRESS_PROXY`); none when unset. */
   callbackEgressProxy: string | undefined;
-  /** Traces: the OTLP/HTTP endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`; off without one) and how often spans are sent. */
-  tracing: { endpoint: string | undefined; scheduleDelayMs: number };
+  /**
+   * Traces: the OTLP/HTTP endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`; off without one), how often spans
+   * are sent, and whether an API call continues the caller's `traceparent`/`tracestate`
+   * (`OTEL_TRUST_INCOMING_TRACE_CONTEXT`; by default it starts a trace of its own, linked to the caller's).
+   */
+  tracing: { endpoint: string | undefined; scheduleDelayMs: number; trustIncomingContext: boolean };
   /**
    * Express's `trust proxy`: false (default), a hop count, or the proxies' addresses/CIDRs. Behind an
    * Ingress it must be set, or every client shares the Ingress's address (the dashboard's sign-in
@@ -255,12 +282,42 @@ const cidrList = Joi.string()
   .allow('')
   .default('');
 
+/** A DNS name (`ops.media.svc`, `localhost`): letters, digits and hyphens between dots; no port, no address range. */
+const HOST_NAME = /^(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+
+const hostNameList = Joi.string()
+  .custom((value: string, helpers) => {
+    const bad = list(value).filter((entry) => !HOST_NAME.test(entry));
+    return bad.length === 0 ? value : helpers.message({ custom: `{{#label}} has entries that are not host names (no port, no scheme): ${bad.join(', ')}` });
+  })
+  .allow('')
+  .default('');
+
 /**
  * The placeholders `k8s/base` ships in its Secret: a deployment that forgot to replace one would
  * run with a value anyone who has read the repository knows.
  */
 const notThePlaceholder = (placeholder: string) =>
   Joi.string().invalid(placeholder).messages({ 'any.invalid': "{{#label}} is k8s/base's placeholder: replace it with a secret of your own" });
+
+/** DOCS_URL's default: fine on a laptop, but a production receiver would be pointed at nobody's documentation. */
+const DOCS_URL_PLACEHOLDER = 'https://docs.example.com';
+
+const docsUrl = Joi.string()
+  .uri({ scheme: ['http', 'https'] })
+  .default(DOCS_URL_PLACEHOLDER)
+  .when('NODE_ENV', {
+    is: 'production',
+    then: Joi.required()
+      .custom((value: string, helpers) =>
+        URL.canParse(value) && new URL(value).hostname === new URL(DOCS_URL_PLACEHOLDER).hostname
+          ? helpers.message({ custom: `{{#label}} is the placeholder ${DOCS_URL_PLACEHOLDER}: set it to your documentation site (NODE_ENV=production)` })
+          : value,
+      )
+      .messages({
+        'any.required': `{{#label}} must be set when NODE_ENV=production (its default is the placeholder ${DOCS_URL_PLACEHOLDER}): your documentation site, shown in the callback user-agent`,
+      }),
+  });
 
 const schema = Joi.object({
   REDIS_URL: Joi.string()
@@ -288,9 +345,9 @@ const schema = Joi.object({
   PUBLIC_BASE_URL: Joi.string()
     .uri({ scheme: ['http', 'https'] })
     .default('http://localhost:8080'),
-  DOCS_URL: Joi.string()
-    .uri({ scheme: ['http', 'https'] })
-    .default('https://docs.example.com'),
+  // `production` (the Docker image sets it) refuses the development defaults that must not reach a receiver.
+  NODE_ENV: Joi.string(),
+  DOCS_URL: docsUrl,
   LINK_TTL_SECONDS: Joi.number().integer().min(60).default(86_400),
   LINK_SIGNING_SECRET: notThePlaceholder('replace-me-with-32-or-more-random-characters').min(32),
   MEDIA_DIR: Joi.string().default('var/media'),
@@ -352,6 +409,8 @@ const schema = Joi.object({
   CALLBACK_ALLOWED_ENDPOINTS: endpointList,
   CALLBACK_CA_FILE: Joi.string(),
   LOG_LEVEL: Joi.string().valid('error', 'warn', 'info', 'debug').default('info'),
+  // No default here: whether it was set decides what `npm start` gives its services.
+  LOG_FORMAT: Joi.string().valid(...LOG_FORMATS),
   GENERATOR_CONCURRENCY: Joi.number().integer().min(1).max(64).default(2),
   // Attempts are I/O: a process holds hundreds of them in flight at little cost (README, "Isolation").
   DISPATCHER_CONCURRENCY: Joi.number().integer().min(1).max(5000).default(500),
@@ -382,6 +441,12 @@ const schema = Joi.object({
   RATE_LIMIT_CREATE_PER_MINUTE: Joi.number().integer().min(1).default(300),
   RATE_LIMIT_READ_PER_MINUTE: Joi.number().integer().min(1).default(1_200),
   MAX_WAITING_JOBS_PER_WORKSPACE: Joi.number().integer().min(1).default(1_000),
+  AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: Joi.number().integer().min(1).default(100),
+  HTTP_MAX_CONNECTIONS: Joi.number().integer().min(1).default(10_000),
+  HTTP_MAX_CONNECTIONS_PER_ADDRESS: Joi.number().integer().min(1).default(256),
+  HTTP_HEADERS_TIMEOUT_MS: Joi.number().integer().min(1_000).max(120_000).default(10_000),
+  HTTP_MIN_BODY_BYTES_PER_SECOND: Joi.number().integer().min(0).default(16_384),
+  MAX_CONCURRENT_UPLOADS_PER_WORKSPACE: Joi.number().integer().min(1).default(8),
   TRUST_PROXY: Joi.string()
     .pattern(/^(\d+|[0-9A-Fa-f:./,\s]+)$/)
     .allow('')
@@ -401,6 +466,8 @@ const schema = Joi.object({
       'string.ipVersion': '{{#label}} must be an IP address to listen on (127.0.0.1, 0.0.0.0, ::), not a host name',
     })
     .default('127.0.0.1'),
+  // IP addresses and localhost are always accepted (the kubelet and Prometheus use the pod's address).
+  OPS_ALLOWED_HOSTS: hostNameList,
   WORKER_LIVENESS_BOUND_MS: Joi.number().integer().min(1_000).max(DAY_MS).default(120_000),
   LOCAL_STACK_DIR: Joi.string().default('var'),
   LOCAL_RECEIVER: Joi.string().valid('on', 'off').default('on'),
@@ -425,6 +492,9 @@ const schema = Joi.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: Joi.string().uri({ scheme: ['http', 'https'] }),
   // The standard variable, read here because the trace SDK's batch processor no longer reads it.
   OTEL_BSP_SCHEDULE_DELAY: Joi.number().integer().min(1).max(600_000).default(5_000),
+  // Only behind a proxy that sets or strips traceparent/tracestate itself: a client could otherwise
+  // choose its jobs' trace id, turn their sampling off and put its tracestate into every span.
+  OTEL_TRUST_INCOMING_TRACE_CONTEXT: Joi.boolean().truthy('1').falsy('0').default(false),
 })
   // One shape of Redis at a time: a second one set by mistake would be silently ignored.
   .oxor('REDIS_SENTINELS', 'REDIS_CLUSTER_NODES')
@@ -540,6 +610,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     callbackAllowedEndpoints: list(value.CALLBACK_ALLOWED_ENDPOINTS),
     callbackCaFile: value.CALLBACK_CA_FILE,
     logLevel: value.LOG_LEVEL,
+    logFormat: value.LOG_FORMAT,
     generatorConcurrency: value.GENERATOR_CONCURRENCY,
     dispatcherConcurrency: value.DISPATCHER_CONCURRENCY,
     destinationMaxInFlight: value.CALLBACK_DESTINATION_MAX_IN_FLIGHT,
@@ -558,10 +629,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     rateLimitCreatePerMinute: value.RATE_LIMIT_CREATE_PER_MINUTE,
     rateLimitReadPerMinute: value.RATE_LIMIT_READ_PER_MINUTE,
     maxWaitingJobsPerWorkspace: value.MAX_WAITING_JOBS_PER_WORKSPACE,
+    authFailuresPerAddressPerMinute: value.AUTH_FAILURES_PER_ADDRESS_PER_MINUTE,
+    httpMaxConnections: value.HTTP_MAX_CONNECTIONS,
+    httpMaxConnectionsPerAddress: value.HTTP_MAX_CONNECTIONS_PER_ADDRESS,
+    httpHeadersTimeoutMs: value.HTTP_HEADERS_TIMEOUT_MS,
+    httpMinBodyBytesPerSecond: value.HTTP_MIN_BODY_BYTES_PER_SECOND,
+    maxConcurrentUploadsPerWorkspace: value.MAX_CONCURRENT_UPLOADS_PER_WORKSPACE,
     faultCrashPoints: list(value.FAULT_CRASH_POINTS) as CrashPoint[],
     trustProxy: value.TRUST_PROXY === '' ? false : /^\d+$/.test(value.TRUST_PROXY) ? Number(value.TRUST_PROXY) : list(value.TRUST_PROXY),
     opsPort: value.OPS_PORT,
     opsHost: value.OPS_HOST,
+    // A trailing dot names the same host (`localhost.`); Host headers are compared without it.
+    opsAllowedHosts: list(value.OPS_ALLOWED_HOSTS).map((h) => h.toLowerCase().replace(/\.$/, '')),
     workerLivenessBoundMs: value.WORKER_LIVENESS_BOUND_MS,
     redisWaitReplicas: value.REDIS_WAIT_REPLICAS,
     redisWaitTimeoutMs: value.REDIS_WAIT_TIMEOUT_MS,
@@ -570,6 +649,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     operatorPassword: value.OPERATOR_PASSWORD,
     callbackEgressProxy: value.CALLBACK_EGRESS_PROXY,
     secretsEncryptionKeys: value.SECRETS_ENCRYPTION_KEYS ? list(value.SECRETS_ENCRYPTION_KEYS).map((k) => Buffer.from(k, 'base64')) : [],
-    tracing: { endpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT, scheduleDelayMs: value.OTEL_BSP_SCHEDULE_DELAY },
+    tracing: {
+      endpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
+      scheduleDelayMs: value.OTEL_BSP_SCHEDULE_DELAY,
+      trustIncomingContext: value.OTEL_TRUST_INCOMING_TRACE_CONTEXT,
+    },
   };
 }

@@ -2,6 +2,7 @@
 // and a module's internals stay its own.
 
 export { ApiError, OUTAGE_RETRY_AFTER_SECONDS, type ErrorType } from './api-error';
+export { checkJsonShape, JSON_MAX_DEPTH, JSON_MAX_VALUES, jsonBody } from './json-body';
 export {
   CONFIG_KEYS,
   ConfigError,
@@ -17,7 +18,7 @@ export {
 } from './config';
 export { PermanentJobError } from './errors';
 export { CRASH_POINTS, FaultInjector, type CrashPoint } from './faults';
-export { createLogger, warnIfCallbackChecksRelaxed, warnIfSecretsUnsealed, type Logger } from './logger';
+export { createLogger, LOG_FORMATS, warnIfCallbackChecksRelaxed, warnIfSecretsUnsealed, type LogFormat, type Logger } from './logger';
 export { coalesceWrites, createRedis, duplicateRedis, isCluster, logRedisErrors, pingRedis, storeAnswers } from './redis';
 export { bullKey, bullPrefix, hasHashTag, scheduleKey, storePrefix, storeShardPrefix, storeShards } from './keyspace';
 export { LuaScript } from './lua-script';
@@ -42,7 +43,8 @@ export {
 } from './metrics';
 export { startOpsServer, type HealthCheck, type OpsServer, type OpsServerOptions } from './ops-server';
 export { drainWithin, every } from './shutdown';
-export { scratchDir, sweepStaleScratch } from './scratch';
+export { checkScratchDir, removeScratchDir, scratchDir, sweepStaleScratch } from './scratch';
+export { assertWritableDirectory, UnwritableDirectoryError } from './writable';
 export {
   ASYNC_PRIORITY_BAND,
   generationPriority,

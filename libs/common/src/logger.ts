@@ -110,12 +110,66 @@ class StdoutTransport extends TransportStream {
   }
 }
 
-/** JSON lines on stdout; callers add `request_id` / `job_id` through child loggers. */
-export function createLogger(service: string, level = 'info'): Logger {
+/**
+ * How a line is written (`LOG_FORMAT`): `json`, one object per line, for production and for any
+ * program that reads the output; `pretty`, one short line per event, for a person at a terminal.
+ */
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+/**
+ * The fields a pretty line shows after its message, in this order: what tells one request, job or
+ * callback attempt from the next. The rest stay in the JSON format.
+ */
+const PRETTY_FIELDS = ['method', 'path', 'job_id', 'message_id', 'status', 'duration_ms', 'error'] as const;
+
+/** ANSI colours of the levels, for a terminal. */
+const LEVEL_COLOURS: Record<string, number> = { error: 31, warn: 33, info: 32, debug: 36 };
+const LEVEL_WIDTH = 5;
+
+const twoDigits = (n: number) => String(n).padStart(2, '0');
+
+/** A value on one line: as it is when it is one plain word, else quoted with its line breaks escaped. */
+function shownValue(value: unknown): string {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return /^[^\s"]+$/.test(text) ? text : JSON.stringify(text);
+}
+
+/** `12:04:31 info  api-gateway request method=POST path=/v1/videos status=200 duration=12ms` */
+function prettyLine(info: Record<string | symbol, unknown>, colour: boolean): string {
+  const now = new Date();
+  const time = `${twoDigits(now.getHours())}:${twoDigits(now.getMinutes())}:${twoDigits(now.getSeconds())}`;
+  const level = String(info[LEVEL] ?? info.level);
+  const padded = level.padEnd(LEVEL_WIDTH);
+  const shownLevel = colour && LEVEL_COLOURS[level] ? `\x1b[${LEVEL_COLOURS[level]}m${padded}\x1b[39m` : padded;
+  // A message with a line break (an error's text) stays on its line.
+  const parts = [time, shownLevel, String(info.service ?? '-'), String(info.message).replace(/\r?\n/g, '\\n')];
+  for (const key of PRETTY_FIELDS) {
+    const value = info[key];
+    if (value === undefined || value === null || value === '') continue;
+    if (key === 'duration_ms' && typeof value === 'number') parts.push(`duration=${Math.round(value)}ms`);
+    // An error may carry its stack: its first line names it, the JSON format has the rest.
+    else if (key === 'error') parts.push(`error=${shownValue(String(value).split('\n')[0])}`);
+    else parts.push(`${key}=${shownValue(value)}`);
+  }
+  return parts.join(' ');
+}
+
+/** One short human line per event; colours only when stdout is a terminal. Runs after {@link redact}. */
+const pretty = winston.format((info) => {
+  info[MESSAGE] = prettyLine(info, process.stdout.isTTY === true);
+  return info;
+});
+
+/**
+ * Lines on stdout in `format` (JSON unless told otherwise); callers add `request_id` / `job_id`
+ * through child loggers. Secret fields are redacted in either format.
+ */
+export function createLogger(service: string, level = 'info', format: LogFormat = 'json'): Logger {
   return winston.createLogger({
     level,
     defaultMeta: { service },
-    format: winston.format.combine(redact(), traceId(), winston.format.timestamp(), winston.format.json()),
+    format: winston.format.combine(redact(), traceId(), winston.format.timestamp(), format === 'pretty' ? pretty() : winston.format.json()),
     transports: [new StdoutTransport()],
   });
 }

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { scratchDir, sweepStaleScratch } from './scratch';
+import { removeScratchDir, scratchDir, sweepStaleScratch } from './scratch';
 
 it('removes the scratch directories that killed processes of this host left, and keeps live ones, other hosts’ and its own', async () => {
   const own = scratchDir();
@@ -40,4 +40,21 @@ it('makes its directory again when something removed it', async () => {
   const own = scratchDir();
   await rm(own, { recursive: true, force: true });
   expect(existsSync(scratchDir())).toBe(true);
+});
+
+it('removes its own directory, with what is in it, at a clean stop; and nothing else', async () => {
+  const own = scratchDir();
+  mkdirSync(join(own, 'video-abc'), { recursive: true });
+  writeFileSync(join(own, 'video-abc', 'frame-0001.png'), 'left behind');
+  writeFileSync(join(own, 'upload-abc'), 'left behind');
+  const neighbour = join(own, '..', `${basename(own)}-neighbour`);
+  mkdirSync(neighbour, { recursive: true });
+  try {
+    await removeScratchDir();
+    expect([existsSync(own), existsSync(neighbour)]).toEqual([false, true]);
+    // Twice is fine: a shutdown path may reach it after another.
+    await removeScratchDir();
+  } finally {
+    await rm(neighbour, { recursive: true, force: true });
+  }
 });

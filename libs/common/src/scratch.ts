@@ -3,6 +3,7 @@ import { readdir, rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { assertWritableDirectory } from './writable';
 
 /**
  * Where a process keeps its temporary files (uploads being received, a video's frames): a directory
@@ -21,6 +22,29 @@ const own = join(SCRATCH_ROOT, `${HOST}-${process.pid}-${randomBytes(4).toString
 export function scratchDir(): string {
   mkdirSync(own, { recursive: true });
   return own;
+}
+
+/**
+ * Fails at start-up, with {@link UnwritableDirectoryError}, when this process cannot make and write
+ * its scratch directory (a read-only or missing temp directory): otherwise the service reports ready
+ * and fails the first upload or video that needs it.
+ */
+export async function checkScratchDir(): Promise<void> {
+  await assertWritableDirectory(
+    own,
+    'the scratch directory',
+    `the OS temp directory (TMPDIR, else /tmp) must be writable by this process; in a container with a read-only root, mount a writable volume at /tmp`,
+  );
+}
+
+/**
+ * Removes this process's scratch directory and everything in it; for the end of a clean shutdown,
+ * once the work that wrote there has finished or been abandoned. A process that stops cleanly
+ * leaves nothing for the next start's {@link sweepStaleScratch}, which is for processes that were killed.
+ */
+export async function removeScratchDir(): Promise<void> {
+  // A few retries: an encoder stopped a moment ago may still be closing a file in there.
+  await rm(own, { recursive: true, force: true, maxRetries: 3 });
 }
 
 /**

@@ -18,12 +18,20 @@ export type CallbackStatus = 'pending' | 'delivered' | 'failed';
 /** The Requests page's callback filter: a state, or `failing` (pending, and failed at least once). */
 export type CallbackFilter = CallbackStatus | 'failing';
 
-/** `GET /session`, and the answer to `POST /session`. 401 `not_signed_in` without a session. */
+/** `GET /session` with a session, and the answer to `POST /session`. */
 export interface SessionInfo {
   member: { email: string; role: Role };
   workspace: { id: string; name: string };
   /** Send back as `x-csrf-token` on every state-changing request. */
   csrf_token: string;
+}
+
+/**
+ * `GET /session` without a session (200, so that the app's check on every visit is no console error).
+ * Every other call without a session answers 401 `not_signed_in`.
+ */
+export interface SignedOut {
+  signed_in: false;
 }
 
 /** `POST /session` body. Wrong credentials: 401 `invalid_credentials`; too many tries: 429 with `Retry-After`. */

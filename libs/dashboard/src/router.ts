@@ -23,7 +23,7 @@ import {
 } from '@media/accounts';
 import { CallbackUrlRejectedError } from '@media/callback-guard';
 import { CallbackNotFoundError, presentCallback, RecoveryTooLargeError, type CallbackAdmin, type TestCallbacks } from '@media/callbacks';
-import { ApiError } from '@media/common';
+import { ApiError, jsonBody } from '@media/common';
 import { destinationOf, type JobPresenter } from '@media/domain';
 import type { ApiKeyInfo, DestinationGate, JobRepository, OverviewRepository, PublicSigningKey, Role } from '@media/storage';
 import type {
@@ -36,6 +36,7 @@ import type {
   RecoveryFilters,
   RevealedSecrets,
   SessionInfo,
+  SignedOut,
   TestCallbackResult,
 } from './contract';
 import { OverviewView } from './overview';
@@ -139,7 +140,7 @@ function apiRouter(deps: DashboardDeps): Router {
     next();
   });
   api.use(deps.requireRedis);
-  api.use(express.json({ limit: '16kb' }));
+  api.use(jsonBody('16kb'));
   // Every body is JSON: a cross-site form cannot send that without a CORS preflight, which we never grant.
   api.use((req, _res, next) => {
     const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
@@ -188,6 +189,13 @@ function apiRouter(deps: DashboardDeps): Router {
       if (req.method === 'DELETE' && req.path === '/session') {
         res.setHeader('set-cookie', cookie('', 0));
         res.status(204).end();
+        return;
+      }
+      // The app's first question on every visit: being signed out is an answer, not an error (a
+      // browser logs every 4xx to its console).
+      if (req.method === 'GET' && req.path === '/session') {
+        const answer: SignedOut = { signed_in: false };
+        res.json(answer);
         return;
       }
       throw new ApiError(401, 'authentication_error', 'Not signed in.', null, 'not_signed_in');

@@ -68,6 +68,8 @@ export class StoreKeys {
   workspaceApiKeys = (id: string) => `${this.prefix}:ws:${id}:apikeys`;
   /** Workspaces a dashboard e-mail (hashed, lower case) is a member of: sign-in takes no workspace. */
   memberWorkspaces = (emailHash: string) => `${this.prefix}:member:${emailHash}`;
+  /** Failed API-key authentications from one client address (hashed) in the current minute; expires with it. */
+  authFailures = (addressHash: string) => `${this.prefix}:authfail:${addressHash}`;
   /** A dashboard session, by the SHA-256 of its cookie token; expires when idle. */
   session = (tokenHash: string) => `${this.prefix}:session:${tokenHash}`;
   /** Failed sign-ins counted per client address, or per e-mail and address together (hashed), in the current window. */

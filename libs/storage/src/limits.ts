@@ -105,6 +105,19 @@ export class LimitRepository {
     return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetMs };
   }
 
+  /**
+   * Counts one failed API-key authentication from a client address (`addressHash`: a hash of it) in
+   * its fixed one-minute window, shared by every gateway replica; returns the count, this one
+   * included, and the ms until the window ends.
+   */
+  async noteFailedAuthentication(addressHash: string): Promise<{ count: number; resetMs: number }> {
+    const key = this.keys.authFailures(addressHash);
+    const replies = await this.redis.multi().incr(key).pexpire(key, WINDOW_MS, 'NX').pttl(key).exec();
+    const [[countErr, count], , [ttlErr, ttl]] = replies as [[Error | null, number], unknown, [Error | null, number]];
+    if (countErr || ttlErr) throw countErr ?? ttlErr;
+    return { count, resetMs: ttl > 0 ? ttl : WINDOW_MS };
+  }
+
   /** Counts one dashboard call of one member (`memberKey`: a hash of the e-mail) against {@link DASHBOARD_LIMITS}. */
   async hitMember(workspaceId: string, memberKey: string, bucket: DashboardBucket): Promise<RateVerdict> {
     const [count, limit, resetMs] = (await HIT.run(

@@ -2,7 +2,8 @@
  * One trace per job, across the three services: the HTTP request that created it, its waits in the
  * queues, the generation, the finish and every callback attempt. The W3C `traceparent` of the
  * creating request is kept with the job (and its callback), so every later step, in any process and
- * after any retry, continues that trace.
+ * after any retry, continues that trace. An API call starts that trace itself: the caller's own
+ * trace context is only linked to (see {@link startSpanForRequest}).
  *
  * Exported over OTLP/HTTP to `OTEL_EXPORTER_OTLP_ENDPOINT` (the SDK reads the other standard
  * `OTEL_*` variables itself). Without an endpoint nothing is installed: the API's calls are no-ops,
@@ -73,7 +74,7 @@ export function jobContext(traceparent: string | undefined): Context {
   return enabled && traceparent ? propagation.extract(ROOT_CONTEXT, { traceparent }) : ROOT_CONTEXT;
 }
 
-/** The context an incoming HTTP request carries (its `traceparent` header), or none. */
+/** The context an incoming HTTP request carries (its `traceparent` and `tracestate` headers), or none. */
 export function requestContext(headers: Record<string, string | string[] | undefined>): Context {
   return enabled ? propagation.extract(ROOT_CONTEXT, headers) : ROOT_CONTEXT;
 }
@@ -106,9 +107,23 @@ export async function inSpan<T>(
   }
 }
 
-/** A SERVER span for an incoming request, and the context that makes it the parent of what the request does. */
-export function startSpanForRequest(name: string, parent: Context, attributes: Attributes): { span: Span; context: Context } {
-  const span = tracer().startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
+/**
+ * A SERVER span for an incoming request, and the context that makes it the parent of what the request
+ * does. Unless `trustIncoming`, the span starts a new root trace and only links to the caller's span
+ * context (`incoming`, see {@link requestContext}), without its `tracestate`: a caller of the public
+ * API must not choose the trace id its jobs are logged and shown under, switch off the sampling of
+ * their whole life with the sampled flag, or put its `tracestate` into every span we export.
+ * `trustIncoming` (a proxy in front that sets these headers itself) continues `incoming` instead.
+ */
+export function startSpanForRequest(
+  name: string,
+  incoming: Context,
+  attributes: Attributes,
+  options: { trustIncoming: boolean },
+): { span: Span; context: Context } {
+  const parent = options.trustIncoming ? incoming : ROOT_CONTEXT;
+  const links = options.trustIncoming ? [] : linksToSpanOf(incoming);
+  const span = tracer().startSpan(name, { kind: SpanKind.SERVER, attributes, links }, parent);
   return { span, context: trace.setSpan(parent, span) };
 }
 
@@ -126,6 +141,13 @@ export function recordSpan(
 
 /** A link to the span a `traceparent` names (a manual retry points at the job's trace this way). */
 export function linkTo(traceparent: string | undefined): Link[] {
-  const spanContext = trace.getSpanContext(jobContext(traceparent));
-  return spanContext ? [{ context: spanContext }] : [];
+  return linksToSpanOf(jobContext(traceparent));
+}
+
+/** A link to the span of `parent`, when it names a valid one; its `tracestate` is left out, being another's. */
+function linksToSpanOf(parent: Context): Link[] {
+  const spanContext = trace.getSpanContext(parent);
+  if (!spanContext || !trace.isSpanContextValid(spanContext)) return [];
+  const { traceId, spanId, traceFlags, isRemote } = spanContext;
+  return [{ context: { traceId, spanId, traceFlags, isRemote } }];
 }

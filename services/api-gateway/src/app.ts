@@ -10,7 +10,10 @@ import type { BlobStore } from '@media/blob-store';
 import type { CallbackRepository, DestinationGate, JobRepository, LimitRepository, OverviewRepository, WorkspaceRepository } from '@media/storage';
 import { ApiError } from './http/api-error';
 import { errorHandler, requestContext, requireApiKey, requireRedis, transportSecurity } from './http/middleware';
-import { budgetedJson } from './http/json-budget';
+import { FailedAuthThrottle } from './http/auth-throttle';
+import { requestBodies } from './http/bodies';
+import { minimumBodyRate } from './http/body-rate';
+import { CapLog } from './http/connection-guard';
 import { dashboardRateLimits, rateLimits } from './http/rate-limit';
 import type { JobIntakeService } from './job-intake';
 import type { JobWaiter } from './job-waiter';
@@ -48,10 +51,18 @@ export interface GatewayDeps {
   secureCookies: boolean;
   /** Express's `trust proxy` (TRUST_PROXY): which proxies' X-Forwarded-For names the client. */
   trustProxy: boolean | number | string[];
+  /** OTEL_TRUST_INCOMING_TRACE_CONTEXT: an API call continues the caller's trace instead of only linking to it. */
+  trustIncomingTraceContext: boolean;
   syncImageTimeoutMs: number;
   maxUploadBytes: number;
   maxUploadTotalBytes: number;
   maxJsonBytes: number;
+  /** AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: wrong or missing keys from one address before it is answered 429. */
+  authFailuresPerAddressPerMinute: number;
+  /** MAX_CONCURRENT_UPLOADS_PER_WORKSPACE: multipart uploads one workspace streams into this process at once. */
+  maxConcurrentUploadsPerWorkspace: number;
+  /** HTTP_MIN_BODY_BYTES_PER_SECOND: the slowest a request body may arrive once its first 10 s have passed; 0 for no floor. */
+  minBodyBytesPerSecond: number;
   /** Answers `GET /v1/openapi.json`; made once per process (`staticJson`). */
   openApi: RequestHandler;
   /** `/readyz`: whether the store answers (on a Cluster, its slot's node); a PING of `redis` when not given. */
@@ -107,22 +118,21 @@ export function createApp(deps: GatewayDeps): Express {
     trustProxy: deps.trustProxy,
   });
 
-  app.use('/v1', traceRequests());
+  const capLog = new CapLog(deps.logger);
+  app.use(minimumBodyRate(deps.minBodyBytesPerSecond, capLog));
+  app.use('/v1', traceRequests({ trustIncoming: deps.trustIncomingTraceContext }));
   app.use('/v1/files', fileRoutes(deps.links, deps.blobs));
   app.use('/v1/webhook-keys', requireRedis(deps.redis), webhookKeyRoutes(deps.accounts));
 
   const v1 = express.Router();
   v1.use(requireRedis(deps.redis));
-  v1.use(requireApiKey(deps.accounts));
-  // Only edits carry images inline (base64 data URLs); every other body is a few fields.
-  const smallJson = express.json({ limit: '1mb' });
-  const editJson = budgetedJson(deps.maxJsonBytes);
-  v1.use((req, res, next) => (req.path === '/images/edits' ? editJson : smallJson)(req, res, next));
+  v1.use(requireApiKey(deps.accounts, new FailedAuthThrottle(deps.limits, deps.authFailuresPerAddressPerMinute, deps.logger)));
   v1.use('/models', modelRoutes());
   const limits = rateLimits(deps.limits);
-  v1.use('/images', imageRoutes({ ...deps, syncTimeoutMs: deps.syncImageTimeoutMs, rateLimits: limits }));
-  v1.use('/videos', videoRoutes({ ...deps, rateLimits: limits }));
-  v1.use('/callbacks', callbackRoutes({ ...deps, rateLimits: limits }));
+  const bodies = requestBodies(deps, capLog);
+  v1.use('/images', imageRoutes({ ...deps, syncTimeoutMs: deps.syncImageTimeoutMs, rateLimits: limits, bodies }));
+  v1.use('/videos', videoRoutes({ ...deps, rateLimits: limits, bodies }));
+  v1.use('/callbacks', callbackRoutes({ ...deps, rateLimits: limits, bodies }));
   app.use('/v1', v1);
   // The dashboard: same origin as the API, its own session auth, and rate limits per member of its own.
   app.use('/dashboard', dashboardRouter({ ...deps, rateLimits: dashboardRateLimits(deps.limits), requireRedis: requireRedis(deps.redis) }));

@@ -3,6 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   createLogger,
   sweepStaleScratch,
+  checkScratchDir,
+  removeScratchDir,
   createMetricsRegistry,
   createRedis,
   drainWithin,
@@ -18,10 +20,12 @@ import {
   warnIfCallbackChecksRelaxed,
   warnIfSecretsUnsealed,
 } from '@media/common';
+import { checkBlobStoreWritable } from '@media/blob-store';
 import { ReplicaWait } from '@media/storage';
 import { startTracing } from '@media/tracing';
 import { createStartingApp } from './app';
 import { createApiServer } from './http/api-server';
+import { guardConnections } from './http/connection-guard';
 import { isDependencyOutage } from './http/outage';
 import { measureRequests } from './http/request-metrics';
 import { mountOperatorBoard } from './operator-board';
@@ -37,11 +41,15 @@ const CLOSE_TIMEOUT_MS = 5_000;
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const logger = createLogger('api-gateway', config.logLevel);
+  const logger = createLogger('api-gateway', config.logLevel, config.logFormat);
   // What a process killed outright left in its scratch directory (uploads, a video's frames) goes now:
   // nothing else would ever remove it, and in a pod it fills the emptyDir towards eviction.
   const swept = await sweepStaleScratch();
   if (swept > 0) logger.info('removed the temporary files of processes that were killed', { directories: swept });
+  // A directory it must write but cannot ends the process here, before it reports ready, rather than
+  // failing every upload or video later (the main().catch below prints the error's one line).
+  await checkScratchDir();
+  await checkBlobStoreWritable(config.blobStore);
   const tracing = await startTracing('api-gateway', config.tracing);
   warnIfCallbackChecksRelaxed(config, logger);
   warnIfSecretsUnsealed(config, logger);
@@ -63,6 +71,7 @@ async function main(): Promise<void> {
   const ops = await startOpsServer({
     port: config.opsPort,
     host: config.opsHost,
+    allowedHosts: config.opsAllowedHosts,
     logger,
     registry,
     // Not ready once draining: the endpoints drop the pod while its last requests finish.
@@ -82,6 +91,16 @@ async function main(): Promise<void> {
   let handler: RequestListener = createStartingApp(logger, openApi, { publicHttps: config.publicBaseUrl.startsWith('https:'), trustProxy: config.trustProxy });
   const server = createApiServer(
     measureRequests(new PromHttpMetrics(registry), (req, res) => handler(req, res)),
+    logger,
+  );
+  guardConnections(
+    server,
+    {
+      maxConnections: config.httpMaxConnections,
+      maxConnectionsPerAddress: config.httpMaxConnectionsPerAddress,
+      headersTimeoutMs: config.httpHeadersTimeoutMs,
+      trustProxy: config.trustProxy,
+    },
     logger,
   );
 
@@ -130,6 +149,9 @@ async function main(): Promise<void> {
         await tracing.shutdown();
       })();
       if ((await drainWithin(released, CLOSE_TIMEOUT_MS)) === 'deadline') redis.disconnect();
+      // Drained, or past the deadline, when an upload still open ends with the process: what the
+      // scratch directory holds is nobody's now, and a clean stop leaves nothing for the next start's sweep.
+      await removeScratchDir().catch((err: unknown) => logger.warn('scratch directory not removed', { error: String(err) }));
       logger.info('stopped');
       process.exit(0);
     })();

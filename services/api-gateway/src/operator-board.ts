@@ -83,9 +83,52 @@ export function requireOperator(credentials: OperatorCredentials, now: () => num
   };
 }
 
+/** Methods that change nothing on the board: its GETs only read. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Whether `origin` (`http://host:port`) is the origin of a request that came to `host` (its Host header). */
+function isOwnOrigin(origin: string, host: string | undefined): boolean {
+  if (!host || !URL.canParse(origin)) return false;
+  const { protocol, host: originHost } = new URL(origin);
+  if (protocol !== 'http:' && protocol !== 'https:') return false;
+  // Read through URL as well, so that case and a default port compare alike on both sides.
+  return URL.canParse(`${protocol}//${host}`) && new URL(`${protocol}//${host}`).host === originHost;
+}
+
+/**
+ * Refuses (403) a state-changing request that a page of another site made the operator's browser
+ * send. The browser adds its cached Basic credentials to any request to the board, a cross-site
+ * `<form enctype=text/plain>` post included (no CORS preflight), so the credentials do not show the
+ * operator meant it; the board, not ours to change, has no token of its own. Browsers say where a
+ * request comes from: `Sec-Fetch-Site` must be `same-origin` or `none` (typed, bookmarked) and
+ * `Origin` the board's own. A request with neither header is not a browser's (curl, a script), and
+ * goes on to the credential check. Placed before that check, so a page cannot spend an address's
+ * allowance of wrong tries either.
+ */
+export function requireSameOrigin(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const site = req.headers['sec-fetch-site'];
+    const origin = req.headers.origin;
+    const siteOk = site === undefined || site === 'same-origin' || site === 'none';
+    const originOk = origin === undefined || isOwnOrigin(origin, req.headers.host);
+    if (SAFE_METHODS.has(req.method) || (siteOk && originOk)) {
+      next();
+      return;
+    }
+    logger.warn("board request refused: not from the board's own origin", {
+      method: req.method,
+      path: req.originalUrl.split('?')[0],
+      origin: origin?.slice(0, 200),
+      sec_fetch_site: typeof site === 'string' ? site.slice(0, 40) : undefined,
+    });
+    res.status(403).json({ error: "cross-site request refused: the board changes queues only for requests from the board's own origin" });
+  };
+}
+
 /**
  * Bull Board (the BullMQ project's UI) for every queue of the catalogue, behind operator Basic
- * auth, on the ops port. Returns the close for its queue handles.
+ * auth, on the ops port; state-changing requests only from the board's own pages (or a client
+ * that is no browser). Returns the close for its queue handles.
  */
 export function mountOperatorBoard(
   app: Express,
@@ -99,7 +142,7 @@ export function mountOperatorBoard(
   const adapter = new ExpressAdapter();
   adapter.setBasePath(BOARD_PATH);
   createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q)), serverAdapter: adapter });
-  app.use(BOARD_PATH, requireOperator(opts.credentials), adapter.getRouter());
+  app.use(BOARD_PATH, requireSameOrigin(opts.logger), requireOperator(opts.credentials), adapter.getRouter());
   return async () => {
     await Promise.all(queues.map((q) => q.close()));
   };

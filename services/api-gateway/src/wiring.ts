@@ -91,10 +91,14 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
     secureCookies: config.publicBaseUrl.startsWith('https:'),
     storeAnswers: () => storeAnswers(redis, config.keyPrefix),
     trustProxy: config.trustProxy,
+    trustIncomingTraceContext: config.tracing.trustIncomingContext,
     syncImageTimeoutMs: config.syncImageTimeoutMs,
     maxUploadBytes: config.maxUploadBytes,
     maxUploadTotalBytes: config.maxUploadTotalBytes,
     maxJsonBytes: config.maxJsonBytes,
+    authFailuresPerAddressPerMinute: config.authFailuresPerAddressPerMinute,
+    maxConcurrentUploadsPerWorkspace: config.maxConcurrentUploadsPerWorkspace,
+    minBodyBytesPerSecond: config.httpMinBodyBytesPerSecond,
     openApi: overrides.openApi ?? openApiRoute(config),
   });
   return {

@@ -1,6 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { FaultInjector, jobIds, NO_GENERATION_METRICS, scratchDir, type GenerationMetrics, type JobQueue, type Logger } from '@media/common';
+import { FaultInjector, jobIds, NO_GENERATION_METRICS, PermanentJobError, scratchDir, type GenerationMetrics, type JobQueue, type Logger } from '@media/common';
 import {
   blobFolderOf,
   findModel,
@@ -75,8 +75,11 @@ export class GenerationService {
   async run(jobId: string, attempt: AttemptInfo = {}): Promise<void> {
     const job = await this.read(jobId);
     if (!job) {
-      this.deps.logger.warn('generation job has no record; dropping', { job_id: jobId });
-      return;
+      // The gateway stores a job before it queues it, so this is a job added by hand, or one whose
+      // record is gone: no retry can bring the record, and failing (once) leaves it in BullMQ's
+      // failed set, where an operator can see it, rather than among the completed.
+      this.deps.logger.warn('generation job has no record; failing it', { job_id: jobId, code: 'no_record' });
+      throw new PermanentJobError('no_record', `no job ${jobId} is stored`);
     }
     if (isFinished(job.status)) {
       // A crash after finishing but before the event was queued: queue it now (a no-op if it was).

@@ -1,6 +1,8 @@
 import {
   createLogger,
   sweepStaleScratch,
+  checkScratchDir,
+  removeScratchDir,
   createMetricsRegistry,
   coalesceWrites,
   createRedis,
@@ -19,10 +21,11 @@ import {
   replicaWaitShortCounter,
   startOpsServer,
 } from '@media/common';
-import { createBlobStore } from '@media/blob-store';
+import { checkBlobStoreWritable, createBlobStore } from '@media/blob-store';
 import { CallbackRepository, JobRepository, ReplicaWait, StoreKeys } from '@media/storage';
 import { MediaRetention } from '@media/retention';
 import { createGeneratorBackend } from './backends';
+import { createGenerationConsumer } from './generation-consumer';
 import { GenerationService } from './generation-service';
 import { IntakeRepair } from './intake-repair';
 import { startTracing } from '@media/tracing';
@@ -32,11 +35,15 @@ const INTAKE_REPAIR_INTERVAL_MS = 5_000;
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const logger = createLogger('generator', config.logLevel);
+  const logger = createLogger('generator', config.logLevel, config.logFormat);
   // What a process killed outright left in its scratch directory (uploads, a video's frames) goes now:
   // nothing else would ever remove it, and in a pod it fills the emptyDir towards eviction.
   const swept = await sweepStaleScratch();
   if (swept > 0) logger.info('removed the temporary files of processes that were killed', { directories: swept });
+  // A directory it must write but cannot ends the process here, before it reports ready, rather than
+  // failing every upload or video later (the main().catch below prints the error's one line).
+  await checkScratchDir();
+  await checkBlobStoreWritable(config.blobStore);
   const tracing = await startTracing('generator', config.tracing);
   const redis = createRedis(config.redis, 'worker', logger);
   // Each finished job makes several commands on this connection (BullMQ's moveToFinished, the
@@ -66,21 +73,14 @@ async function main(): Promise<void> {
     metrics: new PromGenerationMetrics(registry),
   });
 
-  const run = async ({ jobId }: { jobId: string }, job: { updateProgress(p: number): Promise<void>; timestamp: number }) =>
-    service.run(jobId, { reportProgress: (percent) => job.updateProgress(percent), enqueuedMs: job.timestamp });
-  const consumer = new QueueConsumer(
-    'generation',
-    { 'generate-image': run, 'edit-image': run, 'generate-video': run },
-    {
-      connection: redis,
-      keyPrefix: config.keyPrefix,
-      concurrency: config.generatorConcurrency,
-      lockDurationMs: config.jobLockMs,
-      livenessBoundMs: config.workerLivenessBoundMs,
-      logger,
-      onGaveUp: ({ payload, reason, permanent }) => service.giveUp(payload.jobId, reason, permanent),
-    },
-  );
+  const consumer = createGenerationConsumer(service, {
+    connection: redis,
+    keyPrefix: config.keyPrefix,
+    concurrency: config.generatorConcurrency,
+    lockDurationMs: config.jobLockMs,
+    livenessBoundMs: config.workerLivenessBoundMs,
+    logger,
+  });
   // Retention runs here, beside the media it removes: a BullMQ job scheduler on the maintenance
   // queue makes one sweep per interval, whichever generator replica takes it.
   const retention = new MediaRetention({
@@ -123,6 +123,7 @@ async function main(): Promise<void> {
   const ops = await startOpsServer({
     port: config.opsPort,
     host: config.opsHost,
+    allowedHosts: config.opsAllowedHosts,
     logger,
     registry,
     isReady: () => storeAnswers(redis, config.keyPrefix),
@@ -135,6 +136,8 @@ async function main(): Promise<void> {
     (e) => logger.warn('intake repair interrupted', { error: String(e) }),
   );
 
+  // A clean stop leaves nothing for the next start's sweep, which is for processes that were killed.
+  const removeScratch = () => removeScratchDir().catch((err: unknown) => logger.warn('scratch directory not removed', { error: String(err) }));
   let stopping: Promise<void> | undefined;
   const shutdown = (signal: string) => {
     // close() waits for running jobs; past the deadline they are left to BullMQ's stall recovery.
@@ -148,11 +151,14 @@ async function main(): Promise<void> {
         logger.warn('drain deadline passed; running jobs are left to stall recovery');
         service.abortAll();
         redis.disconnect();
+        // The abandoned jobs' frames and encodes: another generator starts them over in its own.
+        await removeScratch();
         process.exit(0);
       }
       await Promise.all([events.close(), generation.close(), maintenance.close(), ops.close(), blobs.close()]);
       await redis.quit();
       await tracing.shutdown();
+      await removeScratch();
       logger.info('stopped');
       process.exit(0);
     })();

@@ -22,7 +22,7 @@ import { createCallbackService } from './wiring';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const logger = createLogger('webhook-dispatcher', config.logLevel);
+  const logger = createLogger('webhook-dispatcher', config.logLevel, config.logFormat);
   const tracing = await startTracing('webhook-dispatcher', config.tracing);
   warnIfCallbackChecksRelaxed(config, logger);
   warnIfSecretsUnsealed(config, logger);
@@ -40,6 +40,7 @@ async function main(): Promise<void> {
   const ops = await startOpsServer({
     port: config.opsPort,
     host: config.opsHost,
+    allowedHosts: config.opsAllowedHosts,
     logger,
     registry,
     isReady: async () => consumers.length > 0 && (await storeAnswers(redis, config.keyPrefix)),

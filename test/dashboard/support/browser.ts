@@ -33,7 +33,10 @@ export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
 }
 
-/** What went wrong in a page: script errors and console errors (a CSP violation is one). */
+/**
+ * What went wrong in a page: script errors and console errors (a CSP violation is one, and so is an
+ * answer of 4xx or 5xx to any request the page makes, which the browser logs by itself).
+ */
 export interface PageProblems {
   errors: string[];
 }
@@ -53,8 +56,7 @@ export async function newSession(
   const problems: PageProblems = { errors: [] };
   page.on('pageerror', (err) => problems.errors.push(`pageerror: ${err.message}`));
   page.on('console', (msg) => {
-    // A 401 on the first GET /session is how the app learns it is signed out: expected.
-    if (msg.type() === 'error' && !/status of 401/.test(msg.text())) problems.errors.push(`console: ${msg.text()}`);
+    if (msg.type() === 'error') problems.errors.push(`console: ${msg.text()}`);
   });
   return { context, page, problems };
 }

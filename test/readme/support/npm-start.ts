@@ -68,7 +68,18 @@ export interface NpmStartOptions {
   ownRedis?: boolean;
   /** Settings on top of the stack's own. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Under a pseudo-terminal (util-linux `script`), as in a developer's terminal: the launcher's
+   * stdout is a TTY, and `stdout` gets what the terminal shows (stderr included; line ends as `\n`).
+   */
+  terminal?: boolean;
 }
+
+/** The launcher's own process (not npm's, a shell's or a terminal's that started it). */
+const isLauncher = (p: ProcessEntry) => /^(\S*\/)?node \S*tools\/admin\/dist\/local-stack\.js$/.test(p.command);
+
+/** One word for `sh -c`: single-quoted. */
+const shellWord = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
 
 /**
  * `npm start`'s launcher (tools/admin/dist/local-stack.js, which `npm start` runs after the set-up
@@ -100,10 +111,10 @@ export class NpmStartStack {
     return this.child!.pid!;
   }
 
-  /** The launcher's pid (npm's child, with `via: 'npm'`). */
+  /** The launcher's pid (npm's child, with `via: 'npm'`; the terminal's, with `terminal`). */
   get launcherPid(): number {
-    if (this.options.via !== 'npm') return this.pid;
-    const launcher = processTree(this.pid).find((p) => p.command.includes('tools/admin/dist/local-stack.js') && p.command.startsWith('node'));
+    if (this.options.via !== 'npm' && !this.options.terminal) return this.pid;
+    const launcher = processTree(this.pid).find(isLauncher);
     if (!launcher) throw new Error(`no launcher under npm (pid ${this.pid}): ${JSON.stringify(processTree(this.pid))}`);
     return launcher.pid;
   }
@@ -155,7 +166,9 @@ export class NpmStartStack {
       ...this.options.env,
     };
     if (this.options.via === 'npm') this.env.npm_config_update_notifier = 'false';
-    const [command, args] = this.options.via === 'npm' ? ['npm', ['start']] : [process.execPath, [join(ROOT, 'tools/admin/dist/local-stack.js')]];
+    let [command, args] = this.options.via === 'npm' ? ['npm', ['start']] : [process.execPath, [join(ROOT, 'tools/admin/dist/local-stack.js')]];
+    // -e: script's exit status is the command's; -f: what is written is passed on at once.
+    if (this.options.terminal) [command, args] = ['script', ['-qfec', [command, ...args].map(shellWord).join(' '), '/dev/null']];
     // Its own process group, so that whatever it started can be stopped even if it hangs.
     const child = spawn(command, args, {
       cwd: ROOT,
@@ -165,7 +178,7 @@ export class NpmStartStack {
     });
     this.child = child;
     this.exited = new Promise((r) => child.once('exit', r));
-    child.stdout!.on('data', (chunk: Buffer) => (this.stdout += chunk.toString()));
+    child.stdout!.on('data', (chunk: Buffer) => (this.stdout += this.options.terminal ? chunk.toString().replaceAll('\r', '') : chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (this.stderr += chunk.toString()));
     await eventually(
       () => {
@@ -192,8 +205,11 @@ export class NpmStartStack {
   async stop(): Promise<void> {
     const child = this.child;
     if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-      // SIGTERM: the launcher stops the services (each drains), its receiver, then itself; npm passes it on.
-      child.kill('SIGTERM');
+      // SIGTERM: the launcher stops the services (each drains), its receiver, then itself; npm passes
+      // it on. A terminal's `script` would cut the launcher short (SIGKILL soon after), so it goes to the launcher there.
+      const launcher = this.options.terminal ? processTree(child.pid).find(isLauncher) : undefined;
+      if (launcher) process.kill(launcher.pid, 'SIGTERM');
+      else child.kill('SIGTERM');
       let timer: NodeJS.Timeout | undefined;
       const stopped = await Promise.race([this.exited.then(() => true), new Promise((r) => (timer = setTimeout(() => r(false), 20_000)))]);
       clearTimeout(timer);

@@ -6,7 +6,7 @@
  * run's one.
  */
 
-/** Ids of the service's objects, as the README spells them (24 characters after the prefix, 25 for those that name their store shard). */
+/** Ids of the service's objects, as the README spells them (24 characters after the prefix, 25 for those that name their store shard): a printed id must have the length shown. */
 const ID = /\b(?:req|video|ws|msg|rcv)_[0-9a-z]{24,25}\b/;
 const ISO_TIME = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z/;
 const SIGNATURE_PARAM = /signature=[A-Za-z0-9_-]{43}/;
@@ -91,13 +91,16 @@ export function matchString(expected: string, actual: string, bindings: Bindings
       const bound = bindings.ids.get(text);
       if (bound !== undefined) pattern += escape(bound);
       else {
-        pattern += `(${text.slice(0, text.indexOf('_'))}_[0-9a-z]{24,25})`;
+        // The shape the README shows: an id of 25 characters after its prefix is not one of 24.
+        const prefix = text.slice(0, text.indexOf('_'));
+        pattern += `(${prefix}_[0-9a-z]{${text.length - prefix.length - 1}})`;
         unbound.push(text);
       }
     } else if (WHOLE_ISO_TIME.test(text)) pattern += ISO_TIME.source;
     else if (text.startsWith('signature=')) pattern += SIGNATURE_PARAM.source;
     else if (text.startsWith('expires=')) pattern += EXPIRES_PARAM.source;
-    else pattern += '\\d+';
+    // As many digits as shown: a time in seconds is not one in milliseconds, nor a request id's 25 digits 13.
+    else pattern += `\\d{${text.length}}`;
     last = match.index + text.length;
   }
   pattern += escape(expected.slice(last));

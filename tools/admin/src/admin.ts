@@ -14,6 +14,7 @@ import {
 } from '@media/storage';
 import { retryCallback } from './callback-commands';
 import type { AdminContext } from './context';
+import { commandHelp, overviewHelp, type CommandHelp } from './help';
 
 export type { AdminContext } from './context';
 
@@ -37,9 +38,19 @@ function limitFlag(flags: Record<string, string>, name: LimitName): number | nul
   return Number(value);
 }
 
-export const COMMANDS: Record<string, { usage: string; run: Command }> = {
+export const COMMANDS: Record<string, CommandHelp & { run: Command }> = {
   'create-workspace': {
     usage: 'create-workspace --name NAME [--owner-email EMAIL]',
+    summary: "a workspace, its API key, its signing secret and the owner's dashboard sign-in",
+    description:
+      'Makes a workspace with one API key, one signing secret and an owner who signs in to the dashboard\n' +
+      '(PUBLIC_BASE_URL/dashboard/). Prints {workspace_id, name, api_key, signing_secret, dashboard: {email,\n' +
+      'password, role}}; the key and the password are shown only here (the store keeps hashes).',
+    options: {
+      '--name NAME': "the workspace's name",
+      '--owner-email EMAIL': "the owner's e-mail, their dashboard sign-in (default owner@<name>.local)",
+    },
+    settings: ['SECRETS_ENCRYPTION_KEYS'],
     run: async (ctx, flags) => {
       const name = required(flags, 'name');
       // A DNS label is at most 63 characters: a long name still makes an address that is one.
@@ -62,6 +73,13 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   'rotate-secret': {
     usage: 'rotate-secret --workspace ID',
+    summary: 'a new signing secret; the previous one keeps signing for the overlap',
+    description:
+      'A new signing secret for the workspace. The previous one keeps signing beside it until\n' +
+      'previous_secret_expires_at (SECRET_ROTATION_OVERLAP_SECONDS from now; null when that is 0). Prints\n' +
+      '{workspace_id, signing_secret, previous_secret_expires_at}.',
+    options: { '--workspace ID': "the workspace's id (ws_…)" },
+    settings: ['SECRETS_ENCRYPTION_KEYS', 'SECRET_ROTATION_OVERLAP_SECONDS'],
     run: async (ctx, flags) => {
       const workspaceId = required(flags, 'workspace');
       const { current, previous } = await ctx.accounts.rotateSecret(workspaceId);
@@ -74,6 +92,13 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   'enable-asymmetric-signing': {
     usage: 'enable-asymmetric-signing --workspace ID',
+    summary: 'turns on v1a (ed25519) signatures and prints the public key',
+    description:
+      'Turns on v1a (ed25519) signatures for the workspace: its callbacks carry a v1a signature beside the v1\n' +
+      'ones. Prints {workspace_id, public_key, enabled_now, public_keys}; the public key (whpk_…) is also served\n' +
+      'at GET /v1/webhook-keys/{workspace_id}. Run again, it changes nothing (enabled_now: false, the same key).',
+    options: { '--workspace ID': "the workspace's id (ws_…)" },
+    settings: ['SECRETS_ENCRYPTION_KEYS'],
     // Idempotent: run again, it keeps the key pair it made the first time (receivers may hold its public key).
     run: async (ctx, flags) => {
       const workspaceId = required(flags, 'workspace');
@@ -83,6 +108,13 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   'rotate-signing-key': {
     usage: 'rotate-signing-key --workspace ID',
+    summary: 'a new ed25519 key pair; the previous one keeps signing for the overlap',
+    description:
+      'A new ed25519 key pair signs at once; the previous one keeps signing beside it until\n' +
+      'previous_key_expires_at (SECRET_ROTATION_OVERLAP_SECONDS from now). Needs enable-asymmetric-signing\n' +
+      'first. Prints {workspace_id, public_key, previous_key_expires_at, public_keys}.',
+    options: { '--workspace ID': "the workspace's id (ws_…)" },
+    settings: ['SECRETS_ENCRYPTION_KEYS', 'SECRET_ROTATION_OVERLAP_SECONDS'],
     run: async (ctx, flags) => {
       const workspaceId = required(flags, 'workspace');
       const keys = await ctx.accounts.rotateSigningKey(workspaceId);
@@ -97,6 +129,17 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   'add-member': {
     usage: 'add-member --workspace ID --email EMAIL --role owner|admin|member',
+    summary: 'a dashboard member, with a password shown once',
+    description:
+      'Adds a member who signs in to the dashboard; adding an e-mail again gives it a new password and role\n' +
+      'and ends its open sessions. Prints {workspace_id, dashboard: {email, password, role}}; the password is\n' +
+      'shown only here.',
+    options: {
+      '--workspace ID': "the workspace's id (ws_…)",
+      '--email EMAIL': "the member's e-mail, their sign-in",
+      '--role owner|admin|member': 'owners and admins manage keys and secrets; owners also manage members',
+    },
+    settings: [],
     run: async (ctx, flags) => {
       const workspaceId = required(flags, 'workspace');
       const role = required(flags, 'role');
@@ -108,6 +151,13 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   'remove-member': {
     usage: 'remove-member --workspace ID --email EMAIL',
+    summary: 'removes a dashboard member and ends their sessions (never the last owner)',
+    description: 'Removes a member and ends their open sessions; the last owner stays. Prints {workspace_id, removed}.',
+    options: {
+      '--workspace ID': "the workspace's id (ws_…)",
+      '--email EMAIL': "the member's e-mail",
+    },
+    settings: [],
     run: async (ctx, flags) => {
       const workspaceId = required(flags, 'workspace');
       const email = required(flags, 'email');
@@ -117,6 +167,13 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   'reencrypt-secrets': {
     usage: 'reencrypt-secrets',
+    summary: 'seals every stored secret under the newest SECRETS_ENCRYPTION_KEYS key',
+    description:
+      "After SECRETS_ENCRYPTION_KEYS gains a newest key (or is set for the first time): every workspace's\n" +
+      'signing secrets and ed25519 keys, and the link-signing key, sealed under it, so that older keys can go.\n' +
+      'Prints {workspaces, workspaces_resealed, link_signing_key}.',
+    options: {},
+    settings: ['SECRETS_ENCRYPTION_KEYS', 'LINK_SIGNING_SECRET'],
     // After SECRETS_ENCRYPTION_KEYS gains a newest key (or is set for the first time): every
     // workspace's signing secrets and ed25519 secret keys, and the link-signing key, sealed under
     // it, so older keys can go.
@@ -141,6 +198,10 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   'list-keys': {
     usage: 'list-keys --workspace ID',
+    summary: "the workspace's API keys: id, prefix, created, last used",
+    description: "The workspace's API keys, never the keys themselves. Prints {workspace_id, api_keys: [{id, prefix,\ncreated_at, last_used_at}]}.",
+    options: { '--workspace ID': "the workspace's id (ws_…)" },
+    settings: [],
     run: async (ctx, flags) => {
       const workspaceId = required(flags, 'workspace');
       if (!(await ctx.workspaces.get(workspaceId))) throw new UsageError(`No workspace ${workspaceId}.`);
@@ -156,6 +217,13 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     // Straight to Redis, past every gateway and its rate limits: what an owner uses when the
     // dashboard is out of reach, or a leaked key is flooding the workspace.
     usage: 'revoke-key --workspace ID --key-id ID',
+    summary: 'revokes an API key at once, however busy the API is',
+    description: 'Revokes one API key of the workspace, straight in the store. Prints {workspace_id, revoked}.',
+    options: {
+      '--workspace ID': "the workspace's id (ws_…)",
+      '--key-id ID': "the key's id, as list-keys shows it",
+    },
+    settings: [],
     run: async (ctx, flags) => {
       const workspaceId = required(flags, 'workspace');
       const keyId = required(flags, 'key-id');
@@ -165,10 +233,32 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   'retry-callback': {
     usage: 'retry-callback --id MSG_ID [--workspace ID]',
+    summary: "one manual attempt of a callback now, and the receiver's answer",
+    description:
+      "Queues one manual attempt of the callback (the dashboard's Retry) and waits for the dispatcher to make\n" +
+      "it, so that the receiver's answer is printed: {message_id, request_id, requested_at, attempt, state,\n" +
+      'attempts, next_attempt_at}; attempt is null when no dispatcher made it in time (is one running?),\n' +
+      'and it stays queued.',
+    options: {
+      '--id MSG_ID': "the callback's id (msg_…)",
+      '--workspace ID': "only if the callback is this workspace's (default: any workspace's)",
+    },
+    settings: ['WEBHOOK_TIMEOUT_MS'],
     run: (ctx, flags) => retryCallback(ctx, required(flags, 'id'), flags.workspace),
   },
   'set-limits': {
     usage: 'set-limits --workspace ID [--create-per-minute N] [--read-per-minute N] [--max-waiting-jobs N]  (N or "default")',
+    summary: "the workspace's own rate and waiting-jobs limits",
+    description:
+      'Sets the workspace\'s own limits; a limit not given stays as it is, "default" drops the workspace\'s own.\n' +
+      'Prints {workspace_id, limits}, the limits now in force.',
+    options: {
+      '--workspace ID': "the workspace's id (ws_…)",
+      '--create-per-minute N': 'creation calls a minute (a positive integer, or "default")',
+      '--read-per-minute N': 'read calls a minute (a positive integer, or "default")',
+      '--max-waiting-jobs N': 'jobs waiting to be generated at once (a positive integer, or "default")',
+    },
+    settings: ['RATE_LIMIT_CREATE_PER_MINUTE', 'RATE_LIMIT_READ_PER_MINUTE', 'MAX_WAITING_JOBS_PER_WORKSPACE'],
     run: async (ctx, flags) => {
       const workspaceId = required(flags, 'workspace');
       const changes = Object.fromEntries(LIMIT_NAMES.map((name) => [name, limitFlag(flags, name)]));
@@ -179,6 +269,10 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   ledger: {
     usage: 'ledger --workspace ID',
+    summary: "the workspace's charges, one per finished job, and their total",
+    description: "The workspace's charges. Prints {workspace_id, total, entries: [{job_id, workspace_id, model, amount,\ncreated_ms}]}.",
+    options: { '--workspace ID': "the workspace's id (ws_…)" },
+    settings: [],
     run: async (ctx, flags) => {
       const workspaceId = required(flags, 'workspace');
       if (!(await ctx.workspaces.get(workspaceId))) throw new UsageError(`No workspace ${workspaceId}.`);
@@ -211,15 +305,24 @@ export function parseFlags(args: string[]): Record<string, string> {
   return flags;
 }
 
+const HELP_FLAGS = ['--help', '-h'];
+
+/**
+ * The help `argv` asks for (`--help` or `-h`, alone or after a command), to print as it is with exit
+ * code 0; undefined when it asks for none. Nothing is read from the environment or the store.
+ */
+export function adminHelp(argv: string[]): string | undefined {
+  const [name, ...rest] = argv;
+  if (name !== undefined && HELP_FLAGS.includes(name)) return overviewHelp(COMMANDS);
+  const command = name && Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (command && rest.some((arg) => HELP_FLAGS.includes(arg))) return commandHelp(command);
+  return undefined;
+}
+
 export async function runAdmin(argv: string[]): Promise<unknown> {
   const [name, ...rest] = argv;
   const command = name && Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (!command)
-    throw new UsageError(
-      `usage: admin <command>\n${Object.values(COMMANDS)
-        .map((c) => `  ${c.usage}`)
-        .join('\n')}`,
-    );
+  if (!command) throw new UsageError(`${name ? `unknown command "${name}"` : 'no command given'}\n\n${overviewHelp(COMMANDS)}`);
   const flags = parseFlags(rest);
   // A mistyped flag must not be ignored: an optional one (a limit, say) would read as left out.
   const known = new Set([...command.usage.matchAll(/--([a-z-]+)/g)].map((m) => m[1]));

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { createAccounts } from '@media/accounts';
-import { createRedis, loadConfig, pingRedis, type AppConfig, type RedisTarget } from '@media/common';
+import { createRedis, loadConfig, pingRedis, type AppConfig, type LogFormat, type RedisTarget } from '@media/common';
 import { StoreKeys, WorkspaceRepository, SecretBox } from '@media/storage';
 import { DemoSecrets, DemoWorkspaceFile, type DemoWorkspace } from './demo-workspace';
 import { ensureLoopbackPki } from './local-pki';
@@ -256,6 +256,9 @@ async function startStack(config: AppConfig, stateDir: string, stack: Stack, pid
 
   // One machine, three ops ports (design section 3): gateway OPS_PORT, generator +1, dispatcher +2.
   const opsPortOf = (index: number) => config.opsPort + index;
+  // A person at a terminal reads one short line per event; a pipe or a file (a program, the tests)
+  // gets JSON lines, as in production. A LOG_FORMAT of the developer's own is kept either way.
+  const logFormat: LogFormat = config.logFormat ?? (process.stdout.isTTY ? 'pretty' : 'json');
   pidFile.recordPorts({
     api: config.port,
     ops: config.opsPort,
@@ -264,7 +267,14 @@ async function startStack(config: AppConfig, stateDir: string, stack: Stack, pid
   SERVICES.forEach((name, index) => {
     const child = spawn(process.execPath, [TETHER, join(ROOT, 'services', name, 'dist', 'main.js')], {
       // The default MEDIA_DIR is relative; every service gets the same absolute one.
-      env: { ...process.env, ...callbackEnv, ...operatorEnv, MEDIA_DIR: resolve(ROOT, config.mediaDir), OPS_PORT: String(opsPortOf(index)) },
+      env: {
+        ...process.env,
+        ...callbackEnv,
+        ...operatorEnv,
+        MEDIA_DIR: resolve(ROOT, config.mediaDir),
+        OPS_PORT: String(opsPortOf(index)),
+        LOG_FORMAT: logFormat,
+      },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     child.on('exit', (code, signal) => {

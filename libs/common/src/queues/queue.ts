@@ -207,7 +207,11 @@ export class QueueConsumer<Q extends QueueName> {
       async (job: Job) => {
         // Own names only: a job named after an Object.prototype member must not find one.
         const handler = Object.hasOwn(handlers, job.name) ? (handlers[job.name as JobNameOf<Q>] as (p: unknown, j: Job) => Promise<void>) : undefined;
-        if (!handler) throw new PermanentJobError('unknown_job', `no handler for job "${job.name}" on queue "${name}"`);
+        if (!handler) {
+          // Only a job added by hand (Bull Board, a script) has such a name; it fails once, here.
+          logger.warn('job has no handler; failing it', { job: job.id, name: String(job.name).slice(0, 100), code: 'unknown_job' });
+          throw new PermanentJobError('unknown_job', `no handler for job "${job.name}" on queue "${name}"`);
+        }
         this.inFlight++;
         try {
           await handler(job.data, job);

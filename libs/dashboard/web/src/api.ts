@@ -22,6 +22,7 @@ import type {
   Role,
   RecoveryFilters,
   SessionInfo,
+  SignedOut,
   CallbackFilter,
   TestCallbackResult,
   Usage,
@@ -71,9 +72,11 @@ export class DashboardApi {
   constructor(private readonly onSignedOut: () => void) {}
 
   // Session
+  /** Who is signed in; null when nobody is (the server answers that with 200, which no console logs). */
   async session(): Promise<SessionInfo | null> {
     try {
-      return this.remember(await this.call<SessionInfo>('GET', '/session', undefined, { quiet401: true }));
+      const answer = await this.call<SessionInfo | SignedOut>('GET', '/session', undefined, { quiet401: true });
+      return 'signed_in' in answer ? null : this.remember(answer);
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) return null;
       throw err;

@@ -149,7 +149,7 @@ export function TimeChart<P extends { at: number }>(props: TimeChartProps<P>) {
       <details class="numbers">
         <summary>Numbers behind this chart</summary>
         <div class="table-wrap">
-          <table class="table table-compact" data-testid={`table-${id}`}>
+          <table class="table table-compact table-stack" data-testid={`table-${id}`}>
             <caption class="sr-only">
               {title}, one row per {stepWords(stepSeconds)}, oldest first
             </caption>
@@ -177,13 +177,13 @@ export function TimeChart<P extends { at: number }>(props: TimeChartProps<P>) {
                   {series.map((s) => {
                     const v = s.value(p);
                     return (
-                      <td class="num" key={s.label}>
+                      <td class="num" key={s.label} data-label={s.label}>
                         {v === null ? '—' : s.format(v)}
                       </td>
                     );
                   })}
                   {(props.extraColumns ?? []).map((c) => (
-                    <td class="num" key={c.label}>
+                    <td class="num" key={c.label} data-label={c.label}>
                       {c.value(p)}
                     </td>
                   ))}

@@ -159,7 +159,8 @@ export function CountThenRetry<P extends RecoveryCount>({
   buttonLabel?: string;
   count: () => Promise<P>;
   retry: () => Promise<RecoveryCount>;
-  onDone: () => void;
+  /** Called once the retry has begun, with how many callbacks it retries and how many a second. */
+  onDone: (count: number, ratePerSecond: number) => void;
   words: {
     /** The group's name and text when nothing has ended failed. */
     noneLabel: string;
@@ -197,7 +198,7 @@ export function CountThenRetry<P extends RecoveryCount>({
       const started = await retry();
       setResult(started.count === 0 ? words.startedNone : words.started(started));
       setPreview(null);
-      onDone();
+      onDone(started.count, started.rate_per_second);
     } catch (err) {
       setError(err);
     } finally {

@@ -74,7 +74,8 @@ function answerInTurn(res: ServerResponse, error: ApiError, logger: Logger, why:
  * request without `Host` (a bare 400). Each is answered in the error shape here instead.
  */
 export function createApiServer(listener: RequestListener, logger: Logger): Server {
-  const server = createServer({ requireHostHeader: false }, (req, res) => {
+  // Expired connections (headers not in within server.headersTimeout) are looked for every second.
+  const server = createServer({ requireHostHeader: false, connectionsCheckingInterval: 1_000 }, (req, res) => {
     if (lacksHost(req)) {
       answerInTurn(res, ApiError.invalid('An HTTP/1.1 request needs a Host header.', null, 'invalid_http_request'), logger, 'no Host header');
       return;

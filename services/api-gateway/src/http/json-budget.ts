@@ -1,4 +1,5 @@
-import express, { type RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
+import { jsonBody } from '@media/common';
 import { ApiError } from './api-error';
 import { closeAfterAnswer } from './middleware';
 
@@ -126,7 +127,7 @@ const CUT_SHORT = `This JSON body stopped arriving, or arrived at under ${MIN_BO
  * edit waits for its job.
  */
 export function budgetedJson(maxBytes: number, budget = new BodyBudget(maxBytes)): RequestHandler {
-  const parse = express.json({ limit: maxBytes });
+  const parse = jsonBody(maxBytes);
   return (req, res, next) => {
     if (!req.is('json')) return next();
     const declared = Number(req.get('content-length') ?? Number.NaN);

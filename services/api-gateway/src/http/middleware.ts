@@ -5,6 +5,8 @@ import { newId, rehomeId } from '@media/domain';
 import type { WorkspaceAccounts } from '@media/accounts';
 import { ApiError } from './api-error';
 import { isDependencyOutage } from './outage';
+import type { FailedAuthThrottle } from './auth-throttle';
+import { matchedRoute, requestPath } from './route-pattern';
 
 declare module 'express-serve-static-core' {
   interface Locals {
@@ -14,7 +16,10 @@ declare module 'express-serve-static-core' {
   }
 }
 
-/** Every response carries `x-request-id`; image requests reuse it as their id. */
+/**
+ * Every response carries `x-request-id`; image requests reuse it as their id. Every answer is logged
+ * with the path the client asked for (never its query) and the route pattern it matched, if any.
+ */
 export function requestContext(logger: Logger): RequestHandler {
   return (req, res, next) => {
     const requestId = newId('req');
@@ -22,10 +27,12 @@ export function requestContext(logger: Logger): RequestHandler {
     res.locals.logger = logger.child({ request_id: requestId });
     res.setHeader('x-request-id', requestId);
     const started = process.hrtime.bigint();
+    const route = matchedRoute(req);
     res.on('finish', () => {
       res.locals.logger.info('request', {
         method: req.method,
-        path: req.path,
+        path: requestPath(req),
+        route: route(),
         status: res.statusCode,
         duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
         workspace_id: res.locals.workspaceId,
@@ -35,16 +42,29 @@ export function requestContext(logger: Logger): RequestHandler {
   };
 }
 
-/** `Authorization: Bearer <key>` → the key's workspace, or 401; the key's last use is recorded (at most once a minute). */
-export function requireApiKey(accounts: Pick<WorkspaceAccounts, 'authenticateApiKey'>): RequestHandler {
+/**
+ * `Authorization: Bearer <key>` → the key's workspace, or 401; the key's last use is recorded (at
+ * most once a minute). With a throttle, an address that sent too many wrong or missing keys is
+ * answered 429 before its key is looked at.
+ */
+export function requireApiKey(
+  accounts: Pick<WorkspaceAccounts, 'authenticateApiKey'>,
+  throttle?: Pick<FailedAuthThrottle, 'check' | 'failed'>,
+): RequestHandler {
   return async (req, res, next) => {
+    const address = req.ip ?? req.socket.remoteAddress ?? '';
+    throttle?.check(address);
     const header = req.get('authorization') ?? '';
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) {
+      await throttle?.failed(address);
       throw new ApiError(401, 'authentication_error', 'Missing API key. Send it as "Authorization: Bearer <API_KEY>".', null, 'missing_api_key');
     }
     const workspaceId = await accounts.authenticateApiKey(match[1]);
-    if (!workspaceId) throw new ApiError(401, 'authentication_error', 'Incorrect API key provided.', null, 'invalid_api_key');
+    if (!workspaceId) {
+      await throttle?.failed(address);
+      throw new ApiError(401, 'authentication_error', 'Incorrect API key provided.', null, 'invalid_api_key');
+    }
     res.locals.workspaceId = workspaceId;
     // The request's id now names its workspace's shard: an image request keeps it as its own id,
     // whose records are stored beside the workspace's (`rehomeId`).
@@ -83,7 +103,12 @@ export function requireBodyType(...types: string[]): RequestHandler {
 
 /** Translates parser and unexpected errors into the documented shape; never leaks internals. */
 export function errorHandler(): (err: unknown, req: Request, res: Response, next: NextFunction) => void {
-  return (err, _req, res, _next) => {
+  return (err, req, res, _next) => {
+    // Answered already (a body cut short for arriving too slowly): what failed after goes nowhere.
+    if (res.headersSent) {
+      req.socket.destroy();
+      return;
+    }
     const apiError = toApiError(err);
     if (apiError.status === 503 && !(err instanceof ApiError))
       res.locals.logger?.warn('dependency unavailable', { error: err instanceof Error ? err.message : String(err) });

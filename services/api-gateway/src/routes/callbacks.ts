@@ -10,12 +10,15 @@ import {
 import { ApiError } from '../http/api-error';
 import { requireBodyType } from '../http/middleware';
 import type { RateLimits } from '../http/rate-limit';
+import type { RequestBodies } from '../http/bodies';
 import { listObject, refuseUnknownCursor } from './list';
 import { parseCallbackListQuery, parseIdempotencyKey, parseRecoveryRequest } from '../validation';
 
 export interface CallbackRoutesDeps {
   callbackAdmin: CallbackAdmin;
   rateLimits: RateLimits;
+  /** The JSON body parsers, mounted on each route after its rate limit (http/bodies.ts). */
+  bodies: RequestBodies;
 }
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
@@ -39,7 +42,7 @@ export function callbackRoutes(deps: CallbackRoutesDeps): Router {
   });
 
   // Before '/:id' so that 'recover' is never taken for an id.
-  router.post('/recover', limitCreate, requireBodyType('json'), async (req, res) => {
+  router.post('/recover', limitCreate, requireBodyType('json'), deps.bodies.json, async (req, res) => {
     const window = parseRecoveryRequest({ ...(req.body ?? {}) });
     const recovery = await admin.recover(res.locals.workspaceId, window).catch((err: unknown) => {
       if (err instanceof RecoveryTooLargeError)

@@ -5,6 +5,7 @@ import type { JobRepository } from '@media/storage';
 import { ApiError } from '../http/api-error';
 import { requireBodyType } from '../http/middleware';
 import type { RateLimits } from '../http/rate-limit';
+import type { RequestBodies } from '../http/bodies';
 import type { JobIntakeService } from '../job-intake';
 import type { JobWaiter } from '../job-waiter';
 import { jsonEditInputs, multipartEditInputs, multipartParser } from '../uploads';
@@ -21,6 +22,8 @@ export interface ImageRoutesDeps {
   maxUploadBytes: number;
   maxUploadTotalBytes: number;
   rateLimits: RateLimits;
+  /** The JSON body parsers, mounted on each route after its rate limit (http/bodies.ts). */
+  bodies: RequestBodies;
 }
 
 /** Job failures of a synchronous call, as the HTTP error a client of OpenAI's API would get. */
@@ -67,8 +70,16 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
   };
 
   const { create: limitCreate, read: limitRead } = deps.rateLimits;
-  router.post('/generations', limitCreate, requireBodyType('json', 'multipart/form-data'), upload.none(), create(false));
-  router.post('/edits', limitCreate, requireBodyType('json', 'multipart/form-data'), upload.any(), create(true));
+  router.post(
+    '/generations',
+    limitCreate,
+    requireBodyType('json', 'multipart/form-data'),
+    deps.bodies.json,
+    deps.bodies.uploadSlot,
+    upload.none(),
+    create(false),
+  );
+  router.post('/edits', limitCreate, requireBodyType('json', 'multipart/form-data'), deps.bodies.editJson, deps.bodies.uploadSlot, upload.any(), create(true));
 
   router.get('/', limitRead, async (req, res) => {
     const page = await deps.jobs.list(res.locals.workspaceId, 'image', parseListQuery(req.query));

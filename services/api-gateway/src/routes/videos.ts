@@ -6,6 +6,7 @@ import type { CallbackRepository, JobRepository } from '@media/storage';
 import { ApiError } from '../http/api-error';
 import { requireBodyType } from '../http/middleware';
 import type { RateLimits } from '../http/rate-limit';
+import type { RequestBodies } from '../http/bodies';
 import { sendBlob } from '../http/send-blob';
 import type { Intake, JobIntakeService } from '../job-intake';
 import { multipartParser } from '../uploads';
@@ -21,6 +22,8 @@ export interface VideoRoutesDeps {
   maxUploadBytes: number;
   maxUploadTotalBytes: number;
   rateLimits: RateLimits;
+  /** The JSON body parsers, mounted on each route after its rate limit (http/bodies.ts). */
+  bodies: RequestBodies;
 }
 
 export function videoRoutes(deps: VideoRoutesDeps): Router {
@@ -43,27 +46,35 @@ export function videoRoutes(deps: VideoRoutesDeps): Router {
 
   // The openai SDK sends video creation as multipart form data.
   const { create: limitCreate, read: limitRead } = deps.rateLimits;
-  router.post('/', limitCreate, requireBodyType('json', 'multipart/form-data'), upload.none(), async (req, res) => {
+  router.post('/', limitCreate, requireBodyType('json', 'multipart/form-data'), deps.bodies.json, deps.bodies.uploadSlot, upload.none(), async (req, res) => {
     const params = parseVideoRequest({ ...(req.body ?? {}) });
     const idempotencyKey = parseIdempotencyKey(req.get('idempotency-key'));
     answerCreated(res, await deps.intake.createVideoJob(res.locals.workspaceId, res.locals.requestId, params, idempotencyKey));
   });
 
-  router.post<'/:id/remix'>('/:id/remix', limitCreate, requireBodyType('json', 'multipart/form-data'), upload.none(), async (req, res) => {
-    const remix = parseRemixRequest({ ...(req.body ?? {}) });
-    const idempotencyKey = parseIdempotencyKey(req.get('idempotency-key'));
-    const source = await findVideo(res.locals.workspaceId, req.params.id);
-    if (source.status !== 'completed') {
-      throw new ApiError(
-        409,
-        'invalid_request_error',
-        `Video '${source.id}' is ${source.status}; only a completed video can be remixed.`,
-        null,
-        'video_not_ready',
-      );
-    }
-    answerCreated(res, await deps.intake.createRemixJob(res.locals.workspaceId, res.locals.requestId, source, remix, idempotencyKey));
-  });
+  router.post<'/:id/remix'>(
+    '/:id/remix',
+    limitCreate,
+    requireBodyType('json', 'multipart/form-data'),
+    deps.bodies.json,
+    deps.bodies.uploadSlot,
+    upload.none(),
+    async (req, res) => {
+      const remix = parseRemixRequest({ ...(req.body ?? {}) });
+      const idempotencyKey = parseIdempotencyKey(req.get('idempotency-key'));
+      const source = await findVideo(res.locals.workspaceId, req.params.id);
+      if (source.status !== 'completed') {
+        throw new ApiError(
+          409,
+          'invalid_request_error',
+          `Video '${source.id}' is ${source.status}; only a completed video can be remixed.`,
+          null,
+          'video_not_ready',
+        );
+      }
+      answerCreated(res, await deps.intake.createRemixJob(res.locals.workspaceId, res.locals.requestId, source, remix, idempotencyKey));
+    },
+  );
 
   router.get('/', limitRead, async (req, res) => {
     const page = await deps.jobs.list(res.locals.workspaceId, 'video', parseListQuery(req.query));

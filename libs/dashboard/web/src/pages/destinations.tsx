@@ -46,8 +46,8 @@ const HEALTH_BADGE: Record<DestinationRow['health'], string> = { ok: 'accepting'
 const rank = (row: DestinationRow) => (row.state === 'saturated' ? 0 : row.health === 'failing' ? 1 : row.state !== 'ok' ? 2 : 3);
 
 /**
- * The receivers this workspace's callbacks went to lately and how each is doing, worst first: the
- * first thing to look at when callbacks are late. Two things apart, each in its own column: whether
+ * The receivers this workspace's callbacks went to lately and how each is doing, worst first: where
+ * to look when callbacks are late. Shown below the Requests list, folded unless some are held back. Two things apart, each in its own column: whether
  * callbacks are held back (and whose doing that is), and whether the receiver accepts them, so a
  * receiver that fails every callback never reads as healthy. Refreshed while visible.
  */
@@ -69,62 +69,65 @@ export function DestinationsPanel() {
   return (
     <section class="card" aria-labelledby="dest-title">
       <h2 id="dest-title">Callback destinations</h2>
-      <p class="muted">
-        {held === 0
-          ? `None of the ${receivers(rows.length)} your callbacks went to lately holds any back: they go out when due.`
-          : `${held} of ${receivers(rows.length)} your callbacks went to lately ${held === 1 ? 'holds' : 'hold'} callbacks back.`}{' '}
-        {failing === 0 ? 'None is failing them.' : `${failing} ${failing === 1 ? 'is' : 'are'} failing them.`}
-      </p>
       <ErrorBanner error={error} />
-      <div class="table-wrap">
-        <table class="table">
-          <caption class="sr-only">Callback destinations, the ones holding callbacks back first, then the failing ones</caption>
-          <thead>
-            <tr>
-              <th scope="col">Receiver</th>
-              <th scope="col">Sending</th>
-              <th scope="col">Accepting</th>
-              <th scope="col" class="num">
-                Yours at once
-              </th>
-              <th scope="col">Until</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((row) => (
-              <tr key={row.origin} data-state={row.state} data-health={row.health} data-reason={row.held_back_because ?? ''}>
-                <td>
-                  <div class="mono break">{row.origin}</div>
-                  <div class="muted small">{holdWords(row)}</div>
-                </td>
-                <td>
-                  <StateBadge state={row.state === 'ok' ? 'sending' : row.state} />
-                </td>
-                <td>
-                  <StateBadge state={HEALTH_BADGE[row.health]} />
-                  {row.health === 'unknown' ? null : (
-                    <div class="muted small">
-                      {healthWords(row)}
-                      {row.health === 'failing' ? (
-                        <>
-                          , last <Time at={row.last_failure_at} now={now} inline />
-                        </>
-                      ) : null}
-                    </div>
-                  )}
-                </td>
-                <td class="num">
-                  {row.in_flight} of {row.limit}
-                  {row.waiting > 0 ? <div class="muted small">{row.waiting} waiting</div> : null}
-                </td>
-                <td>
-                  <Time at={row.throttled_until ?? row.slow_until ?? row.host_slow_until} now={now} empty="—" />
-                </td>
+      {/* Below the list, which is what the page is opened for; open by itself only when callbacks are held back. */}
+      <details open={held > 0}>
+        <summary class="muted">
+          {held === 0
+            ? `None of the ${receivers(rows.length)} your callbacks went to lately holds any back: they go out when due.`
+            : `${held} of ${receivers(rows.length)} your callbacks went to lately ${held === 1 ? 'holds' : 'hold'} callbacks back.`}{' '}
+          {failing === 0 ? 'None is failing them.' : `${failing} ${failing === 1 ? 'is' : 'are'} failing them.`}
+        </summary>
+        <div class="table-wrap">
+          <table class="table table-stack">
+            <caption class="sr-only">Callback destinations, the ones holding callbacks back first, then the failing ones</caption>
+            <thead>
+              <tr>
+                <th scope="col">Receiver</th>
+                <th scope="col">Sending</th>
+                <th scope="col">Accepting</th>
+                <th scope="col" class="num">
+                  Yours at once
+                </th>
+                <th scope="col">Until</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+            </thead>
+            <tbody>
+              {rows.map((row) => (
+                <tr key={row.origin} data-state={row.state} data-health={row.health} data-reason={row.held_back_because ?? ''}>
+                  <td data-label="Receiver">
+                    <div class="mono break">{row.origin}</div>
+                    <div class="muted small">{holdWords(row)}</div>
+                  </td>
+                  <td data-label="Sending">
+                    <StateBadge state={row.state === 'ok' ? 'sending' : row.state} />
+                  </td>
+                  <td data-label="Accepting">
+                    <StateBadge state={HEALTH_BADGE[row.health]} />
+                    {row.health === 'unknown' ? null : (
+                      <div class="muted small">
+                        {healthWords(row)}
+                        {row.health === 'failing' ? (
+                          <>
+                            , last <Time at={row.last_failure_at} now={now} inline />
+                          </>
+                        ) : null}
+                      </div>
+                    )}
+                  </td>
+                  <td class="num" data-label="Yours at once">
+                    {row.in_flight} of {row.limit}
+                    {row.waiting > 0 ? <div class="muted small">{row.waiting} waiting</div> : null}
+                  </td>
+                  <td data-label="Until">
+                    <Time at={row.throttled_until ?? row.slow_until ?? row.host_slow_until} now={now} empty="—" />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      </details>
     </section>
   );
 }

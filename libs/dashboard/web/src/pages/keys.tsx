@@ -71,7 +71,7 @@ export function KeysPage() {
           </div>
         ) : null}
         <div class="table-wrap">
-          <table class="table">
+          <table class="table table-stack">
             <thead>
               <tr>
                 <th scope="col">Key</th>
@@ -87,15 +87,17 @@ export function KeysPage() {
             <tbody>
               {(data?.api_keys ?? []).map((k) => (
                 <tr key={k.id}>
-                  <td class="mono">{k.prefix}</td>
-                  <td>
+                  <td class="mono" data-label="Key">
+                    {k.prefix}
+                  </td>
+                  <td data-label="Created">
                     <Time at={k.created_at} now={now} />
                   </td>
-                  <td>
+                  <td data-label="Last used">
                     <Time at={k.last_used_at} now={now} empty="Never" />
                   </td>
                   {canManageKeys ? (
-                    <td class="actions">
+                    <td class="actions actions-cell">
                       <ConfirmButton
                         label="Revoke"
                         confirmLabel="Revoke now"

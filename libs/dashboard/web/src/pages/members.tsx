@@ -43,7 +43,7 @@ export function MembersPage() {
       ) : null}
       <section class="card">
         <div class="table-wrap">
-          <table class="table">
+          <table class="table table-stack">
             <thead>
               <tr>
                 <th scope="col">E-mail</th>
@@ -58,10 +58,10 @@ export function MembersPage() {
             <tbody>
               {(data ?? []).map((m) => (
                 <tr key={m.email}>
-                  <td>
+                  <td data-label="E-mail" class="break">
                     {m.email} {m.email === session.member.email ? <span class="muted">(you)</span> : null}
                   </td>
-                  <td>
+                  <td data-label="Role">
                     {isOwner ? (
                       <RoleChoice email={m.email} role={m.role} onChange={(role) => act(() => api.setRole(m.email, role))} />
                     ) : (
@@ -69,7 +69,7 @@ export function MembersPage() {
                     )}
                   </td>
                   {isOwner ? (
-                    <td class="actions">
+                    <td class="actions actions-cell">
                       <ConfirmButton
                         label="Remove"
                         confirmLabel="Remove now"

@@ -16,7 +16,7 @@ const count = (n: number) => n.toLocaleString('en');
 const percent = (rate: number | null) => (rate === null ? '—' : `${(Math.floor(rate * 1000) / 10).toLocaleString('en')} %`);
 /** A stretch of time in the unit that reads best: the ladder takes seconds in a demo and hours in production. */
 const span = (seconds: number) =>
-  seconds >= 3_600 ? `${(seconds / 3_600).toFixed(1)} hours` : seconds >= 60 ? `${Math.round(seconds / 60)} minutes` : `${seconds} seconds`;
+  seconds >= 3_600 ? `${(seconds / 3_600).toFixed(1)} hours` : seconds >= 60 ? plural(Math.round(seconds / 60), 'minute') : plural(seconds, 'second');
 const latency = (ms: number | null, cap: number) => (ms === null ? '—' : `${ms >= cap ? '≥ ' : ''}${formatDuration(ms)}`);
 
 /**
@@ -90,6 +90,7 @@ function OverviewBody({ data, words, onRecovered }: { data: Overview; words: str
         </Tile>
         <Tile tone="bad" label="Failed" value={count(t.failed)} testId="tile-failed">
           callbacks that ran out of attempts {words}
+          {t.recovered ? ', including any that a retry delivered since' : ''}
         </Tile>
         <Tile tone="wait" label="Pending now" value={count(t.pending)} testId="tile-pending">
           on their retry ladder
@@ -103,7 +104,8 @@ function OverviewBody({ data, words, onRecovered }: { data: Overview; words: str
           {t.first_attempts ? `${count(t.first_attempts_delivered)} of ${plural(t.first_attempts, 'first attempt')}` : 'no first attempt yet'}
         </Tile>
         <Tile tone="info" label="Delivery latency" value={`p50 ${latency(t.latency_p50_ms, cap)}`} testId="tile-latency">
-          p95 {latency(t.latency_p95_ms, cap)}, from the job’s end
+          p95 {latency(t.latency_p95_ms, cap)}, from the job’s end to the delivery
+          {t.recovered ? ', retries by hand included' : ''}
         </Tile>
         <Tile tone={t.failed_attempts ? 'bad' : 'ok'} label="Failed attempts" value={count(t.failed_attempts)} testId="tile-attempts">
           of {plural(t.attempts, 'attempt')}
@@ -239,7 +241,7 @@ function Jobs({ data }: { data: Overview }) {
         Last 7 days (UTC), whatever the window: {formatMoney(total)} charged. Only completed jobs are charged; <Link href="/usage">Usage</Link> has the ledger.
       </p>
       <div class="table-wrap">
-        <table class="table table-compact" data-testid="table-jobs">
+        <table class="table table-compact table-stack" data-testid="table-jobs">
           <caption class="sr-only">Jobs finished and charged per UTC day, oldest first</caption>
           <thead>
             <tr>
@@ -264,9 +266,15 @@ function Jobs({ data }: { data: Overview }) {
                 <th scope="row" class="nowrap">
                   {d.date}
                 </th>
-                <td class="num">{count(d.jobs_completed)}</td>
-                <td class="num">{count(d.jobs_failed)}</td>
-                <td class="num">{formatMoney(d.charged)}</td>
+                <td class="num" data-label="Completed">
+                  {count(d.jobs_completed)}
+                </td>
+                <td class="num" data-label="Failed">
+                  {count(d.jobs_failed)}
+                </td>
+                <td class="num" data-label="Charged">
+                  {formatMoney(d.charged)}
+                </td>
                 <td class="bar-cell">
                   <meter min={0} max={max || 1} value={d.jobs_completed + d.jobs_failed} aria-hidden="true" />
                 </td>

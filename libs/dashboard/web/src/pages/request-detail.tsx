@@ -208,7 +208,7 @@ function CallbackSection({ callback, destination, now }: { callback: CallbackDet
         <p class="muted">No attempt yet.</p>
       ) : (
         <div class="table-wrap">
-          <table class="table attempts">
+          <table class="table table-stack attempts">
             <thead>
               <tr>
                 <th scope="col" class="num">
@@ -242,16 +242,20 @@ function AttemptRow({ attempt, now }: { attempt: CallbackAttemptObject; now: num
   const t = attempt.timing;
   return (
     <tr class="attempt" data-attempt={attempt.number}>
-      <td class="num">{attempt.number}</td>
-      <td>{attempt.trigger}</td>
-      <td>
+      <td class="num" data-label="#">
+        {attempt.number}
+      </td>
+      <td data-label="Trigger">{attempt.trigger}</td>
+      <td data-label="Sent">
         <Time at={attempt.sent_at} now={now} />
       </td>
-      <td>
+      <td data-label="Result">
         <span class={`badge ${ok ? 'badge-delivered' : 'badge-failed'}`}>{outcomeWords(attempt)}</span>
       </td>
-      <td class="num">{formatDuration(attempt.duration_ms)}</td>
-      <td class="small">
+      <td class="num" data-label="Duration">
+        {formatDuration(attempt.duration_ms)}
+      </td>
+      <td class="small" data-label="Timing">
         {t ? (
           <>
             DNS {formatDuration(t.dns_ms)} · connect {formatDuration(t.connect_ms)} · TLS {formatDuration(t.tls_ms)} · first byte{' '}
@@ -261,8 +265,10 @@ function AttemptRow({ attempt, now }: { attempt: CallbackAttemptObject; now: num
           <span class="muted">not measured</span>
         )}
       </td>
-      <td class="mono">{attempt.address ?? '—'}</td>
-      <td>
+      <td class="mono" data-label="Address">
+        {attempt.address ?? '—'}
+      </td>
+      <td data-label="Response excerpt">
         {/* Attacker-controlled bytes: a text node in a <pre>, never HTML. */}
         {attempt.response_excerpt ? <pre class="excerpt">{attempt.response_excerpt}</pre> : <span class="muted">(empty)</span>}
       </td>

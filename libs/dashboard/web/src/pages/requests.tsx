@@ -59,14 +59,21 @@ export function RequestsPage() {
     [kind, callbackStatus, destination, createdAfter, createdBefore, q, after],
   );
 
-  // A callback on its ladder changes by itself: keep the first page fresh while someone watches it.
+  // A callback on its ladder changes by itself: keep the first page fresh while someone watches it,
+  // every 2 s for a while after a bulk retry began (its attempts go out a few a second), else every 10 s.
+  const [retryingUntil, setRetryingUntil] = useState(0);
   useEffect(() => {
     if (after) return;
-    const timer = setInterval(() => {
-      if (document.visibilityState === 'visible') void reload();
-    }, 10_000);
+    const fast = Date.now() < retryingUntil;
+    const timer = setInterval(
+      () => {
+        if (document.visibilityState === 'visible') void reload();
+        if (fast && Date.now() >= retryingUntil) setRetryingUntil(0);
+      },
+      fast ? 2_000 : 10_000,
+    );
     return () => clearInterval(timer);
-  }, [reload, after]);
+  }, [reload, after, retryingUntil]);
 
   const current = { kind, callback_status: callbackStatus, destination, created_after: createdAfter, created_before: createdBefore, q };
   function go(next: Record<string, string>) {
@@ -86,7 +93,6 @@ export function RequestsPage() {
           {loading ? 'Refreshing…' : 'Refresh'}
         </button>
       </div>
-      {after || filtered ? null : <DestinationsPanel />}
       <form
         class="filters"
         role="search"
@@ -168,7 +174,11 @@ export function RequestsPage() {
             ...(createdAfter ? { created_after: Number(createdAfter) } : {}),
             ...(createdBefore ? { created_before: Number(createdBefore) } : {}),
           }}
-          onDone={() => void reload()}
+          onDone={(count, ratePerSecond) => {
+            void reload();
+            // Until the last of them has had time to go out, and a little after.
+            if (count > 0) setRetryingUntil(Date.now() + Math.min(10 * 60_000, (count / ratePerSecond) * 1000 + 10_000));
+          }}
         />
       ) : null}
       <ErrorBanner error={error} />
@@ -216,6 +226,7 @@ export function RequestsPage() {
           </button>
         ) : null}
       </nav>
+      {after || filtered ? null : <DestinationsPanel />}
     </>
   );
 }
@@ -247,7 +258,7 @@ function filterWords(filters: RecoveryFilters): string {
  * Retrying the failed callbacks the filters list, through the recovery of `POST /v1/callbacks/recover`:
  * the count is asked for first and shown in the question; the attempts go out at the recovery's pace.
  */
-function RecoverMatching({ filters, onDone }: { filters: RecoveryFilters; onDone: () => void }) {
+function RecoverMatching({ filters, onDone }: { filters: RecoveryFilters; onDone: (count: number, ratePerSecond: number) => void }) {
   const { api } = useApp();
   return (
     <section class="recover-matching" aria-label="Recovery">
@@ -263,7 +274,7 @@ function RecoverMatching({ filters, onDone }: { filters: RecoveryFilters; onDone
           question: (p) => `Retry ${plural(p.count, 'failed callback')} ${filterWords(p.filters)}? They go out ${p.rate_per_second} a second.`,
           startedNone: 'Nothing to retry: no callback matching these filters has ended failed.',
           started: (s) =>
-            `Retrying ${plural(s.count, 'failed callback')} matching these filters, ${s.rate_per_second} a second. Their attempts appear on each request.`,
+            `Retrying ${plural(s.count, 'failed callback')} matching these filters, ${s.rate_per_second} a second. The list refreshes every 2 s as their attempts are made.`,
         }}
       />
     </section>
@@ -276,10 +287,10 @@ function Row({ row, now }: { row: RequestRow; now: number }) {
   return (
     <tr class={row.failing ? 'row-failing' : undefined} data-failing={row.failing ? 'true' : undefined}>
       <td data-label="Request">
-        <Link href={`/requests/${encodeURIComponent(row.id)}`} class="mono">
+        <Link href={`/requests/${encodeURIComponent(row.id)}`} class="mono id-cut" title={row.id}>
           {row.id}
         </Link>
-        <div class="prompt" title={row.prompt}>
+        <div class="prompt" title={`${row.kind === 'video' ? 'Video' : 'Image'} · ${row.model} · ${row.prompt}`}>
           {row.kind === 'video' ? 'Video' : 'Image'} · {row.model} · {row.prompt}
         </div>
       </td>

@@ -237,7 +237,14 @@ async function main(): Promise<void> {
     const user = inspectImage(config, size, mount);
     // The config the ordinary suite's contract test compares compose and k8s with (test/repo/image-contract.test.ts).
     mkdirSync(join(ROOT, 'var/image-test'), { recursive: true });
-    writeFileSync(join(ROOT, 'var/image-test/image-config.json'), `${JSON.stringify({ image: IMAGE, base, size, config }, null, 2)}\n`);
+    const configFile = join(ROOT, 'var/image-test/image-config.json');
+    writeFileSync(configFile, `${JSON.stringify({ image: IMAGE, base, size, config }, null, 2)}\n`);
+    const contract = spawnSync('npx', ['jest', 'test/repo/image-contract.test.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, IMAGE_TEST_CONFIG: configFile },
+      stdio: 'inherit',
+    });
+    check(contract.status === 0, 'the built image does not have what docker-compose.yml and k8s/ rely on (test/repo/image-contract.test.ts)');
 
     // The pod's volumes: an emptyDir /tmp per service, the shared media volume, the CA as a Secret volume.
     const volume = (name: string) => {

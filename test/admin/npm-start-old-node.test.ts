@@ -69,6 +69,19 @@ function repositoryCopy(): string {
 describe(`npm's entry points on a Node older than ${WANT}`, () => {
   let copy = '';
 
+  // The copies share the repository's .cache: the Node of .nvmrc is fetched into it here, once, as
+  // any entry point on an older Node would (the runs below make npm's installs dry runs, which fetch
+  // nothing). A suite started on a newer Node may not have fetched it yet.
+  beforeAll(() => {
+    if (!OLD_NODE) return;
+    execFileSync('bash', ['-c', 'source scripts/use-node.sh && node -v'], {
+      cwd: ROOT,
+      env: { ...process.env, PATH: `${dirname(OLD_NODE)}${delimiter}${process.env.PATH ?? ''}` },
+      stdio: 'ignore',
+      timeout: 120_000,
+    });
+  }, 150_000);
+
   beforeEach(() => {
     copy = repositoryCopy();
   });

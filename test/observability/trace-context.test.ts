@@ -2,7 +2,7 @@
 // choose, so by default a job does not live under it: the request starts a trace of our own and keeps
 // the caller's span only as a link. Followed as in traces.test.ts, through the three real services
 // and a real OTLP/HTTP receiver. With OTEL_TRUST_INCOMING_TRACE_CONTEXT (a proxy in front that sets
-// the headers itself) the caller's context is continued, as it used to be for everyone.
+// the headers itself) the caller's context is continued.
 import { randomBytes } from 'node:crypto';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { api, eventually } from '../support/stack';

@@ -8,5 +8,5 @@
 export * from './callback-admin';
 export * from './errors';
 export * from './presenter';
-export * from './test-callbacks';
+export * from './sample-callbacks';
 export * from './wiring';

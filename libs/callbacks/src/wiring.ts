@@ -3,7 +3,7 @@ import { JobQueue, type AppConfig, type Logger } from '@media/common';
 import { CallbackUrlGuard } from '@media/callback-guard';
 import { CallbackRepository, IdempotencyRepository, StoreKeys, TestCallbackRepository } from '@media/storage';
 import { CallbackAdmin } from './callback-admin';
-import { TestCallbacks } from './test-callbacks';
+import { TestCallbacks } from './sample-callbacks';
 
 /** A wired {@link CallbackAdmin}; `close` releases its queue producer, the Redis connection stays the caller's. */
 export interface CallbackAdminHandle {

@@ -20,7 +20,8 @@
   Output:
     {in flight, deferred, cap in force, origin or '', whole host slow until ms or 0, throttled until
      ms or 0, workspaces in their own slow lane, workspaces waiting held back by their own slowness,
-     by the host's back-pressure, by the whole host's slowness, by a full host,
+     by the host's back-pressure, by the whole host's slowness, by a full host (these five 0 with
+     ARGV[4]),
      then with ARGV[4]: its attempts in flight, its attempts parked, how many of its attempts may be
      in flight at once, its own slow lane's end ms or 0, its last delivered ms or 0, its last failed
      ms or 0, its failures since the last delivered one}
@@ -39,18 +40,22 @@ local host_slow = 0
 if future(state[3]) == 0 then host_slow = future(state[2]) end
 local throttled = future(state[4])
 
+-- The tallies over every workspace are on-call's (metrics); a workspace's dashboard reads its own
+-- share, and is spared a walk over every workspace that called the host lately.
 local slow_workspaces = 0
-local shares = redis.call('HGETALL', KEYS[5])
-for i = 1, #shares, 2 do
-  if string.sub(shares[i], 1, 2) == 's:' and tonumber(shares[i + 1]) > now then slow_workspaces = slow_workspaces + 1 end
-end
 local held = {0, 0, 0, 0}
-for _, ws in ipairs(redis.call('ZRANGE', KEYS[7], 0, -1)) do
-  local reason = 4
-  if in_own_slow_lane(ws, now) then reason = 1
-  elseif throttled > 0 then reason = 2
-  elseif host_slow > 0 then reason = 3 end
-  held[reason] = held[reason] + 1
+if ARGV[4] == '' then
+  local shares = redis.call('HGETALL', KEYS[5])
+  for i = 1, #shares, 2 do
+    if string.sub(shares[i], 1, 2) == 's:' and tonumber(shares[i + 1]) > now then slow_workspaces = slow_workspaces + 1 end
+  end
+  for _, ws in ipairs(redis.call('ZRANGE', KEYS[7], 0, -1)) do
+    local reason = 4
+    if in_own_slow_lane(ws, now) then reason = 1
+    elseif throttled > 0 then reason = 2
+    elseif host_slow > 0 then reason = 3 end
+    held[reason] = held[reason] + 1
+  end
 end
 
 local reply = {

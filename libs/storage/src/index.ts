@@ -8,7 +8,7 @@ export * from './link-key';
 export * from './workspaces';
 export * from './record-json';
 export * from './sessions';
-export * from './test-callbacks';
+export * from './sample-callbacks';
 export * from './destinations';
 export * from './replica-wait';
 export * from './overview';

@@ -15,7 +15,7 @@ import {
   SecretBox,
 } from '@media/storage';
 import { CallbackService } from './callback-service';
-import { TestCallbackService } from './test-callback-service';
+import { TestCallbackService } from './sample-callback-service';
 import { egressProxyOf } from './egress-proxy';
 import { WebhookSender } from './webhook-sender';
 

@@ -1,5 +1,6 @@
-// dependency-cruiser, run by `npm run lint` (scripts/lint.sh): no import cycles, and the services and
-// the admin tool share code only through libs/, never by importing one another.
+// dependency-cruiser, run by `npm run lint` (scripts/lint.sh): no import cycles, the services and the
+// admin tool share code only through libs/, never by importing one another, and the renderer
+// (libs/renderer) takes nothing from the other packages but @media/common.
 // An import of another workspace package (@media/...) resolves as Node resolves it, to the package's
 // built dist/ (not followed further; so it runs after `tsc -b`). Cycles between packages are refused
 // by tsc -b's project references already; this finds those within a package.
@@ -26,6 +27,14 @@ module.exports = {
       comment: 'A library imports a service or tool: libraries are what services and tools build on.',
       from: { path: '^libs/' },
       to: { path: '^(services|tools)/' },
+    },
+    {
+      name: 'renderer-uses-common-only',
+      severity: 'error',
+      comment:
+        'The renderer imports a workspace package other than @media/common (its scratch directory): it draws from a prompt and a seed alone, so any backend or tool can use it without the store, the queues or the domain model.',
+      from: { path: '^libs/renderer/' },
+      to: { path: '^libs/', pathNot: '^libs/(renderer|common)/' },
     },
     {
       name: 'workspace-package-resolves',

@@ -23,7 +23,7 @@ export default defineConfig(
       // tells error middleware by its four parameters). A rest sibling is how a property is left out.
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', ignoreRestSiblings: true }],
       // The ffmpeg/ffprobe installers throw when loaded on a platform without a prebuilt binary, so
-      // services/generator/src/media/binaries.ts requires them only when their path is asked for.
+      // libs/renderer/src/binaries.ts requires them only when their path is asked for.
       '@typescript-eslint/no-require-imports': ['error', { allow: ['^@ffmpeg-installer/ffmpeg$', '^@ffprobe-installer/ffprobe$'] }],
     },
   },

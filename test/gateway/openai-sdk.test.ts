@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import sharp from 'sharp';
-import { defaultFfprobePath } from '../../services/generator/src/media';
+import { defaultFfprobePath } from '@media/renderer';
 import { baseEnv } from '../dispatcher/support/harness';
 import { makeTestPki, type TestPki } from '../dispatcher/support/pki';
 import { TestReceiver } from '../dispatcher/support/receiver';

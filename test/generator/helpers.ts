@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { Queue, type Job, type JobType } from 'bullmq';
 import { bullPrefix, jobIds } from '@media/common';
 import { MODEL_CATALOG, type VideoJob, type VideoModel } from '@media/domain';
-import { defaultFfprobePath } from '../../services/generator/src/media/binaries';
+import { defaultFfprobePath } from '@media/renderer';
 import { api, eventually, TestStack, type BlobStoreKind, type TestWorkspace } from '../support/stack';
 
 export type Call = ReturnType<typeof api>;

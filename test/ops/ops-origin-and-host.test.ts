@@ -34,7 +34,7 @@ beforeAll(async () => {
     allowedHosts: loadConfig({ OPS_ALLOWED_HOSTS: 'Ops.Media.Internal.' }).opsAllowedHosts,
     logger: log.logger,
     registry: createMetricsRegistry('ops-guard-test'),
-    isReady: async () => true,
+    isReady: async () => ({ ready: true, status: 'ready' }),
     mount: (app) => {
       closeBoard = mountOperatorBoard(app, { connection: redis, keyPrefix: prefix, credentials: OPERATOR, logger: log.logger });
     },

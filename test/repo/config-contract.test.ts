@@ -1,10 +1,11 @@
-// The settings in libs/common/src/config.ts are a contract with operators: docs/configuration.md documents each
-// one, .env.example lists each with its default, and docker-compose.yml / k8s notes may only set names
-// the services actually read (a misspelt variable is silently ignored at run time, so it has to be
-// caught here).
+// The settings declared in libs/common/src/settings.ts are a contract with operators:
+// docs/configuration.md's table is written from the declarations (`npm run docs:config`) and must
+// say what they say, .env.example lists each with its default, and docker-compose.yml / k8s notes may
+// only set names the services actually read (a misspelt variable is silently ignored at run time, so
+// it has to be caught here).
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { CONFIG_KEYS, loadConfig } from '@media/common';
+import { CONFIG_KEYS, loadConfig, settingRow, settingsTable, type SettingName } from '@media/common';
 
 const ROOT = resolve(__dirname, '../..');
 const read = (path: string) => readFileSync(resolve(ROOT, path), 'utf8');
@@ -71,13 +72,24 @@ describe('configuration contract', () => {
   describe('docs/configuration.md', () => {
     // The settings table is everything before the first section (media storage, backends, Redis…).
     const section = /^# Configuration\b[\s\S]*?(?=^## )/m.exec(read('docs/configuration.md'))?.[0] ?? '';
+    /** The table's lines: from its header to the first line that is not a table row. */
+    const lines = section.split('\n');
+    const start = lines.findIndex((line) => line.startsWith('| Variable |'));
+    const end = lines.findIndex((line, i) => i > start && !line.startsWith('|'));
+    const table = start === -1 ? [] : lines.slice(start, end === -1 ? undefined : end);
+    const FIX = 'npm run docs:config rewrites the table from libs/common/src/settings.ts';
 
     it('has the settings table', () => {
       expect(section).toMatch(/^\| Variable \|/m);
     });
 
-    it.each([...CONFIG_KEYS])('documents %s in the settings table', (key) => {
-      expect(section).toMatch(new RegExp(`^\\|\\s*\`${key}\`\\s*\\|`, 'm'));
+    it.each([...CONFIG_KEYS])('documents %s as settings.ts declares it: default, meaning and readers', (key) => {
+      const row = table.find((line) => line.startsWith(`| \`${key}\` |`));
+      expect([row, FIX]).toEqual([settingRow(key as SettingName), FIX]);
+    });
+
+    it('is the table npm run docs:config writes (the same rows, in the order of the declarations)', () => {
+      expect([table.join('\n'), FIX]).toEqual([settingsTable(), FIX]);
     });
 
     it('documents no setting that the code does not read', () => {

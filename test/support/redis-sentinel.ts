@@ -6,37 +6,59 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { FollowingSentinelConnector } from '@media/common';
 import { eventually, freePort, redisAnswers } from './basics';
+import { TcpProxy } from './tcp-proxy';
 
 /** The name the Sentinels monitor the primary under (`REDIS_SENTINEL_NAME`). */
 export const SENTINEL_NAME = 'media-primary';
 /** The data nodes' password (`REDIS_PASSWORD`), as production Redis has one; the Sentinels have none. */
 export const NODE_PASSWORD = 'sentinel-test-node-password';
 
+export interface SentinelSetOptions {
+  /** Replicas of the primary (1 unless given). */
+  replicas?: number;
+  /**
+   * Every data node behind a TCP proxy of its own, whose port is the node's address for everyone
+   * (the node announces it; Sentinels, replicas and clients dial it), so that {@link
+   * TestRedisSentinel.cut} can cut a node off the network while it runs.
+   */
+  proxied?: boolean;
+}
+
 /**
  * Redis with automatic failover, as a platform team runs it, on loopback and of the test's own: a
- * primary, a replica of it, and three Sentinels (quorum 2) that promote the replica when the
+ * primary, a replica of it (or more), and three Sentinels (quorum 2) that promote a replica when the
  * primary stops answering. Every node writes an append-only file, so a killed primary can come back
  * on its port and data, where the Sentinels make it a replica of the one they promoted.
  */
 export class TestRedisSentinel {
   private readonly nodes = new Map<number, ChildProcess>();
   private readonly sentinelChildren: ChildProcess[] = [];
+  /** With {@link SentinelSetOptions.proxied}: each node's proxy, by the node's address (its port). */
+  private readonly proxies = new Map<number, TcpProxy>();
+  /** The port each node's process listens on, by the node's address (the same port unless proxied). */
+  private readonly serverPorts = new Map<number, number>();
 
   private constructor(
-    /** The two data nodes' ports; the first starts as the primary. */
+    /** The data nodes' addresses (ports on 127.0.0.1); the first starts as the primary. */
     readonly dataPorts: number[],
     readonly sentinelPorts: number[],
     private readonly dir: string,
   ) {}
 
-  static async start(): Promise<TestRedisSentinel> {
+  static async start(options: SentinelSetOptions = {}): Promise<TestRedisSentinel> {
+    const dataNodes = 1 + (options.replicas ?? 1);
     const ports: number[] = [];
-    while (ports.length < 5) {
+    // Proxied, each node has a second port: the one its process listens on behind its proxy.
+    while (ports.length < dataNodes * (options.proxied ? 2 : 1) + 3) {
       const port = await freePort();
       if (!ports.includes(port)) ports.push(port);
     }
-    const set = new TestRedisSentinel(ports.slice(0, 2), ports.slice(2), await mkdtemp(join(tmpdir(), 'redis-sentinel-')));
+    const set = new TestRedisSentinel(ports.slice(0, dataNodes), ports.slice(dataNodes, dataNodes + 3), await mkdtemp(join(tmpdir(), 'redis-sentinel-')));
+    for (const [i, port] of set.dataPorts.entries()) set.serverPorts.set(port, options.proxied ? ports[dataNodes + 3 + i]! : port);
     try {
+      if (options.proxied) {
+        for (const port of set.dataPorts) set.proxies.set(port, await TcpProxy.start(set.serverPorts.get(port)!, port));
+      }
       await set.launch();
     } catch (err) {
       await set.destroy();
@@ -65,9 +87,37 @@ export class TestRedisSentinel {
     });
   }
 
-  /** A plain connection to one data node. */
+  /** A plain connection to one data node (past its proxy, if it has one: it answers during a cut). */
   node(port: number): Redis {
-    return new Redis(port, '127.0.0.1', { password: NODE_PASSWORD, maxRetriesPerRequest: 1 });
+    const node = new Redis(this.serverPorts.get(port) ?? port, '127.0.0.1', { password: NODE_PASSWORD, maxRetriesPerRequest: 1 });
+    // A node killed under it fails its command, which says so.
+    node.on('error', () => undefined);
+    return node;
+  }
+
+  /** Asks the Sentinels to promote a replica now (`SENTINEL FAILOVER`), as an operator does. */
+  async failover(): Promise<void> {
+    const sentinel = new Redis(this.sentinelPorts[0], '127.0.0.1', { maxRetriesPerRequest: 1 });
+    try {
+      await sentinel.call('SENTINEL', 'FAILOVER', SENTINEL_NAME);
+    } finally {
+      sentinel.disconnect();
+    }
+  }
+
+  /** Cuts a proxied node off the network (see {@link TcpProxy.cut}): it runs, and nobody reaches it. */
+  cut(port: number): void {
+    this.proxyOf(port).cut();
+  }
+
+  heal(port: number): void {
+    this.proxyOf(port).heal();
+  }
+
+  private proxyOf(port: number): TcpProxy {
+    const proxy = this.proxies.get(port);
+    if (!proxy) throw new Error(`node ${port} has no proxy: start the set with { proxied: true }`);
+    return proxy;
   }
 
   /** The port of the primary, as the Sentinels see it now. */
@@ -127,14 +177,15 @@ export class TestRedisSentinel {
     this.nodes.get(port)?.kill('SIGCONT');
   }
 
-  /** Starts a data node (again) on its port and directory; the first run of the second one replicates the first. */
+  /** Starts a data node (again) on its address and directory; the first run of a replica replicates `replicaOf`. */
   async launchNode(port: number, replicaOf?: number): Promise<void> {
     const dir = join(this.dir, String(port));
     await mkdir(dir, { recursive: true });
+    const serverPort = this.serverPorts.get(port) ?? port;
     // masterauth too: a node made a replica (the first one, or an old primary after a failover) authenticates to its primary.
     const args = [
       '--port',
-      String(port),
+      String(serverPort),
       '--bind',
       '127.0.0.1',
       '--dir',
@@ -148,12 +199,13 @@ export class TestRedisSentinel {
       '--masterauth',
       NODE_PASSWORD,
     ];
+    // Behind a proxy the node gives the proxy's port as its own, so the Sentinels name that.
+    if (serverPort !== port) args.push('--replica-announce-ip', '127.0.0.1', '--replica-announce-port', String(port));
     if (replicaOf !== undefined) args.push('--replicaof', '127.0.0.1', String(replicaOf));
     this.nodes.set(port, spawn('redis-server', args, { stdio: 'ignore' }));
-    await redisAnswers({ url: `redis://:${NODE_PASSWORD}@127.0.0.1:${port}` }, `redis node ${port} to answer`);
+    await redisAnswers({ url: `redis://:${NODE_PASSWORD}@127.0.0.1:${serverPort}` }, `redis node ${port} to answer`);
   }
 
-  /** The role (`master` or `slave`) the node on this port says it has. */
   /** Which node each Sentinel names as primary, and each data node's own role: what a failed failover test reports. */
   async describe(): Promise<string> {
     const named = await Promise.all(
@@ -174,6 +226,7 @@ export class TestRedisSentinel {
     return `${named.join(', ')}; nodes: ${roles.join(', ')}`;
   }
 
+  /** The role (`master` or `slave`) the node on this port says it has. */
   async roleOf(port: number): Promise<string> {
     const node = this.node(port);
     try {
@@ -195,9 +248,9 @@ export class TestRedisSentinel {
   }
 
   private async launch(): Promise<void> {
-    const [primary, replica] = this.dataPorts;
+    const [primary, ...replicas] = this.dataPorts as [number, ...number[]];
     await this.launchNode(primary);
-    await this.launchNode(replica, primary);
+    for (const replica of replicas) await this.launchNode(replica, primary);
     for (const port of this.sentinelPorts) {
       const dir = join(this.dir, `sentinel-${port}`);
       await mkdir(dir, { recursive: true });
@@ -229,7 +282,7 @@ export class TestRedisSentinel {
           try {
             const master = (await sentinel.call('SENTINEL', 'master', SENTINEL_NAME)) as string[];
             const field = (name: string) => Number(master[master.indexOf(name) + 1]);
-            if (field('num-slaves') < 1 || field('num-other-sentinels') < 2) return undefined;
+            if (field('num-slaves') < replicas.length || field('num-other-sentinels') < 2) return undefined;
           } finally {
             sentinel.disconnect();
           }
@@ -251,6 +304,7 @@ export class TestRedisSentinel {
         await exited;
       }),
     );
+    await Promise.all([...this.proxies.values()].map((proxy) => proxy.close()));
     await rm(this.dir, { recursive: true, force: true });
   }
 }

@@ -1,12 +1,17 @@
-import { isIP } from 'node:net';
 import Joi from 'joi';
-import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule, RetryScheduleError, type RetrySchedule } from '@media/domain';
-import { CRASH_POINTS, type CrashPoint } from './faults';
-import { LOG_FORMATS, type LogFormat } from './logger';
+import type { RetrySchedule } from '@media/domain';
+import type { CrashPoint } from './faults';
+import type { LogFormat } from './logger';
+import { splitList } from './setting-kinds';
+import { DOCS_URL_PLACEHOLDER, SETTING_NAMES, SETTINGS, settingValues, type SettingName, type SettingValues } from './settings';
+
+export { parseModelMap } from './settings';
 
 /**
  * Every setting of every service, validated once at start-up. Only this module reads the
- * environment; services receive the typed {@link AppConfig} through their constructors.
+ * environment; services receive the typed {@link AppConfig} through their constructors. Each
+ * variable is declared once, in settings.ts; this module adds the rules between variables and
+ * maps their values onto this shape.
  */
 export interface AppConfig {
   /**
@@ -206,296 +211,31 @@ export interface RedisAuth {
   sentinelPassword?: string;
 }
 
-const list = (text: string): string[] =>
-  text
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0);
+/** The rules between settings, added to the schemas the table declares: each setting's own checks are settings.ts's. */
+const DEPENDS_ON_OTHERS: { readonly [K in SettingName]?: (schema: Joi.AnySchema) => Joi.AnySchema } = {
+  REDIS_SENTINEL_NAME: (schema) =>
+    schema
+      .when('REDIS_SENTINELS', { is: Joi.exist(), then: Joi.required(), otherwise: Joi.forbidden() })
+      .messages({ 'any.required': '{{#label}} must name the primary the Sentinels monitor', 'any.unknown': '{{#label}} is only read with REDIS_SENTINELS' }),
+  DOCS_URL: (schema) =>
+    schema.when('NODE_ENV', {
+      is: 'production',
+      then: Joi.required()
+        .custom((value: string, helpers) =>
+          URL.canParse(value) && new URL(value).hostname === new URL(DOCS_URL_PLACEHOLDER).hostname
+            ? helpers.message({ custom: `{{#label}} is the placeholder ${DOCS_URL_PLACEHOLDER}: set it to your documentation site (NODE_ENV=production)` })
+            : value,
+        )
+        .messages({
+          'any.required': `{{#label}} must be set when NODE_ENV=production (its default is the placeholder ${DOCS_URL_PLACEHOLDER}): your documentation site, shown in the callback user-agent`,
+        }),
+    }),
+  S3_BUCKET: (schema) => schema.when('BLOB_STORE', { is: 's3', then: Joi.required() }),
+  UPSTREAM_BASE_URL: (schema) => schema.when('GENERATOR_BACKEND', { is: 'openai-compatible', then: Joi.required() }),
+  UPSTREAM_API_KEY: (schema) => schema.when('GENERATOR_BACKEND', { is: 'openai-compatible', then: Joi.required() }),
+};
 
-const csv = Joi.string().allow('').default('');
-
-/** `host:port`, `[v6]:port`; undefined when it is neither. */
-function parseNode(text: string): { host: string; port: number } | undefined {
-  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(text);
-  if (!match) return undefined;
-  const port = Number(match[3]);
-  if (port < 1 || port > 65_535) return undefined;
-  return { host: match[1] ?? match[2]!, port };
-}
-
-/** A model id on either side of `UPSTREAM_MODEL_MAP`: OpenAI's (`gpt-image-1`), or a self-hosted server's (`org/model:tag`). */
-const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/;
-
-/**
- * `pixel-1=gpt-image-1,motion-1=sora-2` → a map; the problems as text when it is not that shape.
- * A Map, since the keys are operator text and must never reach an object's prototype.
- */
-export function parseModelMap(text: string): ReadonlyMap<string, string> | string {
-  const map = new Map<string, string>();
-  for (const entry of list(text)) {
-    const [ours, theirs, ...rest] = entry.split('=').map((side) => side.trim());
-    if (rest.length > 0 || !ours || !theirs || !MODEL_ID.test(ours) || !MODEL_ID.test(theirs)) return `has an entry that is not ours=theirs: ${entry}`;
-    if (map.has(ours)) return `maps ${ours} twice`;
-    map.set(ours, theirs);
-  }
-  return map;
-}
-
-/** `a.b.c.d:port` or `[v6]:port`, comma-separated: addresses, never names, which could resolve anywhere. */
-const endpointList = Joi.string()
-  .custom((value: string, helpers) => {
-    const bad = list(value).filter((entry) => {
-      const node = parseNode(entry);
-      return node === undefined || isIP(node.host) === 0 || (isIP(node.host) === 6) !== entry.startsWith('[');
-    });
-    return bad.length === 0 ? value : helpers.message({ custom: `{{#label}} has entries that are not ip:port or [ipv6]:port: ${bad.join(', ')}` });
-  })
-  .allow('')
-  .default('');
-
-/** `host:port` seeds, comma-separated. */
-const nodeList = Joi.string().custom((value: string, helpers) => {
-  const bad = list(value).filter((node) => parseNode(node) === undefined);
-  if (list(value).length === 0) return helpers.message({ custom: '{{#label}} must list host:port seeds, comma-separated' });
-  return bad.length === 0 ? value : helpers.message({ custom: `{{#label}} has entries that are not host:port: ${bad.join(', ')}` });
-});
-
-// Millisecond settings become Node timers, which take at most 2^31 - 1 ms (24.8 days) and fire at
-// once beyond that: each has a maximum well inside it, so a typo is refused at start-up.
-const HOUR_MS = 3_600_000;
-const DAY_MS = 24 * HOUR_MS;
-
-/** `address/prefix`, IPv4 or IPv6, as the callback guard takes them (`127.0.0.0/8`, `::1/128`). */
-function isCidr(text: string): boolean {
-  const match = /^([^/]+)\/(\d{1,3})$/.exec(text);
-  const family = match ? isIP(match[1]!) : 0;
-  return family !== 0 && Number(match![2]) <= (family === 4 ? 32 : 128);
-}
-
-const cidrList = Joi.string()
-  .custom((value: string, helpers) => {
-    const bad = list(value).filter((entry) => !isCidr(entry));
-    return bad.length === 0
-      ? value
-      : helpers.message({ custom: `{{#label}} has entries that are not address/prefix (127.0.0.0/8, ::1/128): ${bad.join(', ')}` });
-  })
-  .allow('')
-  .default('');
-
-/** A DNS name (`ops.media.svc`, `localhost`): letters, digits and hyphens between dots; no port, no address range. */
-const HOST_NAME = /^(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
-
-const hostNameList = Joi.string()
-  .custom((value: string, helpers) => {
-    const bad = list(value).filter((entry) => !HOST_NAME.test(entry));
-    return bad.length === 0 ? value : helpers.message({ custom: `{{#label}} has entries that are not host names (no port, no scheme): ${bad.join(', ')}` });
-  })
-  .allow('')
-  .default('');
-
-/**
- * The placeholders `k8s/base` ships in its Secret: a deployment that forgot to replace one would
- * run with a value anyone who has read the repository knows.
- */
-const notThePlaceholder = (placeholder: string) =>
-  Joi.string().invalid(placeholder).messages({ 'any.invalid': "{{#label}} is k8s/base's placeholder: replace it with a secret of your own" });
-
-/** DOCS_URL's default: fine on a laptop, but a production receiver would be pointed at nobody's documentation. */
-const DOCS_URL_PLACEHOLDER = 'https://docs.example.com';
-
-const docsUrl = Joi.string()
-  .uri({ scheme: ['http', 'https'] })
-  .default(DOCS_URL_PLACEHOLDER)
-  .when('NODE_ENV', {
-    is: 'production',
-    then: Joi.required()
-      .custom((value: string, helpers) =>
-        URL.canParse(value) && new URL(value).hostname === new URL(DOCS_URL_PLACEHOLDER).hostname
-          ? helpers.message({ custom: `{{#label}} is the placeholder ${DOCS_URL_PLACEHOLDER}: set it to your documentation site (NODE_ENV=production)` })
-          : value,
-      )
-      .messages({
-        'any.required': `{{#label}} must be set when NODE_ENV=production (its default is the placeholder ${DOCS_URL_PLACEHOLDER}): your documentation site, shown in the callback user-agent`,
-      }),
-  });
-
-const schema = Joi.object({
-  REDIS_URL: Joi.string()
-    .uri({ scheme: ['redis', 'rediss'] })
-    .default('redis://127.0.0.1:6379'),
-  REDIS_CLUSTER_NODES: nodeList,
-  REDIS_SENTINELS: nodeList,
-  REDIS_SENTINEL_NAME: Joi.string()
-    .pattern(/^[A-Za-z0-9_.-]+$/)
-    .when('REDIS_SENTINELS', { is: Joi.exist(), then: Joi.required(), otherwise: Joi.forbidden() })
-    .messages({ 'any.required': '{{#label}} must name the primary the Sentinels monitor', 'any.unknown': '{{#label}} is only read with REDIS_SENTINELS' }),
-  REDIS_USERNAME: Joi.string(),
-  REDIS_PASSWORD: Joi.string(),
-  REDIS_SENTINEL_PASSWORD: Joi.string(),
-  REDIS_TLS: Joi.boolean().truthy('1').falsy('0').default(false),
-  REDIS_TLS_CA_FILE: Joi.string(),
-  REDIS_WAIT_REPLICAS: Joi.number().integer().min(0).max(16).default(0),
-  REDIS_WAIT_TIMEOUT_MS: Joi.number().integer().min(10).max(60_000).default(1_000),
-  // Letters, digits, _ . - and at most one `{…}` hash tag (Redis Cluster: every key then shares its slot).
-  KEY_PREFIX: Joi.string()
-    .pattern(/^[A-Za-z0-9_.-]*(\{[A-Za-z0-9_.-]+\}[A-Za-z0-9_.-]*)?$/)
-    .message('{{#label}} may hold letters, digits, _ . - and one hash tag (a name in curly braces)')
-    .default('media'),
-  PORT: Joi.number().port().default(8080),
-  PUBLIC_BASE_URL: Joi.string()
-    .uri({ scheme: ['http', 'https'] })
-    .default('http://localhost:8080'),
-  // `production` (the Docker image sets it) refuses the development defaults that must not reach a receiver.
-  NODE_ENV: Joi.string(),
-  DOCS_URL: docsUrl,
-  LINK_TTL_SECONDS: Joi.number().integer().min(60).default(86_400),
-  LINK_SIGNING_SECRET: notThePlaceholder('replace-me-with-32-or-more-random-characters').min(32),
-  MEDIA_DIR: Joi.string().default('var/media'),
-  BLOB_STORE: Joi.string().valid('fs', 's3').default('fs'),
-  S3_BUCKET: Joi.string()
-    .pattern(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/)
-    .when('BLOB_STORE', { is: 's3', then: Joi.required() }),
-  S3_REGION: Joi.string().pattern(/^[a-z0-9-]+$/),
-  S3_ENDPOINT: Joi.string().uri({ scheme: ['http', 'https'] }),
-  S3_FORCE_PATH_STYLE: Joi.boolean().truthy('1').falsy('0').default(false),
-  GENERATOR_BACKEND: Joi.string().valid('procedural', 'openai-compatible').default('procedural'),
-  UPSTREAM_BASE_URL: Joi.string()
-    .uri({ scheme: ['http', 'https'] })
-    .custom((value: string, helpers) => {
-      // The key belongs in UPSTREAM_API_KEY, which is never logged; a URL is (in errors, in start-up lines).
-      const url = URL.canParse(value) ? new URL(value) : undefined;
-      return url && (url.username || url.password) ? helpers.message({ custom: '{{#label}} must not carry credentials; set UPSTREAM_API_KEY' }) : value;
-    })
-    .when('GENERATOR_BACKEND', { is: 'openai-compatible', then: Joi.required() }),
-  // Joi quotes a failing value in its messages; this one's must never name the key itself.
-  UPSTREAM_API_KEY: Joi.string()
-    .pattern(/^[\x21-\x7e]+$/)
-    .message('{{#label}} must be printable ASCII without spaces')
-    .when('GENERATOR_BACKEND', { is: 'openai-compatible', then: Joi.required() }),
-  UPSTREAM_MODEL_MAP: Joi.string()
-    .custom((value: string, helpers) => {
-      const parsed = parseModelMap(value);
-      return typeof parsed === 'string' ? helpers.message({ custom: `{{#label}} ${parsed}` }) : value;
-    })
-    .allow('')
-    .default(''),
-  // No floor beyond a second: tests and soak runs use seconds. Links never outlive their media (they
-  // are cut at `expires_at`), so a period shorter than LINK_TTL_SECONDS plus the callback ladder
-  // gives callbacks links shorter than the spec's 24 hours; the README says so.
-  MEDIA_RETENTION_SECONDS: Joi.number()
-    .integer()
-    .min(1)
-    .default(7 * 86_400),
-  CALLBACK_RETENTION_SECONDS: Joi.number()
-    .integer()
-    .min(1)
-    .default(7 * 86_400),
-  RETENTION_SWEEP_INTERVAL_SECONDS: Joi.number().integer().min(1).max(86_400).default(60),
-  WEBHOOK_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(15_000),
-  WEBHOOK_RETRY_SCHEDULE: Joi.string()
-    .custom((value: string, helpers) => {
-      try {
-        parseRetrySchedule(value);
-      } catch (err) {
-        if (!(err instanceof RetryScheduleError)) throw err;
-        return helpers.message({ custom: `{{#label}} ${err.message}` });
-      }
-      return value;
-    })
-    .default(DEFAULT_RETRY_SCHEDULE),
-  SECRET_ROTATION_OVERLAP_SECONDS: Joi.number().integer().min(0).default(86_400),
-  CALLBACK_ALLOW_HTTP: Joi.boolean().truthy('1').falsy('0').default(false),
-  CALLBACK_ALLOWED_CIDRS: cidrList,
-  CALLBACK_ALLOWED_ENDPOINTS: endpointList,
-  CALLBACK_CA_FILE: Joi.string(),
-  LOG_LEVEL: Joi.string().valid('error', 'warn', 'info', 'debug').default('info'),
-  // No default here: whether it was set decides what `npm start` gives its services.
-  LOG_FORMAT: Joi.string().valid(...LOG_FORMATS),
-  GENERATOR_CONCURRENCY: Joi.number().integer().min(1).max(64).default(2),
-  // Attempts are I/O: a process holds hundreds of them in flight at little cost (README, "Isolation").
-  DISPATCHER_CONCURRENCY: Joi.number().integer().min(1).max(5000).default(500),
-  CALLBACK_DESTINATION_MAX_IN_FLIGHT: Joi.number().integer().min(1).max(10_000).default(100),
-  CALLBACK_DESTINATION_SLOW_MAX_IN_FLIGHT: Joi.number().integer().min(1).max(10_000).default(20),
-  GENERATION_TIMEOUT_MS: Joi.number().integer().min(1_000).max(DAY_MS).default(300_000),
-  GENERATION_ATTEMPTS: Joi.number().integer().min(1).max(10).default(3),
-  // BullMQ writes its stalled-job check's key with this as its expiry and renews locks every half of
-  // it: a lock of hours would leave jobs of a killed worker unrecovered for as long, on every worker.
-  JOB_LOCK_MS: Joi.number().integer().min(1_000).max(600_000).default(10_000),
-  SYNC_IMAGE_TIMEOUT_MS: Joi.number().integer().min(1_000).max(600_000).default(120_000),
-  MODERATION_BLOCKLIST: csv,
-  MAX_UPLOAD_BYTES: Joi.number()
-    .integer()
-    .min(1_024)
-    .default(20 * 1024 * 1024),
-  MAX_UPLOAD_TOTAL_BYTES: Joi.number()
-    .integer()
-    .min(1_024)
-    .default(64 * 1024 * 1024),
-  MAX_JSON_BYTES: Joi.number()
-    .integer()
-    .min(1_024)
-    .default(32 * 1024 * 1024),
-  IDEMPOTENCY_TTL_SECONDS: Joi.number().integer().min(60).default(86_400),
-  SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(1_000).max(HOUR_MS).default(30_000),
-  FFMPEG_PATH: Joi.string(),
-  RATE_LIMIT_CREATE_PER_MINUTE: Joi.number().integer().min(1).default(300),
-  RATE_LIMIT_READ_PER_MINUTE: Joi.number().integer().min(1).default(1_200),
-  MAX_WAITING_JOBS_PER_WORKSPACE: Joi.number().integer().min(1).default(1_000),
-  AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: Joi.number().integer().min(1).default(100),
-  HTTP_MAX_CONNECTIONS: Joi.number().integer().min(1).default(10_000),
-  HTTP_MAX_CONNECTIONS_PER_ADDRESS: Joi.number().integer().min(1).default(256),
-  HTTP_HEADERS_TIMEOUT_MS: Joi.number().integer().min(1_000).max(120_000).default(10_000),
-  HTTP_MIN_BODY_BYTES_PER_SECOND: Joi.number().integer().min(0).default(16_384),
-  MAX_CONCURRENT_UPLOADS_PER_WORKSPACE: Joi.number().integer().min(1).default(8),
-  TRUST_PROXY: Joi.string()
-    .pattern(/^(\d+|[0-9A-Fa-f:./,\s]+)$/)
-    .allow('')
-    .default(''),
-  FAULT_CRASH_POINTS: Joi.string()
-    .custom((value: string, helpers) => {
-      const unknown = list(value).filter((p) => !CRASH_POINTS.includes(p as CrashPoint));
-      return unknown.length === 0 ? value : helpers.message({ custom: `{{#label}} has unknown crash points: ${unknown.join(', ')}` });
-    })
-    .allow('')
-    .default(''),
-  OPS_PORT: Joi.number().port().default(9464),
-  OPS_HOST: Joi.string()
-    .ip({ cidr: 'forbidden' })
-    .messages({
-      'string.ip': '{{#label}} must be an IP address to listen on (127.0.0.1, 0.0.0.0, ::), not a host name',
-      'string.ipVersion': '{{#label}} must be an IP address to listen on (127.0.0.1, 0.0.0.0, ::), not a host name',
-    })
-    .default('127.0.0.1'),
-  // IP addresses and localhost are always accepted (the kubelet and Prometheus use the pod's address).
-  OPS_ALLOWED_HOSTS: hostNameList,
-  WORKER_LIVENESS_BOUND_MS: Joi.number().integer().min(1_000).max(DAY_MS).default(120_000),
-  LOCAL_STACK_DIR: Joi.string().default('var'),
-  LOCAL_RECEIVER: Joi.string().valid('on', 'off').default('on'),
-  LOCAL_RECEIVER_PORT: Joi.number().port().default(9443),
-  OPERATOR_USERNAME: Joi.string()
-    .pattern(/^[^:]+$/)
-    .default('operator'),
-  // Long enough that Basic auth over the ops port is not guessable in practice.
-  OPERATOR_PASSWORD: notThePlaceholder('replace-me-with-a-long-operator-password').min(16),
-  // Base64 of 32 random bytes each (`openssl rand -base64 32`), newest first.
-  SECRETS_ENCRYPTION_KEYS: Joi.string().custom((value: string, helpers) =>
-    list(value).every((k) => /^[A-Za-z0-9+/]{43}=$/.test(k))
-      ? value
-      : helpers.message({ custom: '{{#label}} must list base64 keys of 32 bytes each (openssl rand -base64 32)' }),
-  ),
-  // http://host:port of a forward proxy that takes CONNECT; credentials in it would be logged, so none.
-  CALLBACK_EGRESS_PROXY: Joi.string()
-    .uri({ scheme: ['http'] })
-    .pattern(/^http:\/\/[^/@]+:\d+\/?$/)
-    .messages({ 'string.pattern.base': '{{#label}} must be http://host:port (a forward proxy taking CONNECT; no credentials, no path)' }),
-  // The OpenTelemetry SDK reads the other standard OTEL_* variables itself; this one turns tracing on.
-  OTEL_EXPORTER_OTLP_ENDPOINT: Joi.string().uri({ scheme: ['http', 'https'] }),
-  // The standard variable, read here because the trace SDK's batch processor no longer reads it.
-  OTEL_BSP_SCHEDULE_DELAY: Joi.number().integer().min(1).max(600_000).default(5_000),
-  // Only behind a proxy that sets or strips traceparent/tracestate itself: a client could otherwise
-  // choose its jobs' trace id, turn their sampling off and put its tracestate into every span.
-  OTEL_TRUST_INCOMING_TRACE_CONTEXT: Joi.boolean().truthy('1').falsy('0').default(false),
-})
+const schema = Joi.object(Object.fromEntries(SETTING_NAMES.map((name) => [name, DEPENDS_ON_OTHERS[name]?.(SETTINGS[name].schema) ?? SETTINGS[name].schema])))
   // One shape of Redis at a time: a second one set by mistake would be silently ignored.
   .oxor('REDIS_SENTINELS', 'REDIS_CLUSTER_NODES')
   .messages({ 'object.oxor': 'set REDIS_SENTINELS or REDIS_CLUSTER_NODES, not both' })
@@ -536,7 +276,7 @@ function redisTlsOn(value: Partial<Record<'REDIS_TLS' | 'REDIS_URL' | 'REDIS_SEN
 }
 
 /** Names of the settings, for the README and for docker-compose/k8s checks. */
-export const CONFIG_KEYS: readonly string[] = Object.keys(schema.describe().keys);
+export const CONFIG_KEYS: readonly string[] = SETTING_NAMES;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -545,38 +285,45 @@ export class ConfigError extends Error {
   }
 }
 
-/** The Redis keys of the validated environment: REDIS_URL has a default; the schema requires REDIS_SENTINEL_NAME with REDIS_SENTINELS. */
-interface RedisSettings {
-  REDIS_URL: string;
-  REDIS_SENTINELS?: string;
-  REDIS_SENTINEL_NAME?: string;
-  REDIS_CLUSTER_NODES?: string;
-  REDIS_USERNAME?: string;
-  REDIS_PASSWORD?: string;
-  REDIS_SENTINEL_PASSWORD?: string;
-  REDIS_TLS?: boolean;
-  REDIS_TLS_CA_FILE?: string;
-}
+/** The settings a {@link RedisTarget} is made of. */
+type RedisSettings = Pick<
+  SettingValues,
+  | 'REDIS_URL'
+  | 'REDIS_SENTINELS'
+  | 'REDIS_SENTINEL_NAME'
+  | 'REDIS_CLUSTER_NODES'
+  | 'REDIS_USERNAME'
+  | 'REDIS_PASSWORD'
+  | 'REDIS_SENTINEL_PASSWORD'
+  | 'REDIS_TLS'
+  | 'REDIS_TLS_CA_FILE'
+>;
 
 function redisTarget(value: RedisSettings): RedisTarget {
-  const nodes = (text: string) => list(text).map((node) => parseNode(node)!);
   const auth: RedisAuth = { username: value.REDIS_USERNAME, password: value.REDIS_PASSWORD, sentinelPassword: value.REDIS_SENTINEL_PASSWORD };
   const tls = redisTlsOn(value) ? { tls: { caFile: value.REDIS_TLS_CA_FILE } } : {};
-  if (value.REDIS_SENTINELS) return { kind: 'sentinel', sentinels: nodes(value.REDIS_SENTINELS), name: value.REDIS_SENTINEL_NAME!, auth, ...tls };
-  if (value.REDIS_CLUSTER_NODES) return { kind: 'cluster', nodes: nodes(value.REDIS_CLUSTER_NODES), auth, ...tls };
+  // The schema requires REDIS_SENTINEL_NAME with REDIS_SENTINELS.
+  if (value.REDIS_SENTINELS) return { kind: 'sentinel', sentinels: value.REDIS_SENTINELS, name: value.REDIS_SENTINEL_NAME!, auth, ...tls };
+  if (value.REDIS_CLUSTER_NODES) return { kind: 'cluster', nodes: value.REDIS_CLUSTER_NODES, auth, ...tls };
   const separate = value.REDIS_USERNAME || value.REDIS_PASSWORD ? { auth: { username: value.REDIS_USERNAME, password: value.REDIS_PASSWORD } } : {};
   return { kind: 'single', url: value.REDIS_URL, ...separate, ...tls };
 }
 
-/** Validates the environment once; throws a {@link ConfigError} listing every bad key. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+/** The typed settings of the environment; throws a {@link ConfigError} listing every bad key. */
+function readSettings(env: NodeJS.ProcessEnv): SettingValues {
   const known: Record<string, string> = {};
-  for (const key of CONFIG_KEYS) {
+  for (const key of SETTING_NAMES) {
     const value = env[key];
     if (value !== undefined && value !== '') known[key] = value;
   }
   const { value, error } = schema.validate(known, { abortEarly: false, convert: true });
   if (error) throw new ConfigError(error.details.map((d) => d.message));
+  return settingValues(value);
+}
+
+/** Validates the environment once; throws a {@link ConfigError} listing every bad key. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const value = readSettings(env);
   return {
     redis: redisTarget(value),
     keyPrefix: value.KEY_PREFIX,
@@ -586,28 +333,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     linkTtlSeconds: value.LINK_TTL_SECONDS,
     linkSigningSecret: value.LINK_SIGNING_SECRET,
     mediaDir: value.MEDIA_DIR,
+    // The schema requires S3_BUCKET with BLOB_STORE=s3, and the upstream's address and key with GENERATOR_BACKEND=openai-compatible.
     blobStore:
       value.BLOB_STORE === 's3'
-        ? { kind: 's3', bucket: value.S3_BUCKET, region: value.S3_REGION, endpoint: value.S3_ENDPOINT, forcePathStyle: value.S3_FORCE_PATH_STYLE }
+        ? { kind: 's3', bucket: value.S3_BUCKET!, region: value.S3_REGION, endpoint: value.S3_ENDPOINT, forcePathStyle: value.S3_FORCE_PATH_STYLE }
         : { kind: 'fs', dir: value.MEDIA_DIR },
     generatorBackend:
       value.GENERATOR_BACKEND === 'openai-compatible'
         ? {
             kind: 'openai-compatible',
-            baseUrl: value.UPSTREAM_BASE_URL.replace(/\/+$/, ''),
-            apiKey: value.UPSTREAM_API_KEY,
-            modelMap: parseModelMap(value.UPSTREAM_MODEL_MAP) as ReadonlyMap<string, string>,
+            baseUrl: value.UPSTREAM_BASE_URL!.replace(/\/+$/, ''),
+            apiKey: value.UPSTREAM_API_KEY!,
+            modelMap: value.UPSTREAM_MODEL_MAP,
           }
         : { kind: 'procedural' },
     mediaRetentionSeconds: value.MEDIA_RETENTION_SECONDS,
     callbackRetentionSeconds: value.CALLBACK_RETENTION_SECONDS,
     retentionSweepIntervalMs: value.RETENTION_SWEEP_INTERVAL_SECONDS * 1_000,
     webhookTimeoutMs: value.WEBHOOK_TIMEOUT_MS,
-    webhookRetryScheduleMs: parseRetrySchedule(value.WEBHOOK_RETRY_SCHEDULE),
+    webhookRetryScheduleMs: value.WEBHOOK_RETRY_SCHEDULE,
     secretRotationOverlapSeconds: value.SECRET_ROTATION_OVERLAP_SECONDS,
     callbackAllowHttp: value.CALLBACK_ALLOW_HTTP,
-    callbackAllowedCidrs: list(value.CALLBACK_ALLOWED_CIDRS),
-    callbackAllowedEndpoints: list(value.CALLBACK_ALLOWED_ENDPOINTS),
+    callbackAllowedCidrs: value.CALLBACK_ALLOWED_CIDRS,
+    callbackAllowedEndpoints: value.CALLBACK_ALLOWED_ENDPOINTS,
     callbackCaFile: value.CALLBACK_CA_FILE,
     logLevel: value.LOG_LEVEL,
     logFormat: value.LOG_FORMAT,
@@ -619,7 +367,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     generationAttempts: value.GENERATION_ATTEMPTS,
     jobLockMs: value.JOB_LOCK_MS,
     syncImageTimeoutMs: value.SYNC_IMAGE_TIMEOUT_MS,
-    moderationBlocklist: list(value.MODERATION_BLOCKLIST).map((w) => w.toLowerCase()),
+    moderationBlocklist: value.MODERATION_BLOCKLIST.map((w) => w.toLowerCase()),
     maxUploadBytes: value.MAX_UPLOAD_BYTES,
     maxUploadTotalBytes: value.MAX_UPLOAD_TOTAL_BYTES,
     maxJsonBytes: value.MAX_JSON_BYTES,
@@ -635,12 +383,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     httpHeadersTimeoutMs: value.HTTP_HEADERS_TIMEOUT_MS,
     httpMinBodyBytesPerSecond: value.HTTP_MIN_BODY_BYTES_PER_SECOND,
     maxConcurrentUploadsPerWorkspace: value.MAX_CONCURRENT_UPLOADS_PER_WORKSPACE,
-    faultCrashPoints: list(value.FAULT_CRASH_POINTS) as CrashPoint[],
-    trustProxy: value.TRUST_PROXY === '' ? false : /^\d+$/.test(value.TRUST_PROXY) ? Number(value.TRUST_PROXY) : list(value.TRUST_PROXY),
+    faultCrashPoints: value.FAULT_CRASH_POINTS,
+    trustProxy: value.TRUST_PROXY === '' ? false : /^\d+$/.test(value.TRUST_PROXY) ? Number(value.TRUST_PROXY) : splitList(value.TRUST_PROXY),
     opsPort: value.OPS_PORT,
     opsHost: value.OPS_HOST,
     // A trailing dot names the same host (`localhost.`); Host headers are compared without it.
-    opsAllowedHosts: list(value.OPS_ALLOWED_HOSTS).map((h) => h.toLowerCase().replace(/\.$/, '')),
+    opsAllowedHosts: value.OPS_ALLOWED_HOSTS.map((h) => h.toLowerCase().replace(/\.$/, '')),
     workerLivenessBoundMs: value.WORKER_LIVENESS_BOUND_MS,
     redisWaitReplicas: value.REDIS_WAIT_REPLICAS,
     redisWaitTimeoutMs: value.REDIS_WAIT_TIMEOUT_MS,
@@ -648,7 +396,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     operatorUsername: value.OPERATOR_USERNAME,
     operatorPassword: value.OPERATOR_PASSWORD,
     callbackEgressProxy: value.CALLBACK_EGRESS_PROXY,
-    secretsEncryptionKeys: value.SECRETS_ENCRYPTION_KEYS ? list(value.SECRETS_ENCRYPTION_KEYS).map((k) => Buffer.from(k, 'base64')) : [],
+    secretsEncryptionKeys: value.SECRETS_ENCRYPTION_KEYS.map((k) => Buffer.from(k, 'base64')),
     tracing: {
       endpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
       scheduleDelayMs: value.OTEL_BSP_SCHEDULE_DELAY,

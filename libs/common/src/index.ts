@@ -16,13 +16,16 @@ export {
   type RedisTarget,
   type RedisTls,
 } from './config';
+export { SETTINGS, settingRow, settingsTable, type SettingName, type SettingValues } from './settings';
+export { READERS, type Reader, type Setting } from './setting-kinds';
 export { PermanentJobError } from './errors';
 export { CRASH_POINTS, FaultInjector, type CrashPoint } from './faults';
 export { createLogger, LOG_FORMATS, warnIfCallbackChecksRelaxed, warnIfSecretsUnsealed, type LogFormat, type Logger } from './logger';
 export { coalesceWrites, createRedis, duplicateRedis, isCluster, logRedisErrors, pingRedis, storeAnswers } from './redis';
 export { bullKey, bullPrefix, hasHashTag, scheduleKey, storePrefix, storeShardPrefix, storeShards } from './keyspace';
 export { LuaScript } from './lua-script';
-export { FollowingSentinelConnector } from './sentinel-connector';
+export { FollowingSentinelConnector, sentinelPlacement, type SentinelPlacement } from './sentinel-connector';
+export { DRAINING, STARTING, StoreReachability, STORE_UNREACHABLE_LOG_AFTER_MS, type Readiness } from './store-reachability';
 export {
   createMetricsRegistry,
   METRIC_PREFIX,

@@ -3,6 +3,7 @@ import { isIP, type AddressInfo } from 'node:net';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Registry } from 'prom-client';
 import type { Logger } from './logger';
+import type { Readiness } from './store-reachability';
 
 /** One check behind /healthz; the probe fails when any is unhealthy. */
 export interface HealthCheck {
@@ -24,8 +25,8 @@ export interface OpsServerOptions {
   allowedHosts: readonly string[];
   logger: Logger;
   registry: Registry;
-  /** Readiness: false while the service cannot do its work (Redis unreachable). */
-  isReady: () => Promise<boolean>;
+  /** Readiness: not ready while the service cannot do its work (Redis unreachable, draining), with why. */
+  isReady: () => Promise<Readiness>;
   /** Liveness: the service's workers; empty for the gateway, whose liveness is "the process answers". */
   health?: () => Promise<HealthCheck[]>;
   /** Extra operator routes (Bull Board on the gateway), mounted before the 404. */
@@ -54,8 +55,9 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
     res.status(healthy ? 200 : 503).json({ status: healthy ? 'ok' : 'wedged', checks });
   });
   app.get('/readyz', async (_req, res) => {
-    const ok = await opts.isReady().catch(() => false);
-    res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'redis unreachable' });
+    const readiness = await opts.isReady().catch((): Readiness => ({ ready: false, status: 'redis unreachable' }));
+    const { ready, ...body } = readiness;
+    res.status(ready ? 200 : 503).json(body);
   });
   app.get('/metrics', async (_req, res) => {
     res.type(opts.registry.contentType).send(await opts.registry.metrics());

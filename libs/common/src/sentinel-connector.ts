@@ -2,15 +2,39 @@ import { Redis, SentinelConnector, type SentinelConnectionOptions } from 'ioredi
 
 type ErrorEmitter = Parameters<SentinelConnector['connect']>[0];
 type NetStream = Awaited<ReturnType<SentinelConnector['connect']>>;
+type Address = { host: string; port: number };
+type Endpoint = { host?: string; port?: number };
 
 /** The channel on which every Sentinel announces a promotion: `<name> <old-ip> <old-port> <new-ip> <new-port>`. */
 const SWITCH_MASTER = '+switch-master';
+/**
+ * The leader of a failover has picked the replica to promote and is about to make it a primary:
+ * `slave <ip>:<port> <ip> <port> @ <name> <primary-ip> <primary-port>`. Published before the
+ * replica is told (Sentinel sends `REPLICAOF NO ONE` on its next tick).
+ */
+const SELECTED_REPLICA = '+selected-slave';
+/** The picked replica now says it is a primary (same shape as {@link SELECTED_REPLICA}). */
+const PROMOTED_REPLICA = '+promoted-slave';
+/** A failover given up before any replica was promoted (`-failover-abort-not-elected`, `…-no-good-slave`, …). */
+const FAILOVER_ABORTED = '-failover-abort-*';
 /**
  * How long the Sentinels are still listened to after a connection closed without a new lookup:
  * longer than ioredis's longest reconnect delay (2 s), so a client that reconnects keeps its
  * subscriptions, and one that ended lets go of them soon after.
  */
 const WATCH_AFTER_CLOSE_MS = 10_000;
+/**
+ * Longest wait, from a failover's start to its replica being promoted, for a connection held off
+ * the old primary; past it, lookups go on as without a failover. Sentinel checks the replica every
+ * second during a failover, so a promotion is seen in about one.
+ */
+const PROMOTION_HOLD_MS = 10_000;
+/**
+ * For this long after a promotion was announced, a Sentinel that still names another node is
+ * taken to be one that has not heard of it yet (Sentinels learn of a promotion from each other,
+ * every two seconds), and the next one is asked.
+ */
+const STALE_ANSWER_WINDOW_MS = 30_000;
 
 /** Told of every promotion the Sentinels announce for the monitored primary: the node now primary. */
 export type PromotionListener = (primary: { host: string; port: number }) => void;
@@ -20,25 +44,51 @@ export interface FollowingSentinelOptions {
   onPromotion?: PromotionListener;
 }
 
+/** Where a connection behind Sentinels is, and where the Sentinels say the primary is (`host:port`). */
+export interface SentinelPlacement {
+  /** The node this connection is on or connecting to, as the Sentinels named it; undefined before the first. */
+  connectedTo: string | undefined;
+  /** The primary the Sentinels named last: the latest promotion announced, or the latest lookup. */
+  named: string | undefined;
+}
+
+const addressOf = ({ host, port }: Address) => `${host}:${port}`;
+
 /**
  * ioredis's connector for a primary behind Sentinels, following the promotions they announce
- * (`+switch-master`) without ever ending its client.
+ * without ever ending its client, and keeping its writes off a primary being replaced.
  *
- * ioredis's own `failoverDetector` disconnects the connector when the announcement comes; if the
- * client was at that moment asking the Sentinels where the primary is (as every client is while it
- * reconnects after its primary died), the lookup in flight fails with "Connection is closed" and
- * ioredis marks the client ended: every command fails from then on, and nothing reconnects it. With a
- * dozen connections per stack, one of them was lost in about one failover in ten.
+ * - ioredis's own `failoverDetector` disconnects the connector when a promotion is announced; if
+ *   the client was at that moment asking the Sentinels where the primary is (as every client is
+ *   while it reconnects after its primary died), the lookup in flight fails with "Connection is
+ *   closed" and ioredis marks the client ended: every command fails from then on. Here an
+ *   announcement (`+switch-master`) closes the connection to any node but the one promoted, and
+ *   makes a lookup in flight look again.
+ * - Sentinels learn of a promotion from the one that made it, seconds later. Until then they name
+ *   the old primary, which, when it is alive (an operator's failover, a partition that heals), still
+ *   takes writes that the new primary will never have. A lookup answered with a node other than the
+ *   one announced last (within {@link STALE_ANSWER_WINDOW_MS}) asks the next Sentinel instead.
+ * - From the moment the failover's leader picks a replica (`+selected-slave`) until that replica is
+ *   a primary (`+promoted-slave`), a connection to the old primary is closed and a new one waits:
+ *   writes in that time would reach a primary that its replicas are leaving. Once promoted, the
+ *   replica is connected to directly, before the other Sentinels name it.
  *
- * Here an announcement closes the connection to any node but the one promoted, and makes a lookup in
- * flight look again (its answer may name the old primary). Given as the `Connector` option, it is
- * carried into every `duplicate()` (BullMQ's blocking connections included).
+ * Given as the `Connector` option, it is carried into every `duplicate()` (BullMQ's blocking
+ * connections included).
  */
 export class FollowingSentinelConnector extends SentinelConnector {
   private looking = false;
   private promotedWhileLooking = false;
   private watchers: Redis[] = [];
   private unwatchTimer: NodeJS.Timeout | undefined;
+  /** The latest promotion announced, and when it was heard. */
+  private announced: { primary: string; at: number } | undefined;
+  /** A failover under way: the primary being replaced, the replica picked, whether it is a primary yet. */
+  private promoting: { from: string; to: Address; promoted: boolean; until: number } | undefined;
+  /** Wakes a connection waiting for a promotion (see {@link awaitPromotion}). */
+  private wake: (() => void) | undefined;
+  private lastNamed: string | undefined;
+  private connectedTo: string | undefined;
 
   private readonly onPromotion: PromotionListener | undefined;
 
@@ -46,11 +96,32 @@ export class FollowingSentinelConnector extends SentinelConnector {
   constructor(options: unknown) {
     super(options as SentinelConnectionOptions);
     this.onPromotion = (options as FollowingSentinelOptions).onPromotion;
+    // ioredis asks each Sentinel through its own (private) resolve(), and goes on to the next
+    // Sentinel when one answers nothing: the one place to refuse a stale answer, or to name the
+    // replica just promoted without asking.
+    const self = this as unknown as { resolve: (endpoint: Endpoint) => Promise<Address | null> };
+    const resolve = self.resolve.bind(this);
+    self.resolve = async (endpoint) => {
+      if (this.promoting?.promoted) return { ...this.promoting.to };
+      const answer = await resolve(endpoint);
+      if (!answer) return answer;
+      const named = addressOf(answer);
+      if (this.announced && this.announced.primary !== named && Date.now() - this.announced.at < STALE_ANSWER_WINDOW_MS) return null;
+      this.lastNamed = named;
+      return answer;
+    };
+  }
+
+  /** Where this connection is and where the Sentinels say the primary is; readiness compares the two. */
+  placement(): SentinelPlacement {
+    const named = this.promoting?.promoted ? addressOf(this.promoting.to) : (this.announced?.primary ?? this.lastNamed);
+    return { connectedTo: this.connectedTo, named };
   }
 
   override async connect(emit: ErrorEmitter): Promise<NetStream> {
     this.watch();
     for (;;) {
+      await this.awaitPromotion();
       this.looking = true;
       this.promotedWhileLooking = false;
       let stream: NetStream;
@@ -66,7 +137,8 @@ export class FollowingSentinelConnector extends SentinelConnector {
       // The next lookup starts at the Sentinel that answered this one (ioredis's detector did this
       // too), rather than going round them all and through any that is down.
       this.sentinelIterator.reset(true);
-      if (!this.promotedWhileLooking) {
+      if (!this.promotedWhileLooking && !this.beingReplaced(this.lastNamed)) {
+        this.connectedTo = this.promoting?.promoted ? addressOf(this.promoting.to) : this.lastNamed;
         stream.once('close', () => {
           clearTimeout(this.unwatchTimer);
           this.unwatchTimer = setTimeout(() => this.unwatch(), WATCH_AFTER_CLOSE_MS).unref();
@@ -79,21 +151,73 @@ export class FollowingSentinelConnector extends SentinelConnector {
 
   override disconnect(): void {
     this.unwatch();
+    this.wake?.();
     super.disconnect();
   }
 
-  private promoted(host: string, port: number): void {
+  /** True while a failover is replacing `address` and its replica is not yet promoted. */
+  private beingReplaced(address: string | undefined): boolean {
+    const promoting = this.promoting;
+    return !!promoting && !promoting.promoted && Date.now() < promoting.until && promoting.from === address;
+  }
+
+  /** Resolves once no failover is between picking a replica and promoting it (or the hold ran out). */
+  private async awaitPromotion(): Promise<void> {
+    while (this.promoting && !this.promoting.promoted && Date.now() < this.promoting.until) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.promoting!.until - Date.now());
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+    }
+  }
+
+  /** Closes this connection (ioredis makes it again) unless `stays` says the node it is on may keep it. */
+  private leave(stays: (connectedTo: string) => boolean): void {
+    const stream = this.stream as NetStream | undefined;
+    if (!stream || stream.destroyed || this.looking) return;
+    if (this.connectedTo !== undefined && stays(this.connectedTo)) return;
+    stream.destroy();
+  }
+
+  private switched(host: string, port: number): void {
+    const primary = addressOf({ host, port });
+    this.announced = { primary, at: Date.now() };
+    this.promoting = undefined;
+    this.wake?.();
     if (this.looking) {
       this.promotedWhileLooking = true;
       return;
     }
-    const stream = this.stream as NetStream | undefined;
-    if (!stream || stream.destroyed) return;
     // Each Sentinel announces the same promotion, some seconds apart: a connection already made to
-    // the promoted node stays. (Sentinels that announce host names make this a reconnect per
-    // announcement; a stale answer from a Sentinel yet to hear of the promotion is left by its own.)
-    if (stream.remotePort === port && stream.remoteAddress === host) return;
-    stream.destroy();
+    // the promoted node stays.
+    this.leave((connectedTo) => connectedTo === primary);
+  }
+
+  private failoverStep(channel: string, message: string): void {
+    // `slave <ip>:<port> <ip> <port> @ <name> <primary-ip> <primary-port>`
+    const [, , host, port, , master, fromHost, fromPort] = message.split(' ');
+    if (master !== this.options.name || !host || !port) return;
+    if (channel === SELECTED_REPLICA) {
+      const from = addressOf({ host: fromHost ?? '', port: Number(fromPort) });
+      this.promoting = { from, to: { host, port: Number(port) }, promoted: false, until: Date.now() + PROMOTION_HOLD_MS };
+      this.leave((connectedTo) => connectedTo !== from);
+    } else if (channel === PROMOTED_REPLICA && this.promoting) {
+      this.promoting.promoted = true;
+      this.wake?.();
+      const to = addressOf(this.promoting.to);
+      this.leave((connectedTo) => connectedTo === to);
+    }
+  }
+
+  private aborted(message: string): void {
+    // `master <name> <ip> <port>`
+    if (message.split(' ')[1] !== this.options.name) return;
+    this.promoting = undefined;
+    this.wake?.();
   }
 
   private watch(): void {
@@ -115,17 +239,20 @@ export class FollowingSentinelConnector extends SentinelConnector {
       watcher.on('error', () => undefined);
       // The subscription never keeps a process alive on its own.
       watcher.on('connect', () => watcher.stream.unref());
-      watcher.on('message', (_channel: string, message: string) => {
+      watcher.on('message', (channel: string, message: string) => {
+        if (channel !== SWITCH_MASTER) return this.failoverStep(channel, message);
         const [master, , , host, port] = message.split(' ');
         if (master !== name || !host || !port) return;
-        this.promoted(host, Number(port));
+        this.switched(host, Number(port));
         try {
           this.onPromotion?.({ host, port: Number(port) });
         } catch {
           // Telling of the promotion must not stop its being followed.
         }
       });
-      watcher.subscribe(SWITCH_MASTER).catch(() => undefined);
+      watcher.on('pmessage', (_pattern: string, _channel: string, message: string) => this.aborted(message));
+      watcher.subscribe(SWITCH_MASTER, SELECTED_REPLICA, PROMOTED_REPLICA).catch(() => undefined);
+      watcher.psubscribe(FAILOVER_ABORTED).catch(() => undefined);
       this.watchers.push(watcher);
     }
   }
@@ -135,4 +262,10 @@ export class FollowingSentinelConnector extends SentinelConnector {
     for (const watcher of this.watchers) watcher.disconnect();
     this.watchers = [];
   }
+}
+
+/** The placement of a connection made through {@link FollowingSentinelConnector}; undefined for any other. */
+export function sentinelPlacement(redis: Redis): SentinelPlacement | undefined {
+  const connector = (redis as unknown as { connector?: unknown }).connector;
+  return connector instanceof FollowingSentinelConnector ? connector.placement() : undefined;
 }

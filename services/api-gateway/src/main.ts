@@ -10,7 +10,9 @@ import {
   drainWithin,
   FaultInjector,
   loadConfig,
-  storeAnswers,
+  DRAINING,
+  STARTING,
+  StoreReachability,
   PromHttpMetrics,
   QUEUE_NAMES,
   QueueDepth,
@@ -67,6 +69,8 @@ async function main(): Promise<void> {
   const replicaWait = new ReplicaWait(config.redisWaitReplicas, config.redisWaitTimeoutMs, () => replicaWaitShort.inc());
   let connected = false;
   let stopping: Promise<void> | undefined;
+  const reachability = new StoreReachability(redis, config.keyPrefix, logger);
+  reachability.start();
   let closeBoard: (() => Promise<void>) | undefined;
   const ops = await startOpsServer({
     port: config.opsPort,
@@ -75,7 +79,7 @@ async function main(): Promise<void> {
     logger,
     registry,
     // Not ready once draining: the endpoints drop the pod while its last requests finish.
-    isReady: async () => connected && !stopping && (await storeAnswers(redis, config.keyPrefix)),
+    isReady: async () => (stopping ? DRAINING : !connected ? STARTING : reachability.check()),
     mount: (app) => {
       const password = config.operatorPassword;
       if (password)

@@ -11,7 +11,7 @@ import {
   FaultInjector,
   JobQueue,
   loadConfig,
-  storeAnswers,
+  StoreReachability,
   PromGenerationMetrics,
   PromRetentionMetrics,
   QueueConsumer,
@@ -46,6 +46,8 @@ async function main(): Promise<void> {
   await checkBlobStoreWritable(config.blobStore);
   const tracing = await startTracing('generator', config.tracing);
   const redis = createRedis(config.redis, 'worker', logger);
+  const reachability = new StoreReachability(redis, config.keyPrefix, logger);
+  reachability.start();
   // Each finished job makes several commands on this connection (BullMQ's moveToFinished, the
   // job-events add, the finish): with many jobs in flight, the commands of one event-loop turn share
   // a write(2), so Redis wakes once for them rather than once per command.
@@ -126,7 +128,7 @@ async function main(): Promise<void> {
     allowedHosts: config.opsAllowedHosts,
     logger,
     registry,
-    isReady: () => storeAnswers(redis, config.keyPrefix),
+    isReady: () => reachability.check(),
     health: async () => Promise.all([consumer.health(), housekeeping.health()]),
   });
   const repair = new IntakeRepair(jobs, generation, logger);

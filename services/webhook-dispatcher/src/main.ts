@@ -6,7 +6,8 @@ import {
   drainWithin,
   FaultInjector,
   loadConfig,
-  storeAnswers,
+  STARTING,
+  StoreReachability,
   PromCallbackMetrics,
   QueueConsumer,
   QueueDepth,
@@ -27,6 +28,8 @@ async function main(): Promise<void> {
   warnIfCallbackChecksRelaxed(config, logger);
   warnIfSecretsUnsealed(config, logger);
   const redis = createRedis(config.redis, 'worker', logger);
+  const reachability = new StoreReachability(redis, config.keyPrefix, logger);
+  reachability.start();
   // Each callback makes five commands on this connection (job read, callback record, secrets,
   // attempt record, BullMQ's moveToFinished), and one write(2) each, waking Redis every time, cost
   // more than rendering and signing the callback. With 50 attempts in flight, the commands of one
@@ -43,7 +46,7 @@ async function main(): Promise<void> {
     allowedHosts: config.opsAllowedHosts,
     logger,
     registry,
-    isReady: async () => consumers.length > 0 && (await storeAnswers(redis, config.keyPrefix)),
+    isReady: async () => (consumers.length > 0 ? reachability.check() : STARTING),
     health: () => Promise.all(consumers.map((c) => c.health())),
   });
   const { service, tests, callbacks, destinations, close } = await createCallbackService(config, redis, logger, {

@@ -72,7 +72,8 @@ const RELAUNCH_AT_MS = 14_000;
 const INTAKE_GIVE_UP_MS = 60_000;
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))];
+export const percentile = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))];
 
 /**
  * Clients submit asynchronous images with callbacks at a steady rate (each with an Idempotency-Key,
@@ -185,12 +186,38 @@ async function holdToContract(
   run: Pick<FailoverRun, 'accepted' | 'retries' | 'intakeGapMs' | 'notReady'> & { ids: string[]; posts: Map<string, Set<string>>; killedAt: number },
 ): Promise<FailoverRun> {
   const { ids, posts, accepted, killedAt } = run;
+  const lost = await jobsHeldToContract(h, store, ids, posts, 90_000);
+  const before = accepted.filter((a) => a.atMs < killedAt).map((a) => a.tookMs);
+  return {
+    accepted,
+    retries: run.retries,
+    intakeGapMs: run.intakeGapMs,
+    lost,
+    steady: { p50: percentile(before, 50), p99: percentile(before, 99) },
+    notReady: run.notReady,
+  };
+}
+
+/**
+ * Holds the acknowledged jobs `ids` to the contract, waiting up to `waitMs` for the last of them:
+ * every one the store kept ends, is called back (`posts`: the webhook-ids each job's callbacks
+ * carried) under exactly one webhook-id, and is charged once if completed and never if not; the
+ * stack wrote nothing to REDIS_URL's Redis. Throws at the first breach; returns the ids the store
+ * no longer has (lost with a primary).
+ */
+export async function jobsHeldToContract(
+  h: DispatcherHarness,
+  store: JobRepository,
+  ids: string[],
+  posts: Map<string, Set<string>>,
+  waitMs: number,
+): Promise<string[]> {
   await eventually(
     async () => {
       const jobs = await store.getMany(ids);
       return jobs.every((j) => isFinished(j.status) && posts.has(j.id)) ? true : undefined;
     },
-    90_000,
+    waitMs,
     'every stored job to finish and be called back',
   );
   const jobs: JobRecord[] = await store.getMany(ids);
@@ -211,13 +238,5 @@ async function holdToContract(
   } finally {
     shared.disconnect();
   }
-  const before = accepted.filter((a) => a.atMs < killedAt).map((a) => a.tookMs);
-  return {
-    accepted,
-    retries: run.retries,
-    intakeGapMs: run.intakeGapMs,
-    lost: ids.filter((id) => !jobs.some((j) => j.id === id)),
-    steady: { p50: percentile(before, 50), p99: percentile(before, 99) },
-    notReady: run.notReady,
-  };
+  return ids.filter((id) => !jobs.some((j) => j.id === id));
 }

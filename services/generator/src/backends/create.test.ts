@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig } from '@media/common';
-import { defaultFfmpegPath } from '../media';
+import { defaultFfmpegPath } from '@media/renderer';
 import { createGeneratorBackend } from './create';
 import { OpenAiCompatibleBackend } from './openai-compatible';
 import { ProceduralBackend } from './procedural';

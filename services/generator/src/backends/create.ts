@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { ConfigError, type AppConfig, type Logger } from '@media/common';
 import { findModel } from '@media/domain';
-import { defaultFfmpegPath, ImageRenderer, limitImageThreads, threadsPerJob, VideoEncoder } from '../media';
+import { defaultFfmpegPath, ImageRenderer, limitImageThreads, threadsPerJob, VideoEncoder } from '@media/renderer';
 import type { GeneratorBackend } from './backend';
 import { OpenAiCompatibleBackend } from './openai-compatible';
 import { ProceduralBackend } from './procedural';

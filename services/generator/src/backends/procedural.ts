@@ -1,10 +1,10 @@
 import { parseSize, type ImageQuality } from '@media/domain';
+import { ImageRenderer, InvalidImageError, VideoEncoder, type EncodeQuality, type EncodingOptions } from '@media/renderer';
 import { PermanentGenerationError } from '../errors';
-import { ImageRenderer, InvalidImageError, VideoEncoder, type EncodeQuality, type EncodingOptions } from '../media';
 import type { GeneratorBackend, ImageEditRequest, ImageRequest, VideoRequest } from './backend';
 
 /**
- * The built-in backend: the deterministic procedural renderer (../media), which stands in for a model.
+ * The built-in backend: the deterministic procedural renderer (@media/renderer), which stands in for a model.
  * It needs no network; the same request gives the same bytes.
  */
 export class ProceduralBackend implements GeneratorBackend {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import multer from 'multer';
 import sharp from 'sharp';
-import { defaultFfmpegPath } from '../../media/binaries';
+import { defaultFfmpegPath } from '@media/renderer';
 
 /**
  * A model server on loopback speaking the part of OpenAI's HTTP API that the openai-compatible

@@ -1,6 +1,6 @@
 /**
  * Renders sample pictures, edits and a video for a person to look at:
- *   npx tsx services/generator/src/media/test-support/samples.ts [outDir] [prompt...]
+ *   npx tsx libs/renderer/src/test-support/samples.ts [outDir] [prompt...]
  * With prompts, only those pictures are rendered.
  */
 import childProcess from 'node:child_process';

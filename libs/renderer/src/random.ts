@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 /**
  * Deterministic pseudo-random source seeded from a SHA-256 of its inputs.
  *
- * Math.random cannot be seeded, and the generator has to give the same picture
+ * Math.random cannot be seeded, and the renderer has to give the same picture
  * or video for the same (prompt, seed) on every machine, so all "creative"
  * choices are drawn from this instead.
  */

@@ -56,7 +56,7 @@ function buildArgs(req: VideoRequest, composition: Composition, target: string, 
     '-loglevel',
     'error',
     '-y',
-    // A generator killed with SIGKILL cannot take ffmpeg down with it; this caps the orphan's life.
+    // A process killed with SIGKILL cannot take ffmpeg down with it; this caps the orphan's life.
     '-timelimit',
     String(timeLimitSeconds),
     ...composition.inputArgs,
@@ -162,7 +162,7 @@ export class VideoEncoder {
       // wall-clock timer always fires first and -timelimit only catches an orphaned ffmpeg.
       const cpuLimit = Math.ceil((remaining / 1000) * (availableParallelism() + 1));
       // Once ffmpeg reports progress it has decoded every layer (the loop filter keeps them in memory), so the
-      // files can go: a generator killed mid-encode then leaves nothing behind in the temp directory.
+      // files can go: a process killed mid-encode then leaves nothing behind in the temp directory.
       const onProgressLine = (percent: number): void => {
         void removeLayers();
         report(percent);

@@ -1,4 +1,10 @@
+import { createRequire } from 'node:module';
 import type { Config } from 'jest';
+
+// Node loads this file itself (type stripping), as an ECMAScript module: no __dirname. It requires
+// test-projects.ts rather than importing it, since an import of a .ts file in a package without a
+// "type" makes Node print a warning on every run.
+const { testProjects } = createRequire(import.meta.url)('./test/support/test-projects.ts') as typeof import('./test/support/test-projects');
 
 // got and its helpers ship as ES modules only; Jest (CommonJS) loads them through the transform.
 const esmPackages = [
@@ -33,10 +39,16 @@ const esmPackages = [
   'chunk-data',
 ];
 
-const config: Config = {
+// Two projects: `fast` runs in-process against the one Redis at REDIS_URL, `e2e` starts processes
+// (the built services, private redis-servers, Sentinels, clusters, npm, openssl, ffmpeg, Chromium).
+// Which is which is read from the tests' imports each time this file loads (test-projects.ts), so
+// there is no list to keep. `npx jest` runs both; `--selectProjects fast` (npm run test:fast) one.
+const { e2e } = testProjects(import.meta.dirname);
+
+// What both projects share: every option Jest takes per project.
+const project: Config = {
   testEnvironment: 'node',
   roots: ['<rootDir>/libs', '<rootDir>/services', '<rootDir>/tools', '<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
   moduleNameMapper: {
     // A dynamic import() in the services' CommonJS output is resolved as ECMAScript, which wants the
     // file's extension; here the sources are what it names.
@@ -48,9 +60,28 @@ const config: Config = {
     '^.+\\.[cm]?[tj]s$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.test.json' }],
   },
   transformIgnorePatterns: [`/node_modules/(?!(${esmPackages.join('|')})/)`],
+  // Run once however many projects name it (it builds what the e2e tests start).
   globalSetup: '<rootDir>/test/support/global-setup.ts',
+};
+
+const config: Config = {
+  projects: [
+    // Every test file not in e2e, so that a file is in exactly one project.
+    {
+      ...project,
+      displayName: 'fast',
+      testMatch: ['**/*.test.ts'],
+      testPathIgnorePatterns: ['/node_modules/', ...e2e.map((file) => `^<rootDir>/${escapeRegExp(file)}$`)],
+    },
+    { ...project, displayName: 'e2e', testMatch: e2e.map((file) => `<rootDir>/${file}`) },
+  ],
+  // Options of the whole run, which Jest reads only here.
   testTimeout: 60_000,
   maxWorkers: 2,
 };
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
 
 export default config;

@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import { bullPrefix, createMetricsRegistry, loadConfig, startOpsServer, type OpsServer } from '@media/common';
 import { mountOperatorBoard } from '../../services/api-gateway/src/operator-board';
 import { capturingLogger } from '../support/log-capture';
-import { deleteKeysUnder, REDIS_URL } from '../support/stack';
+import { deleteKeysUnder, REDIS_URL } from '../support/basics';
 
 const OPERATOR = { username: 'oncall', password: 'a-long-operator-password' };
 const BASIC = `Basic ${Buffer.from(`${OPERATOR.username}:${OPERATOR.password}`).toString('base64')}`;

@@ -1,7 +1,10 @@
 // Helpers that need nothing of the test stack, so that the stack and the Redis topologies it runs on
-// (redis-cluster.ts, redis-sentinel.ts, private-redis.ts) can all use them without importing each other.
+// (redis-cluster.ts, redis-sentinel.ts, private-redis.ts) can all use them without importing each other,
+// and a test that starts no process can use them without importing stack.ts, which spawns the services
+// (and so would put the test in the Jest project `e2e`: test/support/test-projects.ts).
 import { createServer } from 'node:net';
-import { Redis } from 'ioredis';
+import { Redis, type Cluster } from 'ioredis';
+import { isCluster } from '@media/common';
 
 // Ports are handed out below the kernel's ephemeral range (32768–60999 on Linux): a port found with
 // listen(0) and closed again can be taken by any outgoing connection (a Redis client, a callback POST)
@@ -97,4 +100,28 @@ export async function redisAnswers(target: { port: number } | { url: string }, w
     10_000,
     what,
   );
+}
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** Every key under `prefix:`, with the node that holds it (on a cluster, SCAN walks one node's keys). */
+export async function keysUnder(redis: Redis, prefix: string): Promise<{ node: Redis; key: string }[]> {
+  if (isCluster(redis)) {
+    const primaries = (redis as unknown as Cluster).nodes('master') as unknown as Redis[];
+    return (await Promise.all(primaries.map((node) => keysUnder(node, prefix)))).flat();
+  }
+  const found: { node: Redis; key: string }[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    for (const key of keys) found.push({ node: redis, key });
+  } while (cursor !== '0');
+  return found;
+}
+
+/** Deletes every key under `prefix:` (and nothing else: the Redis may be shared). */
+export async function deleteKeysUnder(redis: Redis, prefix: string): Promise<void> {
+  // One DEL per key: a multi-key DEL must not cross cluster slots.
+  await Promise.all((await keysUnder(redis, prefix)).map(({ node, key }) => node.del(key)));
 }

@@ -3,18 +3,17 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Redis, type Cluster } from 'ioredis';
+import { Redis } from 'ioredis';
 import { createAccounts, type WorkspaceAccounts } from '@media/accounts';
 import { FileBlobStore, type BlobStore } from '@media/blob-store';
-import { isCluster } from '@media/common';
 import { StoreKeys, WorkspaceRepository, JobRepository } from '@media/storage';
 import { S3TestServer } from '../../libs/blob-store/src/test-support/s3-server';
 import type { TestRedisCluster } from './redis-cluster';
 import type { TestRedisTls } from './redis-tls';
 import type { TestRedisSentinel } from './redis-sentinel';
-import { eventually, freePort } from './basics';
+import { deleteKeysUnder, eventually, freePort, REDIS_URL } from './basics';
 
-export { eventually, freePort, redisAnswers } from './basics';
+export { deleteKeysUnder, eventually, freePort, keysUnder, redisAnswers, REDIS_URL } from './basics';
 
 export type ServiceName = 'api-gateway' | 'generator' | 'webhook-dispatcher';
 
@@ -25,29 +24,6 @@ export type BlobStoreKind = (typeof BLOB_STORES)[number];
 const DEFAULT_BLOB_STORE: BlobStoreKind = process.env.TEST_BLOB_STORE === 's3' ? 's3' : 'fs';
 
 const ROOT = resolve(__dirname, '../..');
-export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-/** Every key under `prefix:`, with the node that holds it (on a cluster, SCAN walks one node's keys). */
-export async function keysUnder(redis: Redis, prefix: string): Promise<{ node: Redis; key: string }[]> {
-  if (isCluster(redis)) {
-    const primaries = (redis as unknown as Cluster).nodes('master') as unknown as Redis[];
-    return (await Promise.all(primaries.map((node) => keysUnder(node, prefix)))).flat();
-  }
-  const found: { node: Redis; key: string }[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    for (const key of keys) found.push({ node: redis, key });
-  } while (cursor !== '0');
-  return found;
-}
-
-/** Deletes every key under `prefix:` (and nothing else: the Redis may be shared). */
-export async function deleteKeysUnder(redis: Redis, prefix: string): Promise<void> {
-  // One DEL per key: a multi-key DEL must not cross cluster slots.
-  await Promise.all((await keysUnder(redis, prefix)).map(({ node, key }) => node.del(key)));
-}
 
 /** One service as a real child process, with its JSON log lines kept for assertions. */
 export class ServiceProcess {

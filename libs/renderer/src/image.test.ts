@@ -1,6 +1,5 @@
 import sharp from 'sharp';
-import { promptSceneSvg } from './image';
-import { ImageRenderer, InvalidImageError, type ImageFormat, type RenderImageRequest } from './index';
+import { ImageRenderer, InvalidImageError, promptSceneSvg, type ImageFormat, type RenderImageRequest } from './image';
 
 const renderer = new ImageRenderer();
 

@@ -39,7 +39,10 @@ rm -rf "$root/var/cache/apt/archives/"*.deb "$root/var/lib/apt/lists/"*
 "$root/usr/local/bin/node" -v >/dev/null
 
 changes=(--change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' --change "ENV NODE_VERSION=$node_version" --change 'CMD ["node"]')
-if [ -n "${NODE_EXTRA_CA_CERTS:-}" ]; then changes+=(--change 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt'); fi
+# Node carries its own CA list and ignores the system's: the build's npm ci must trust what this
+# machine trusts (the bundle copied above, which holds any CA of a proxy between it and the registry),
+# whether or not the shell that made the base image had NODE_EXTRA_CA_CERTS set.
+changes+=(--change 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt')
 tar -C "$root" -cf "$work/rootfs.tar" .
 podman import "${changes[@]}" "$work/rootfs.tar" "$tag" >/dev/null
 echo "base image: $tag" >&2

@@ -88,6 +88,20 @@ it('keeps writes off the old primary from the moment a replica is picked until i
   expect(await reader(old).get('where')).toBe('first');
 });
 
+it('looks again when the replica is promoted while it asks a slow Sentinel, which names the old primary', async () => {
+  stale.lookupDelayMs = 500;
+  // The connection drops (a network blip): its lookup starts at the slow Sentinel.
+  const looked = stale.lookups;
+  client.stream.destroy();
+  await eventually(async () => (stale.lookups > looked ? true : undefined), 5_000, 'the lookup to reach the slow Sentinel');
+  current.publish('+selected-slave', `slave ${at(next)} 127.0.0.1 ${next.port} @ ${NAME} 127.0.0.1 ${old.port}`);
+  current.publish('+promoted-slave', `slave ${at(next)} 127.0.0.1 ${next.port} @ ${NAME} 127.0.0.1 ${old.port}`);
+  await client.set('where', 'promoted');
+  expect(await reader(next).get('where')).toBe('promoted');
+  expect(await reader(old).get('where')).toBe('first');
+  expect(sentinelPlacement(client)).toEqual({ connectedTo: at(next), named: at(next) });
+});
+
 it('goes back to the primary it had when the failover is given up', async () => {
   current.publish('+selected-slave', `slave ${at(next)} 127.0.0.1 ${next.port} @ ${NAME} 127.0.0.1 ${old.port}`);
   await eventually(async () => (client.status !== 'ready' ? true : undefined), 10_000, 'the client to leave the old primary');

@@ -40,8 +40,10 @@ const globToRegExp = (glob: string) => new RegExp(`^${glob.replace(/[.+?^${}()|[
 export class FakeSentinel {
   private readonly subscribers = new Set<{ socket: Socket; channels: Set<string>; patterns: Set<string> }>();
   private readonly sockets = new Set<Socket>();
-  /** Lookups answered so far. */
+  /** Lookups asked so far. */
   lookups = 0;
+  /** How long a lookup waits for its answer, as from a Sentinel that is slow to answer. */
+  lookupDelayMs = 0;
 
   private constructor(
     private readonly server: Server,
@@ -82,11 +84,20 @@ export class FakeSentinel {
     });
     socket.on('error', () => socket.destroy());
     let buffer: Buffer = Buffer.alloc(0);
+    // Answers leave in the order the commands came, a slow lookup holding back those behind it.
+    let answered = Promise.resolve();
     socket.on('data', (chunk: Buffer) => {
       buffer = Buffer.concat([buffer, chunk]);
       for (let command = takeCommand(buffer); command; command = takeCommand(buffer)) {
         buffer = command.rest;
-        socket.write(this.answer(command.args, subscriber));
+        const args = command.args;
+        const lookup = args[0]?.toLowerCase() === 'sentinel' && args[1]?.toLowerCase() === 'get-master-addr-by-name';
+        if (lookup) this.lookups++;
+        const delayMs = lookup ? this.lookupDelayMs : 0;
+        answered = answered.then(async () => {
+          if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+          if (!socket.destroyed) socket.write(this.answer(args, subscriber));
+        });
       }
     });
   }
@@ -96,7 +107,6 @@ export class FakeSentinel {
     switch (name.toLowerCase()) {
       case 'sentinel':
         if (rest[0]?.toLowerCase() === 'get-master-addr-by-name') {
-          this.lookups++;
           return array([this.primary.host, String(this.primary.port)]);
         }
         return array([]);

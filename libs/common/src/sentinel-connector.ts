@@ -25,7 +25,8 @@ const FAILOVER_ABORTED = '-failover-abort-*';
 const WATCH_AFTER_CLOSE_MS = 10_000;
 /**
  * Longest wait, from a failover's start to its replica being promoted, for a connection held off
- * the old primary; past it, lookups go on as without a failover. Sentinel checks the replica every
+ * the old primary; and longest time the promoted replica is connected to directly without the
+ * announcement. Past either, lookups go on as without a failover. Sentinel checks the replica every
  * second during a failover, so a promotion is seen in about one.
  */
 const PROMOTION_HOLD_MS = 10_000;
@@ -87,8 +88,13 @@ export class FollowingSentinelConnector extends SentinelConnector {
   private promoting: { from: string; to: Address; promoted: boolean; until: number } | undefined;
   /** Wakes a connection waiting for a promotion (see {@link awaitPromotion}). */
   private wake: (() => void) | undefined;
+  /** The primary as the Sentinels named it last: the latest announcement or accepted answer. */
   private lastNamed: string | undefined;
+  /** The node the latest lookup gave (a Sentinel's answer, or the replica just promoted). */
+  private resolvedTo: string | undefined;
   private connectedTo: string | undefined;
+  /** Set by {@link disconnect}: a connection waiting for a promotion gives up instead of coming back. */
+  private closed = false;
 
   private readonly onPromotion: PromotionListener | undefined;
 
@@ -102,26 +108,34 @@ export class FollowingSentinelConnector extends SentinelConnector {
     const self = this as unknown as { resolve: (endpoint: Endpoint) => Promise<Address | null> };
     const resolve = self.resolve.bind(this);
     self.resolve = async (endpoint) => {
-      if (this.promoting?.promoted) return { ...this.promoting.to };
+      const promoted = this.promotedReplica();
+      if (promoted) {
+        this.resolvedTo = addressOf(promoted);
+        return { ...promoted };
+      }
       const answer = await resolve(endpoint);
       if (!answer) return answer;
       const named = addressOf(answer);
       if (this.announced && this.announced.primary !== named && Date.now() - this.announced.at < STALE_ANSWER_WINDOW_MS) return null;
       this.lastNamed = named;
+      this.resolvedTo = named;
       return answer;
     };
   }
 
   /** Where this connection is and where the Sentinels say the primary is; readiness compares the two. */
   placement(): SentinelPlacement {
-    const named = this.promoting?.promoted ? addressOf(this.promoting.to) : (this.announced?.primary ?? this.lastNamed);
-    return { connectedTo: this.connectedTo, named };
+    const promoted = this.promotedReplica();
+    return { connectedTo: this.connectedTo, named: promoted ? addressOf(promoted) : this.lastNamed };
   }
 
   override async connect(emit: ErrorEmitter): Promise<NetStream> {
+    this.closed = false;
     this.watch();
     for (;;) {
       await this.awaitPromotion();
+      // As ioredis's own connector fails a connect its client closed meanwhile.
+      if (this.closed) throw new Error('Connection is closed.');
       this.looking = true;
       this.promotedWhileLooking = false;
       let stream: NetStream;
@@ -137,8 +151,8 @@ export class FollowingSentinelConnector extends SentinelConnector {
       // The next lookup starts at the Sentinel that answered this one (ioredis's detector did this
       // too), rather than going round them all and through any that is down.
       this.sentinelIterator.reset(true);
-      if (!this.promotedWhileLooking && !this.beingReplaced(this.lastNamed)) {
-        this.connectedTo = this.promoting?.promoted ? addressOf(this.promoting.to) : this.lastNamed;
+      if (!this.promotedWhileLooking && !this.unwanted(this.resolvedTo)) {
+        this.connectedTo = this.resolvedTo;
         stream.once('close', () => {
           clearTimeout(this.unwatchTimer);
           this.unwatchTimer = setTimeout(() => this.unwatch(), WATCH_AFTER_CLOSE_MS).unref();
@@ -150,22 +164,34 @@ export class FollowingSentinelConnector extends SentinelConnector {
   }
 
   override disconnect(): void {
+    this.closed = true;
     this.unwatch();
     this.wake?.();
     super.disconnect();
   }
 
-  /** True while a failover is replacing `address` and its replica is not yet promoted. */
-  private beingReplaced(address: string | undefined): boolean {
+  /** The replica a failover under way has promoted, until the announcement or the hold's end. */
+  private promotedReplica(): Address | undefined {
     const promoting = this.promoting;
-    return !!promoting && !promoting.promoted && Date.now() < promoting.until && promoting.from === address;
+    return promoting?.promoted && Date.now() < promoting.until ? promoting.to : undefined;
   }
 
-  /** Resolves once no failover is between picking a replica and promoting it (or the hold ran out). */
+  /**
+   * True for a lookup's node that a failover under way says not to stay on: the old primary while
+   * its replica is not yet promoted, any other node once it is.
+   */
+  private unwanted(address: string | undefined): boolean {
+    const promoting = this.promoting;
+    if (!promoting || Date.now() >= promoting.until) return false;
+    return promoting.promoted ? address !== addressOf(promoting.to) : address === promoting.from;
+  }
+
+  /** Resolves once no failover is between picking a replica and promoting it (or the hold ran out, or the client closed). */
   private async awaitPromotion(): Promise<void> {
-    while (this.promoting && !this.promoting.promoted && Date.now() < this.promoting.until) {
+    while (!this.closed && this.promoting && !this.promoting.promoted && Date.now() < this.promoting.until) {
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.promoting!.until - Date.now());
+        // Never what keeps a process alive: a client that stops waits for nothing.
+        const timer = setTimeout(resolve, this.promoting!.until - Date.now()).unref();
         this.wake = () => {
           clearTimeout(timer);
           resolve();
@@ -186,6 +212,7 @@ export class FollowingSentinelConnector extends SentinelConnector {
   private switched(host: string, port: number): void {
     const primary = addressOf({ host, port });
     this.announced = { primary, at: Date.now() };
+    this.lastNamed = primary;
     this.promoting = undefined;
     this.wake?.();
     if (this.looking) {
@@ -205,9 +232,13 @@ export class FollowingSentinelConnector extends SentinelConnector {
       const from = addressOf({ host: fromHost ?? '', port: Number(fromPort) });
       this.promoting = { from, to: { host, port: Number(port) }, promoted: false, until: Date.now() + PROMOTION_HOLD_MS };
       this.leave((connectedTo) => connectedTo !== from);
-    } else if (channel === PROMOTED_REPLICA && this.promoting) {
+    } else if (channel === PROMOTED_REPLICA && this.promoting && addressOf(this.promoting.to) === addressOf({ host, port: Number(port) })) {
+      // Connected to it directly until the announcement, which comes once the other replicas follow.
       this.promoting.promoted = true;
+      this.promoting.until = Date.now() + PROMOTION_HOLD_MS;
       this.wake?.();
+      // A lookup in flight may have been answered with the old primary: it looks again.
+      if (this.looking) this.promotedWhileLooking = true;
       const to = addressOf(this.promoting.to);
       this.leave((connectedTo) => connectedTo === to);
     }

@@ -124,7 +124,13 @@ describe.each([
     await page.goto(typeof path === 'function' ? path() : path);
     await page.locator('main h1').waitFor();
     // Loaded: no "Loading…" left, and the data in (a table's rows, or the page's own content).
-    await page.waitForFunction("!document.body.innerText.includes('Loading')");
+    // Through a locator (Playwright's own world), not a predicate evaluated in the page, which
+    // the dashboard's Content-Security-Policy (no 'unsafe-eval') refuses once it has to poll.
+    await page
+      .getByText(/Loading/)
+      .filter({ visible: true })
+      .first()
+      .waitFor({ state: 'hidden' });
     await page.waitForLoadState('networkidle');
     // What is folded away (the numbers behind a chart, the raw JSON) must fit too, once opened.
     await page.evaluate(`document.querySelectorAll('main details').forEach((d) => { d.open = true; })`);

@@ -117,6 +117,14 @@ describe('waiting for replicas (REDIS_WAIT_REPLICAS)', () => {
     const primary = await sentinel.primaryPort();
     const replica = sentinel.dataPorts.find((port) => port !== primary)!;
     await eventually(async () => ((await sentinel.replicating(replica)) ? true : undefined), 30_000, 'a replica in sync');
+    // In sync as the primary sees it too (`state=online`), which is what the wait asks.
+    const onPrimary = sentinel.node(primary);
+    await eventually(
+      async () => (/state=online/.test(await onPrimary.info('replication')) ? true : undefined),
+      30_000,
+      'the primary to see its replica online',
+    );
+    onPrimary.disconnect();
     await redis.set(`${prefix}:waited`, '1');
     await patient.after(redis);
     expect(short).toEqual([]);

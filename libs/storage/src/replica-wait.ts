@@ -20,8 +20,12 @@ const REPLICAS_SEEN_FOR_MS = 1_000;
  * `WAIT` counts the writes sent on its own connection, so it is sent on the connection that wrote.
  */
 export class ReplicaWait {
-  /** What each connection's primary said of its replicas in sync, and when; forgotten when the connection is made again. */
-  private readonly seen = new WeakMap<Redis, { inSync: number; at: number }>();
+  /**
+   * What each connection's primary said (or is being asked) of its replicas in sync, and when;
+   * forgotten when the connection is made again. The question is shared: the acceptances of one
+   * moment send one INFO between them.
+   */
+  private readonly seen = new WeakMap<Redis, { inSync: Promise<number>; at: number }>();
   private readonly followed = new WeakSet<Redis>();
 
   constructor(
@@ -40,16 +44,18 @@ export class ReplicaWait {
   }
 
   /** Replicas whose link to the connection's primary is up (`state=online`), as the primary said at most a second ago. */
-  private async replicasInSync(redis: Redis): Promise<number> {
+  private replicasInSync(redis: Redis): Promise<number> {
     const known = this.seen.get(redis);
     if (known && Date.now() - known.at < REPLICAS_SEEN_FOR_MS) return known.inSync;
     if (!this.followed.has(redis)) {
       this.followed.add(redis);
       redis.on('ready', () => this.seen.delete(redis));
     }
-    // Not known (the primary did not answer): WAIT, which fails or times out as it would have.
-    const info = await redis.info('replication').catch(() => undefined);
-    const inSync = info === undefined ? this.replicas : (info.match(/^slave\d+:.*\bstate=online\b/gm) ?? []).length;
+    // An INFO that fails counts as enough: WAIT then fails or times out as it would have.
+    const inSync = redis.info('replication').then(
+      (info) => (info.match(/^slave\d+:.*\bstate=online\b/gm) ?? []).length,
+      () => this.replicas,
+    );
     this.seen.set(redis, { inSync, at: Date.now() });
     return inSync;
   }

@@ -501,8 +501,17 @@ describe('requests, retry, usage and test callbacks', () => {
     expect(usage.json.total).toBe(total);
     expect(usage.json.entries.map((e: { job_id: string }) => e.job_id).sort()).toEqual(ledger.map((e) => e.job_id).sort());
     expect(usage.json.days).toHaveLength(7);
-    const today = new Date().toISOString().slice(0, 10);
-    expect(usage.json.days.at(-1)).toEqual({ date: today, amount: total, count: ledger.length });
+    // Each day as the ledger dates its entries (UTC): one day, or two when the jobs straddled midnight.
+    const perDay = new Map<string, { date: string; amount: number; count: number }>();
+    for (const e of ledger) {
+      const date = new Date(e.created_ms).toISOString().slice(0, 10);
+      const day = perDay.get(date) ?? { date, amount: 0, count: 0 };
+      day.amount += Math.round(e.amount * 1e6);
+      day.count += 1;
+      perDay.set(date, day);
+    }
+    const expected = [...perDay.values()].map((d) => ({ ...d, amount: d.amount / 1e6 }));
+    expect(usage.json.days.filter((d: { date: string }) => perDay.has(d.date))).toEqual(expected);
   });
 
   it('sends a signed test callback through the dispatcher and shows the answer; refuses a private URL with 400', async () => {

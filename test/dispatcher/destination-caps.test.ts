@@ -18,6 +18,13 @@ const TIMEOUT_MS = 1_500;
 const CAP = 4;
 const SHARE = CAP - headroomOf(CAP);
 const SLOW_CAP = 2;
+/**
+ * The hanging destination's callbacks in the first test: one more than the four workers of both
+ * replicas (so a parked attempt that held a worker would stall everyone else) and more than one
+ * workspace's share (so some are deferred). Their six attempts each run one at a time once the
+ * destination is in the slow lane, at the attempt timeout apiece: each more costs six timeouts.
+ */
+const BAD = 5;
 
 let pki: TestPki;
 let stack: TestStack;
@@ -93,7 +100,7 @@ it('keeps a hanging destination to its cap across replicas while other destinati
 
   const { latencies: baseline } = await deliveryLatencies(healthy, '/before', 6);
 
-  const bad = await Promise.all(Array.from({ length: 6 }, () => finished(a, hanging.url('/hang'))));
+  const bad = await Promise.all(Array.from({ length: BAD }, () => finished(a, hanging.url('/hang'))));
   // One workspace's attempts: the cap less the headroom kept for others.
   await eventually(() => (hanging.inFlight >= SHARE ? true : undefined), 10_000, 'the hanging destination to fill its slots');
   // A deferred attempt holds no worker and says when it will be made.
@@ -137,7 +144,7 @@ it('keeps a hanging destination to its cap across replicas while other destinati
     const attempts = await callbacks.attempts(messageId);
     expect(attempts.map((x) => x.error)).toEqual(Array(6).fill('timeout'));
   }
-  expect(hanging.requestsTo('/hang')).toHaveLength(6 * 6);
+  expect(hanging.requestsTo('/hang')).toHaveLength(BAD * 6);
   // The cap held over both replicas the whole time, and the slow lane's lower cap once the first
   // attempts had timed out.
   expect(hanging.maxInFlight).toBeLessThanOrEqual(SHARE);

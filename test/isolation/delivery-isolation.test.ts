@@ -8,7 +8,7 @@ import { isolationBound, p99, sixFailedAttempts, submitImage, timedRun } from '.
 import { baseEnv } from '../dispatcher/support/harness';
 import { makeTestPki, type TestPki } from '../dispatcher/support/pki';
 import { TestReceiver } from '../dispatcher/support/receiver';
-import { headroomOf, leaseMsFor } from '@media/domain';
+import { callbackIdFor, headroomOf, leaseMsFor } from '@media/domain';
 
 /** Workers per queue per dispatcher; two replicas make 200, fewer than A's 210 dark callbacks. */
 const CONCURRENCY = 100;
@@ -97,7 +97,11 @@ it('keeps B’s callbacks at their baseline while A’s receivers hang, and make
   // Every one of A's callbacks gets its six attempts, each cut or answered within the timeout, and
   // none later after it was due than a lease (timeout + 5 s) per round of A's share ahead of it, as
   // docs/callbacks.md says.
-  const lateness = [...(await sixFailedAttempts(stack, dark, 'timeout', 180_000)), ...(await sixFailedAttempts(stack, slowIds, 'http_error', 180_000))];
+  const callbackIds = (jobIds: string[]) => jobIds.map((id) => callbackIdFor(id, 'image.completed'));
+  const lateness = [
+    ...(await sixFailedAttempts(stack, callbackIds(dark), 'timeout', 180_000)),
+    ...(await sixFailedAttempts(stack, callbackIds(slowIds), 'http_error', 180_000)),
+  ];
   const latest = Math.max(...lateness);
   expect(latest).toBeLessThanOrEqual(Math.ceil(Math.max(HANGING, SLOW) / SHARE) * LEASE_MS);
   console.log(`latest attempt of A: ${latest} ms after it was due (bound ${Math.ceil(HANGING / SHARE) * LEASE_MS} ms)`);

@@ -39,22 +39,21 @@ export const p99 = (values: number[]) => [...values].sort((x, y) => x - y)[Math.
 export const isolationBound = (baseline: number[]) => Math.max(2 * p99(baseline), p99(baseline) + 1_000);
 
 /**
- * Waits for the callback of each job to end `failed` after six attempts that all failed with
- * `error`, ladder gaps of 1 s; returns, per job, the latest any of its attempts was made after the
- * ladder made it due (ms): how late isolation made it.
+ * Waits for each callback (its `msg_` id) to end `failed` after six attempts that all failed with
+ * `error`, ladder gaps of 1 s; returns, per callback, the latest any of its attempts was made after
+ * the ladder made it due (ms): how late isolation made it.
  */
-export async function sixFailedAttempts(stack: TestStack, jobIdsOf: string[], error: string, timeoutMs: number): Promise<number[]> {
+export async function sixFailedAttempts(stack: TestStack, messageIds: string[], error: string, timeoutMs: number): Promise<number[]> {
   const callbacks = new CallbackRepository(stack.redis, stack.keys);
   const lateness: number[] = [];
-  for (const id of jobIdsOf) {
-    const messageId = callbackIdFor(id, 'image.completed');
+  for (const messageId of messageIds) {
     const ended = await eventually(
       async () => {
         const cb = await callbacks.get(messageId);
         return cb?.state === 'failed' ? cb : undefined;
       },
       timeoutMs,
-      `the callback of ${id} to fail`,
+      `${messageId} to fail`,
     );
     expect(ended.ladder_attempt).toBe(6);
     const attempts = await callbacks.attempts(messageId);

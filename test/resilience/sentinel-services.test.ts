@@ -38,6 +38,7 @@ describe.each([0, 1])('REDIS_WAIT_REPLICAS=%i', (waitReplicas) => {
         await sentinel.kill(old);
       },
       relaunch: () => sentinel.launchNode(old),
+      promoted: async () => (await sentinel.primaryPort()) !== old,
       describe: () => sentinel.describe(),
       settled: async () => {
         expect(await sentinel.primaryPort()).not.toBe(old);

@@ -12,6 +12,12 @@ export interface Failover {
   relaunch(): Promise<void>;
   /** Resolves once a replica holds the primary's role and the old primary is a replica. */
   settled(): Promise<void>;
+  /**
+   * True once a replica has been promoted (the old primary still down). When given, the run is
+   * paced by it (see {@link PROMPT}); without it, by the fixed times below, which leave the
+   * deployment ample time to promote before the old primary comes back.
+   */
+  promoted?(): Promise<boolean>;
   /** What the deployment says of its nodes now (which is primary, each node's role), for a failure's message. */
   describe?(): Promise<string>;
 }
@@ -70,6 +76,14 @@ const SUBMIT_FOR_MS = 24_000;
 const KILL_AT_MS = 6_000;
 const RELAUNCH_AT_MS = 14_000;
 const INTAKE_GIVE_UP_MS = 60_000;
+/**
+ * The schedule of a run whose deployment says when it promoted ({@link Failover.promoted}): the
+ * kill after three seconds of steady intake (two dozen submissions, whose latency is reported), the
+ * old primary relaunched as soon as a replica has taken its place (the order the fixed schedule
+ * waits for), and submissions going on for three seconds after that, so that intake is exercised
+ * while the old primary rejoins as a replica.
+ */
+const PROMPT = { killAtMs: 3_000, submitAfterRelaunchMs: 3_000 };
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const percentile = (values: number[], p: number) =>
@@ -133,15 +147,35 @@ export async function steadyIntakeThroughFailover(h: DispatcherHarness, failover
   };
 
   const probes = probeOps(h);
+  /** When submissions stop. */
+  let submitUntil = started + SUBMIT_FOR_MS;
   const chaos = (async () => {
-    await pause(KILL_AT_MS);
+    const promoted = failover.promoted?.bind(failover);
+    if (!promoted) {
+      await pause(KILL_AT_MS);
+      killedAt = Date.now();
+      await failover.kill();
+      await pause(RELAUNCH_AT_MS - KILL_AT_MS);
+      await failover.relaunch();
+      return;
+    }
+    // Submissions go on until the relaunch is done (however long the promotion takes), then a while.
+    submitUntil = Infinity;
+    await pause(PROMPT.killAtMs);
     killedAt = Date.now();
     await failover.kill();
-    await pause(RELAUNCH_AT_MS - KILL_AT_MS);
+    // A failover that never comes is reported by the submissions' own deadline (INTAKE_GIVE_UP_MS)
+    // and by `settled`; the old primary is relaunched then anyway.
+    await eventually(async () => ((await promoted().catch(() => false)) ? true : undefined), INTAKE_GIVE_UP_MS, 'a replica to be promoted').catch(
+      () => undefined,
+    );
     await failover.relaunch();
+    submitUntil = Date.now() + PROMPT.submitAfterRelaunchMs;
   })();
+  // Ends the submissions if the kill or relaunch throws; its error is the run's (awaited below).
+  chaos.catch(() => (submitUntil = 0));
   const submissions: Promise<void>[] = [];
-  for (let i = 0; Date.now() - started < SUBMIT_FOR_MS; i++) {
+  for (let i = 0; Date.now() < submitUntil; i++) {
     submissions.push(submit(i));
     await pause(SUBMIT_EVERY_MS);
   }

@@ -1,6 +1,7 @@
 // dependency-cruiser, run by `npm run lint` (scripts/lint.sh): no import cycles, the services and the
-// admin tool share code only through libs/, never by importing one another, and the renderer
-// (libs/renderer) takes nothing from the other packages but @media/common.
+// admin tool share code only through libs/, never by importing one another, the renderer
+// (libs/renderer) takes nothing from the other packages but @media/common, and a capability
+// package's Redis keys (its keys.ts) are imported by that package alone.
 // An import of another workspace package (@media/...) resolves as Node resolves it, to the package's
 // built dist/ (not followed further; so it runs after `tsc -b`). Cycles between packages are refused
 // by tsc -b's project references already; this finds those within a package.
@@ -35,6 +36,14 @@ module.exports = {
         'The renderer imports a workspace package other than @media/common (its scratch directory): it draws from a prompt and a seed alone, so any backend or tool can use it without the store, the queues or the domain model.',
       from: { path: '^libs/renderer/' },
       to: { path: '^libs/', pathNot: '^libs/(renderer|common)/' },
+    },
+    {
+      name: 'capability-keys-stay-home',
+      severity: 'error',
+      comment:
+        "A package imports another capability's keys.ts (libs/callbacks, libs/jobs, libs/accounts): only the owning package reads or writes its Redis keys; ask it through its stores instead. Tests reach every key through test/support/store-keys.ts.",
+      from: { path: '^(libs|services|tools|bench|scripts)/([^/]+)/' },
+      to: { path: '^libs/(callbacks|jobs|accounts)/(src|dist)/keys\\.', pathNot: '^libs/$2/' },
     },
     {
       name: 'workspace-package-resolves',

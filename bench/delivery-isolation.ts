@@ -9,7 +9,6 @@
  * in-process HTTPS server that reads each request and never answers, and at B's host A's callbacks
  * go to `/hang`, which the receiver process holds open.
  */
-import { StoreKeys } from '@media/storage';
 import { TestReceiver } from '../test/dispatcher/support/receiver';
 import {
   BenchStack,
@@ -24,6 +23,7 @@ import {
   waitUntil,
   type BenchContext,
 } from './support';
+import { allKeys } from '../test/support/store-keys';
 
 export interface DeliveryIsolationRun {
   label: string;
@@ -121,12 +121,7 @@ async function oneRun(
     }
     // A's first attempts hang: as many as the dispatcher lets in flight.
     await waitUntil(async () => (await hanging()) >= Math.min(dark, 10), 60_000, `A's attempts to hang (${label})`, 50);
-    await waitUntil(
-      async () => (await redis.scard(new StoreKeys(prefix).workspaceUnfinished(wsA.workspaceId))) === 0,
-      60_000,
-      `A's jobs to be made (${label})`,
-      50,
-    );
+    await waitUntil(async () => (await redis.scard(allKeys(prefix).workspaceUnfinished(wsA.workspaceId))) === 0, 60_000, `A's jobs to be made (${label})`, 50);
     const darkInFlight = await hanging();
     const during = await runB();
     return {

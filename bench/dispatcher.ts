@@ -18,9 +18,10 @@ import { createSecureContext, rootCertificates } from 'node:tls';
 import { Queue } from 'bullmq';
 import { bullPrefix, jobIds } from '@media/common';
 import { newIdBeside, type ImageJob } from '@media/domain';
-import { JobRepository, StoreKeys } from '@media/storage';
+import { JobRepository } from '@media/jobs';
 import { BenchStack, createWorkspace, dropPrefix, envNumber, newPrefix, serviceEnv, waitUntil, type BenchContext } from './support';
 import type { ReceiverStats } from './ipc';
+import { allKeys } from '../test/support/store-keys';
 
 export interface ThroughputRun {
   requests: number;
@@ -60,7 +61,7 @@ export async function benchDispatcher(ctx: BenchContext): Promise<DispatcherResu
 
   const prefix = newPrefix('dispatch');
   const { workspaceId } = await createWorkspace(redis, prefix);
-  const jobs = new JobRepository(redis, new StoreKeys(prefix));
+  const jobs = new JobRepository(redis, allKeys(prefix));
   const events = new Queue('job-events', { connection: redis, prefix: bullPrefix(prefix, 'job-events') });
   const stack = await BenchStack.start(prefix, ['webhook-dispatcher'], await serviceEnv(prefix, pki, { DISPATCHER_CONCURRENCY: String(CONCURRENCY) }));
   const url = receiver.url('/hook');

@@ -10,9 +10,9 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
-import { StoreKeys } from '@media/storage';
 import { freePort } from '../test/support/basics';
 import { BenchStack, createWorkspace, dropPrefix, envNumber, HelperProcess, newPrefix, processCpuMs, serviceEnv, type BenchContext } from './support';
+import { allKeys } from '../test/support/store-keys';
 
 export interface LoadRun {
   requestsPerSecond: number;
@@ -136,11 +136,11 @@ export async function benchGateway(ctx: BenchContext): Promise<GatewayResult> {
       };
     };
     const bareExpress = await load(`http://127.0.0.1:${barePort}`, bare.child.pid);
-    const before = await redis.zcard(new StoreKeys(prefix).workspaceImages(workspaceId));
+    const before = await redis.zcard(allKeys(prefix).workspaceImages(workspaceId));
     const gateway = await load(stack.baseUrl, stack.services[0]?.child.pid);
     stack.assertAlive();
     // Warm-up and measured requests alike stored a job each; count them all.
-    const jobsStored = await redis.zcard(new StoreKeys(prefix).workspaceImages(workspaceId));
+    const jobsStored = await redis.zcard(allKeys(prefix).workspaceImages(workspaceId));
     const traced = envNumber('BENCH_TRACING', 1) > 0 ? await tracedLoad(prefix, stack.env, load) : undefined;
 
     const invalid: string[] = [];

@@ -6,9 +6,10 @@
  * S3 (an S3-compatible server on loopback, s3rver, as the tests use). No peer: context for the
  * other figures.
  */
-import { JobRepository, StoreKeys } from '@media/storage';
+import { JobRepository } from '@media/jobs';
 import { S3TestServer } from '../libs/blob-store/src/test-support/s3-server';
 import { BenchStack, createWorkspace, dropPrefix, envNumber, newPrefix, percentile, serviceEnv, waitUntil, type BenchContext } from './support';
+import { allKeys } from '../test/support/store-keys';
 
 export interface Timing {
   n: number;
@@ -50,7 +51,7 @@ async function run(ctx: BenchContext, store: 'fs' | 's3', rounds: number, images
   const { redis, pki } = ctx;
   const prefix = newPrefix(`generation-${store}`);
   const { apiKey } = await createWorkspace(redis, prefix);
-  const jobs = new JobRepository(redis, new StoreKeys(prefix));
+  const jobs = new JobRepository(redis, allKeys(prefix));
   const s3 = store === 's3' ? await S3TestServer.start('bench-media') : undefined;
   const stack = await BenchStack.start(prefix, ['api-gateway', 'generator'], await serviceEnv(prefix, pki, s3?.env));
   const post = async (path: string, json: unknown) => {

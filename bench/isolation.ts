@@ -13,7 +13,7 @@
  * Delivery (bench/delivery-isolation.ts): B's callbacks while A's receiver hangs, with the shipped
  * settings and with the settings from before isolation.
  */
-import { JobRepository, StoreKeys } from '@media/storage';
+import { JobRepository } from '@media/jobs';
 import { benchDeliveryIsolation, type DeliveryIsolationResult } from './delivery-isolation';
 import {
   BenchStack,
@@ -28,6 +28,7 @@ import {
   submitImage,
   type BenchContext,
 } from './support';
+import { allKeys } from '../test/support/store-keys';
 
 export interface LatencyFigures {
   n: number;
@@ -80,7 +81,7 @@ export async function benchGenerationIsolation(ctx: BenchContext): Promise<Gener
   const prefix = newPrefix('isolation-generation');
   const a = await createWorkspace(redis, prefix, 'backlog');
   const b = await createWorkspace(redis, prefix, 'small');
-  const jobs = new JobRepository(redis, new StoreKeys(prefix));
+  const jobs = new JobRepository(redis, allKeys(prefix));
   const stack = await BenchStack.start(
     prefix,
     ['api-gateway', 'generator'],

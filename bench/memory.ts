@@ -9,8 +9,8 @@
  */
 import type { Redis } from 'ioredis';
 import { bullKey, scheduleKey, storeShards, type QueueName } from '@media/common';
-import { StoreKeys } from '@media/storage';
 import { BenchStack, createWorkspace, dropPrefix, envNumber, newPrefix, serviceEnv, sleep, submitImage, waitUntil, type BenchContext } from './support';
+import { allKeys } from '../test/support/store-keys';
 
 /**
  * What a kind of key belongs to: the job itself (record and indexes, needed with or without a
@@ -261,7 +261,7 @@ export async function benchMemory(ctx: BenchContext): Promise<MemoryResult> {
 
 /** Every callback is pending after exactly one failed automatic attempt, with the next one scheduled. */
 async function checkCallbacks(redis: Redis, prefix: string, workspaceId: string, expected: number): Promise<void> {
-  const keys = new StoreKeys(prefix);
+  const keys = allKeys(prefix);
   const ids = await redis.zrange(keys.workspaceCallbacks(workspaceId), 0, -1);
   if (ids.length !== expected) throw new Error(`expected ${expected} callbacks, found ${ids.length}`);
   for (let i = 0; i < ids.length; i += 500) {

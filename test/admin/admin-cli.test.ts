@@ -4,10 +4,11 @@ import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createAccounts } from '@media/accounts';
-import { StoreKeys, WorkspaceRepository } from '@media/storage';
+import { WorkspaceRepository } from '@media/accounts';
 import { CONFIG_KEYS } from '@media/common';
 import { COMMANDS } from '../../tools/admin/src/admin';
 import { REDIS_URL } from '../support/stack';
+import { allKeys } from '../support/store-keys';
 
 const run = promisify(execFile);
 const prefix = `test-${randomBytes(6).toString('hex')}`;
@@ -35,7 +36,7 @@ it('create-workspace prints the workspace, its key, its secret and the owner’s
     signing_secret: expect.stringMatching(/^whsec_/),
     dashboard: { email: 'owner@acme-corp.local', password: expect.any(String), role: 'owner' },
   });
-  const workspaces = new WorkspaceRepository(redis, new StoreKeys(prefix));
+  const workspaces = new WorkspaceRepository(redis, allKeys(prefix));
   expect(await workspaces.findByApiKey(out.api_key)).toBe(out.workspace_id);
   const signed = await accounts().signIn(out.dashboard.email, out.dashboard.password, '127.0.0.1');
   expect(signed.session).toMatchObject({ role: 'owner', workspace: { id: out.workspace_id } });
@@ -50,7 +51,7 @@ it('rotate-secret prints the new secret and when the previous one stops signing'
   const ends = Date.parse(out.previous_secret_expires_at);
   expect(ends).toBeGreaterThanOrEqual(before + 3_600_000 - 1_000);
   expect(ends).toBeLessThanOrEqual(Date.now() + 3_600_000);
-  const secrets = await new WorkspaceRepository(redis, new StoreKeys(prefix)).activeSecrets(ws.workspace_id);
+  const secrets = await new WorkspaceRepository(redis, allKeys(prefix)).activeSecrets(ws.workspace_id);
   expect(secrets).toEqual([out.signing_secret, ws.signing_secret]);
 });
 
@@ -81,7 +82,7 @@ it('enable-asymmetric-signing prints the public key (the same one when run again
   expect(ends).toBeLessThanOrEqual(Date.now() + 3_600_000);
   expect(rotated.public_keys.map((k: { public_key: string }) => k.public_key)).toEqual([rotated.public_key, on.public_key]);
   // The HMAC secret is left alone.
-  expect(await new WorkspaceRepository(redis, new StoreKeys(prefix)).activeSecrets(ws.workspace_id)).toEqual([ws.signing_secret]);
+  expect(await new WorkspaceRepository(redis, allKeys(prefix)).activeSecrets(ws.workspace_id)).toEqual([ws.signing_secret]);
 });
 
 it('add-member prints credentials that sign in; remove-member removes; the last owner stays', async () => {

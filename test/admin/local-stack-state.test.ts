@@ -3,7 +3,7 @@
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { WorkspaceRepository } from '@media/storage';
+import type { WorkspaceRepository } from '@media/accounts';
 import { DemoSecrets, DemoWorkspaceFile, type DemoWorkspace } from '../../tools/admin/src/demo-workspace';
 import { AnotherStackRunningError, StackPidFile } from '../../tools/admin/src/stack-pid-file';
 

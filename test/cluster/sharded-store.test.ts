@@ -1,7 +1,10 @@
 import { loadConfig } from '@media/common';
 import { mint } from '@media/accounts';
-import { callbackIdFor, LEGACY_SHARD, newId, newIdBeside, shardOfId, STORE_SHARDS, type ImageJob } from '@media/domain';
-import { hashApiKey, JobRepository, SecretBox, WorkspaceRepository } from '@media/storage';
+import { callbackIdFor } from '@media/domain';
+import { LEGACY_SHARD, newId, newIdBeside, shardOfId, STORE_SHARDS, type ImageJob } from '@media/domain';
+import { hashApiKey, WorkspaceRepository } from '@media/accounts';
+import { JobRepository } from '@media/jobs';
+import { SecretBox } from '@media/storage';
 import { asyncImage } from '../../libs/domain/src/test-support/jobs';
 import { eventually, type TestWorkspace } from '../support/stack';
 import { TestRedisCluster } from '../support/redis-cluster';

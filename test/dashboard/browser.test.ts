@@ -3,8 +3,8 @@ import { eventually } from '../support/stack';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { launchChromium, newSession, screenshot, signIn, type PageProblems } from './support/browser';
 import { loadConfig } from '@media/common';
-import { destinationOf } from '@media/domain';
-import { DestinationGate, destinationLimits } from '@media/storage';
+import { destinationOf } from '@media/callbacks';
+import { DestinationGate, destinationLimits } from '@media/callbacks';
 
 /**
  * The dashboard in real headless Chromium against the real stack (gateway, generator, dispatcher)

@@ -1,9 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { CallbackRepository, JobRepository, OverviewRepository, OVERVIEW_TIERS, StoreKeys, type CallbackRecord, type NewCallbackAttempt } from '@media/storage';
+import { CallbackRepository, type NewCallbackAttempt } from '@media/callbacks';
+import type { CallbackRecord } from '@media/domain';
+import { JobRepository } from '@media/jobs';
+import { OverviewRepository, OVERVIEW_TIERS } from '@media/storage';
 import type { ImageJob } from '@media/domain';
 import { PrivateRedis } from '../support/private-redis';
 import { deleteKeysUnder, keysUnder, REDIS_URL } from '../support/stack';
+import { allKeys } from '../support/store-keys';
 
 /**
  * The Overview's aggregates as production keeps them: on a Redis with AOF, through a crash and
@@ -15,7 +19,7 @@ const MINUTE = 60_000;
 
 /** The store's writes that the Overview counts, on one Redis under one prefix. */
 class Store {
-  readonly keys = new StoreKeys(`test-${randomBytes(6).toString('hex')}`);
+  readonly keys = allKeys(`test-${randomBytes(6).toString('hex')}`);
   readonly callbacks: CallbackRepository;
   readonly jobs: JobRepository;
   readonly overview: OverviewRepository;
@@ -25,7 +29,7 @@ class Store {
   constructor(readonly redis: Redis) {
     this.callbacks = new CallbackRepository(redis, this.keys);
     this.jobs = new JobRepository(redis, this.keys);
-    this.overview = new OverviewRepository(redis, this.keys);
+    this.overview = new OverviewRepository(redis, this.keys, (workspaceId) => this.callbacks.pendingIndex(workspaceId));
   }
 
   async callback(ws: string, url: string, atMs: number): Promise<CallbackRecord> {

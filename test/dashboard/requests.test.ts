@@ -1,5 +1,5 @@
 import type { Browser, Page } from 'playwright-core';
-import { destinationOf } from '@media/domain';
+import { destinationOf } from '@media/callbacks';
 import { eventually } from '../support/stack';
 import { expectApiError } from '../support/http';
 import { DispatcherHarness } from '../dispatcher/support/harness';

@@ -4,12 +4,14 @@ import { Redis } from 'ioredis';
 import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
 import { createLogger, jobIds, loadConfig } from '@media/common';
 import { createAccounts } from '@media/accounts';
-import { CallbackRepository, JobRepository, StoreKeys } from '@media/storage';
+import { CallbackRepository } from '@media/callbacks';
+import { JobRepository } from '@media/jobs';
 import { createCallbackService, type CallbackServiceHandle } from '../../services/webhook-dispatcher/src/wiring';
 import { deleteKeysUnder, freePort, REDIS_URL } from '../support/stack';
 import { finishedImageJob } from './support/finished-job';
 import { makeTestPki, type TestPki } from './support/pki';
 import { TestReceiver } from './support/receiver';
+import { allKeys } from '../support/store-keys';
 
 /**
  * Delivery-time address policy, with the dispatcher's own classes in process so the resolver can
@@ -17,7 +19,7 @@ import { TestReceiver } from './support/receiver';
  */
 const prefix = `test-${randomBytes(6).toString('hex')}`;
 const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-const keys = new StoreKeys(prefix);
+const keys = allKeys(prefix);
 const jobs = new JobRepository(redis, keys);
 const store = new CallbackRepository(redis, keys);
 let pki: TestPki;

@@ -3,13 +3,15 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { bullPrefix, createLogger, jobIds, loadConfig } from '@media/common';
 import { createAccounts } from '@media/accounts';
-import { CallbackRepository, JobRepository, StoreKeys } from '@media/storage';
+import { CallbackRepository } from '@media/callbacks';
+import { JobRepository } from '@media/jobs';
 import { createCallbackService, type CallbackServiceHandle } from '../../services/webhook-dispatcher/src/wiring';
 import { deleteKeysUnder, REDIS_URL } from '../support/stack';
 import { makeTestPki, type TestPki } from './support/pki';
 import { finishedImageJob } from './support/finished-job';
 import { TestReceiver } from './support/receiver';
 import { shardOfId } from '@media/domain';
+import { allKeys } from '../support/store-keys';
 
 /**
  * Attempt 1 is made by the job-finished event's own handler (one queue between a job's end and its
@@ -18,7 +20,7 @@ import { shardOfId } from '@media/domain';
  */
 const prefix = `test-${randomBytes(6).toString('hex')}`;
 const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-const keys = new StoreKeys(prefix);
+const keys = allKeys(prefix);
 const jobs = new JobRepository(redis, keys);
 const store = new CallbackRepository(redis, keys);
 const deliveries = new Queue('callback-deliveries', { connection: redis, prefix: bullPrefix(prefix, 'callback-deliveries') });

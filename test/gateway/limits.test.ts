@@ -3,7 +3,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { VideoJob } from '@media/domain';
-import { LimitRepository } from '@media/storage';
+import { LimitRepository } from '@media/jobs';
 import { expectApiError } from '../support/http';
 import { api, TestStack, type TestWorkspace } from '../support/stack';
 

@@ -11,13 +11,14 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createBlobStore, type BlobStore } from '@media/blob-store';
 import { bullPrefix, JobQueue, loadConfig, type QueueConsumer } from '@media/common';
-import { JobRepository, StoreKeys } from '@media/storage';
+import { JobRepository } from '@media/jobs';
 import { createGeneratorBackend } from '../../services/generator/src/backends';
 import { createGenerationConsumer } from '../../services/generator/src/generation-consumer';
 import { GenerationService } from '../../services/generator/src/generation-service';
 import { ModerationPolicy } from '../../services/generator/src/moderation';
 import { capturingLogger } from '../support/log-capture';
 import { deleteKeysUnder, eventually, REDIS_URL } from '../support/stack';
+import { allKeys } from '../support/store-keys';
 
 const prefix = `invalid-payload-${randomBytes(6).toString('hex')}`;
 const log = capturingLogger('generator');
@@ -36,7 +37,7 @@ beforeAll(async () => {
   events = new JobQueue('job-events', redis, prefix, log.logger);
   const config = loadConfig({ KEY_PREFIX: prefix });
   const service = new GenerationService({
-    jobs: new JobRepository(redis, new StoreKeys(prefix)),
+    jobs: new JobRepository(redis, allKeys(prefix)),
     blobs,
     events,
     backend: createGeneratorBackend(config, log.logger),

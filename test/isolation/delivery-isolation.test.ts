@@ -8,7 +8,8 @@ import { isolationBound, p99, sixFailedAttempts, submitImage, timedRun } from '.
 import { baseEnv } from '../dispatcher/support/harness';
 import { makeTestPki, type TestPki } from '../dispatcher/support/pki';
 import { TestReceiver } from '../dispatcher/support/receiver';
-import { callbackIdFor, headroomOf, leaseMsFor } from '@media/domain';
+import { callbackIdFor } from '@media/domain';
+import { headroomOf, leaseMsFor } from '@media/callbacks';
 
 /** Workers per queue per dispatcher; two replicas make 200, fewer than A's 210 dark callbacks. */
 const CONCURRENCY = 100;

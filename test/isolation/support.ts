@@ -1,7 +1,7 @@
 // What the isolation tests share: a workspace's run of callbacks timed from submission to the
 // receiver's answer, and how its latency is read.
 import { callbackIdFor } from '@media/domain';
-import { CallbackRepository } from '@media/storage';
+import { CallbackRepository } from '@media/callbacks';
 import { api, eventually, type TestStack, type TestWorkspace } from '../support/stack';
 import type { TestReceiver } from '../dispatcher/support/receiver';
 

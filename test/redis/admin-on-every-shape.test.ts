@@ -6,10 +6,11 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { StoreKeys, WorkspaceRepository } from '@media/storage';
+import { WorkspaceRepository } from '@media/accounts';
 import { REDIS_URL } from '../support/stack';
 import { TestRedisSentinel } from '../support/redis-sentinel';
 import { TestRedisTls } from '../support/redis-tls';
+import { allKeys } from '../support/store-keys';
 
 const run = promisify(execFile);
 
@@ -40,7 +41,7 @@ it.each([
     const prefix = `test-${randomBytes(6).toString('hex')}`;
     try {
       const out = await createWorkspace(redis.env, prefix);
-      expect(await new WorkspaceRepository(client, new StoreKeys(prefix)).findByApiKey(out.api_key)).toBe(out.workspace_id);
+      expect(await new WorkspaceRepository(client, allKeys(prefix)).findByApiKey(out.api_key)).toBe(out.workspace_id);
       await expectNothingOnRedisUrl(prefix);
     } finally {
       client.disconnect();

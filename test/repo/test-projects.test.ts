@@ -37,7 +37,7 @@ describe('the repository', () => {
   );
 
   it.each([
-    'libs/domain/src/retry-ladder.test.ts',
+    'libs/callbacks/src/retry-ladder.test.ts',
     'test/repo/config-contract.test.ts',
     'test/ops/ops-origin-and-host.test.ts',
     'test/repo/test-projects.test.ts',

@@ -2,7 +2,7 @@ import { bullKey, type CrashPoint } from '@media/common';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { api, type ServiceName } from '../support/stack';
 import { shardOfId } from '@media/domain';
-import { idempotencyKeyHash } from '@media/storage';
+import { idempotencyKeyHash } from '@media/jobs';
 
 /**
  * A SIGKILL between any two writes of acceptance, completion and delivery loses and duplicates

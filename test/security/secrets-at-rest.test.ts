@@ -13,11 +13,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { SecretBox, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { SecretBox } from '@media/storage';
+import { WorkspaceRepository } from '@media/accounts';
 import { generateKeyPair, publicKeyOf, verify } from '@media/webhooks';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { DashboardClient } from '../dashboard/support/api-client';
 import { freePort, redisAnswers } from '../support/basics';
+import { allKeys } from '../support/store-keys';
 
 const run = promisify(execFile);
 const KEY = randomBytes(32).toString('base64');
@@ -61,7 +63,7 @@ it('keeps plain records working, seals them, and leaves nothing to read in a dum
   h = await DispatcherHarness.start({ REDIS_URL: `redis://127.0.0.1:${port}`, SECRETS_ENCRYPTION_KEYS: KEY });
   const prefix = h.stack.prefix;
   const plainSecret = h.workspace.signingSecret;
-  expect(await redis.get(new StoreKeys(prefix).workspaceSecrets(h.workspace.workspaceId))).toContain(plainSecret);
+  expect(await redis.get(allKeys(prefix).workspaceSecrets(h.workspace.workspaceId))).toContain(plainSecret);
 
   // The plain secret still signs; the link key the first service made is sealed.
   h.receiver.script('/sealed', () => ({ status: 200 }));
@@ -69,11 +71,11 @@ it('keeps plain records working, seals them, and leaves nothing to read in a dum
   await h.settled(await h.messageIdOf(first), ['delivered']);
   const stored = h.receiver.requests.filter((r) => r.path === '/sealed');
   expect(verify(stored[0].body, stored[0].headers, plainSecret)).toMatchObject({ data: { id: first } });
-  expect(await redis.get(new StoreKeys(prefix).linkKey())).toMatch(/^enc1:/);
+  expect(await redis.get(allKeys(prefix).linkKey())).toMatch(/^enc1:/);
   // A link key stored plain, as before encryption.
-  await redis.set(new StoreKeys(prefix).linkKey(), PLAIN_LINK_KEY);
+  await redis.set(allKeys(prefix).linkKey(), PLAIN_LINK_KEY);
   // An ed25519 key pair stored plain, as before encryption (the tests' own repository seals nothing).
-  const plainAccounts = new WorkspaceRepository(redis, new StoreKeys(prefix));
+  const plainAccounts = new WorkspaceRepository(redis, allKeys(prefix));
   const plainPair = generateKeyPair();
   expect(
     await plainAccounts.addFirstSigningKey(h.workspace.workspaceId, {
@@ -83,7 +85,7 @@ it('keeps plain records working, seals them, and leaves nothing to read in a dum
       expires_ms: 0,
     }),
   ).toBe(true);
-  expect(await redis.get(new StoreKeys(prefix).workspaceSigningKeys(h.workspace.workspaceId))).toContain(plainPair.secretKey);
+  expect(await redis.get(allKeys(prefix).workspaceSigningKeys(h.workspace.workspaceId))).toContain(plainPair.secretKey);
 
   // The admin command seals every workspace's secrets; a rotation writes sealed.
   const env = { SECRETS_ENCRYPTION_KEYS: KEY };
@@ -91,12 +93,12 @@ it('keeps plain records working, seals them, and leaves nothing to read in a dum
   expect(await admin(env, 'reencrypt-secrets')).toMatchObject({ workspaces_resealed: 0, link_signing_key: 'already sealed' });
   const rotated = await admin(env, 'rotate-secret', '--workspace', h.workspace.workspaceId);
   expect(rotated.signing_secret).toMatch(/^whsec_/);
-  expect(await redis.get(new StoreKeys(prefix).workspaceSigningKeys(h.workspace.workspaceId))).not.toContain(plainPair.secretKey);
+  expect(await redis.get(allKeys(prefix).workspaceSigningKeys(h.workspace.workspaceId))).not.toContain(plainPair.secretKey);
   // The key pair rotated by the CLI: the new secret key is written sealed.
   const rotatedKey = await admin(env, 'rotate-signing-key', '--workspace', h.workspace.workspaceId);
   expect(rotatedKey.public_key).toMatch(/^whpk_/);
   const [newSecretKey, oldSecretKey] = (
-    await new WorkspaceRepository(redis, new StoreKeys(prefix), SecretBox.of([Buffer.from(KEY, 'base64')])).activeSigners(h.workspace.workspaceId)
+    await new WorkspaceRepository(redis, allKeys(prefix), SecretBox.of([Buffer.from(KEY, 'base64')])).activeSigners(h.workspace.workspaceId)
   ).secretKeys;
   expect([publicKeyOf(newSecretKey), oldSecretKey]).toEqual([rotatedKey.public_key, plainPair.secretKey]);
 

@@ -15,7 +15,7 @@
 // SOAK_VERBOSE=1 prints, for each promotion slower than 3 s, every service's time back, the
 // not-ready answers meanwhile and the services' warnings.
 import { Redis } from 'ioredis';
-import { JobRepository } from '@media/storage';
+import { JobRepository } from '@media/jobs';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { TestRedisSentinel, SENTINEL_NAME } from '../support/redis-sentinel';
 import { eventually, freePort, type ServiceProcess } from '../support/stack';

@@ -6,12 +6,14 @@ import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { createAccounts, type WorkspaceAccounts } from '@media/accounts';
 import { FileBlobStore, type BlobStore } from '@media/blob-store';
-import { StoreKeys, WorkspaceRepository, JobRepository } from '@media/storage';
+import { WorkspaceRepository } from '@media/accounts';
+import { JobRepository } from '@media/jobs';
 import { S3TestServer } from '../../libs/blob-store/src/test-support/s3-server';
 import type { TestRedisCluster } from './redis-cluster';
 import type { TestRedisTls } from './redis-tls';
 import type { TestRedisSentinel } from './redis-sentinel';
 import { deleteKeysUnder, eventually, freePort, REDIS_URL } from './basics';
+import { allKeys } from './store-keys';
 
 export { deleteKeysUnder, eventually, freePort, keysUnder, redisAnswers, REDIS_URL } from './basics';
 
@@ -129,7 +131,7 @@ const READY: Record<ServiceName, RegExp> = {
 export class TestStack {
   readonly prefix = `test-${randomBytes(6).toString('hex')}`;
   readonly redis: Redis;
-  readonly keys = new StoreKeys(this.prefix);
+  readonly keys = allKeys(this.prefix);
   readonly workspaces: WorkspaceRepository;
   readonly jobs: JobRepository;
   /** Workspace accounts on this stack's keys (minting and storing credentials, as the CLI does). */

@@ -1,14 +1,17 @@
 import crypto, { randomBytes, scryptSync } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { FailureCounter, hashApiKey, SecretBox, SessionRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { FailureCounter, SessionRepository } from './session-store';
+import { hashApiKey, WorkspaceRepository } from './workspace-store';
+import { SecretBox } from '@media/storage';
 import { publicKeyOf } from '@media/webhooks';
 import { SIGN_IN_LIMITS, WorkspaceAccounts } from './accounts';
 import { AsymmetricSigningOffError, InvalidCredentialsError, LastOwnerError, MemberExistsError, MemberNotFoundError, SignInThrottledError } from './errors';
 import { hashPassword, verifyPassword } from './passwords';
 import { can } from './permissions';
+import { allKeys } from '../../../test/support/store-keys';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-const keys = new StoreKeys(`test-${randomBytes(6).toString('hex')}`);
+const keys = allKeys(`test-${randomBytes(6).toString('hex')}`);
 const workspaces = new WorkspaceRepository(redis, keys);
 let clock = Date.now();
 const accounts = new WorkspaceAccounts({

@@ -3,17 +3,14 @@ import { newWorkspaceId } from '@media/domain';
 import {
   hashApiKey,
   type ApiKeyInfo,
-  type FailureCounter,
   type PublicSigningKey,
-  type SignInLimits,
   type Role,
-  type SessionRepository,
   type SigningSecret,
   type StoredMember,
-  type StoredSession,
   type Workspace,
   type WorkspaceRepository,
-} from '@media/storage';
+} from './workspace-store';
+import type { FailureCounter, SignInLimits, SessionRepository, StoredSession } from './session-store';
 import {
   ApiKeyNotFoundError,
   AsymmetricSigningOffError,

@@ -1,7 +1,8 @@
 /**
  * `@media/accounts`: workspace accounts (members and passwords, dashboard sessions, API keys,
- * signing secrets) for every front end: the gateway's API-key check and dashboard, and the admin
- * CLI. Credentials are minted here and stored through `@media/storage`, as hashes where possible.
+ * signing secrets) for every front end: the gateway's API-key check and dashboard, the dispatcher's
+ * signing, and the admin CLI. Credentials are minted here and stored by its stores
+ * (workspace-store, session-store, lua/), as hashes where possible and sealed where they must be used.
  *
  * @packageDocumentation
  */
@@ -10,4 +11,6 @@ export * from './errors';
 export * from './mint';
 export * from './passwords';
 export * from './permissions';
+export * from './workspace-store';
+export * from './session-store';
 export * from './wiring';

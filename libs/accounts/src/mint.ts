@@ -3,7 +3,7 @@ import { newId } from '@media/domain';
 import { generateKeyPair, generateSecret } from '@media/webhooks';
 
 /**
- * Minting credentials, kept apart from storing them (`@media/storage` only ever sees hashes of
+ * Minting credentials, kept apart from storing them (the stores only ever see hashes of
  * keys and passwords). Every credential is 256 (keys, sessions) or 96 (passwords) random bits.
  */
 export const mint = {

@@ -1,4 +1,4 @@
-import type { Role } from '@media/storage';
+import type { Role } from './workspace-store';
 
 export const ROLES: readonly Role[] = ['owner', 'admin', 'member'];
 

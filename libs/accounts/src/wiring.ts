@@ -1,6 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { AppConfig } from '@media/common';
-import { FailureCounter, SecretBox, SessionRepository, StoreKeys, WorkspaceRepository } from '@media/storage';
+import { FailureCounter, SessionRepository } from './session-store';
+import { WorkspaceRepository } from './workspace-store';
+import { SecretBox, StoreKeys } from '@media/storage';
 import { SIGN_IN_LIMITS, WorkspaceAccounts, type AccountsDeps } from './accounts';
 
 /** Builds workspace accounts from the validated config, the same way for the gateway, the admin CLI and tests. */

@@ -1,12 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { JobQueue } from '@media/common';
-import { CallbackRepository, IdempotencyRepository, StoreKeys, type CallbackRecord } from '@media/storage';
+import { CallbackRepository } from './callback-store';
+import type { CallbackRecord } from '@media/domain';
+import { IdempotencyRepository } from '@media/jobs';
 import { CallbackAdmin, RECOVERY_ATTEMPTS_PER_SECOND } from './callback-admin';
 import { IdempotencyKeyReusedError } from './errors';
+import { allKeys } from '../../../test/support/store-keys';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-const keys = new StoreKeys(`test-${randomBytes(6).toString('hex')}`);
+const keys = allKeys(`test-${randomBytes(6).toString('hex')}`);
 const callbacks = new CallbackRepository(redis, keys);
 
 afterAll(async () => {

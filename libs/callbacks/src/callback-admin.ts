@@ -1,14 +1,10 @@
 import { jobIds, type JobQueue } from '@media/common';
-import { destinationOf, newId, RECOVERY_ATTEMPTS_PER_SECOND } from '@media/domain';
-import {
-  attemptKey,
-  type CallbackAttempt,
-  type CallbackListQuery,
-  type CallbackPage,
-  type CallbackRecord,
-  type CallbackRepository,
-  type IdempotencyRepository,
-} from '@media/storage';
+import { destinationOf } from './destination-policy';
+import { RECOVERY_ATTEMPTS_PER_SECOND } from './retry-ladder';
+import { newId } from '@media/domain';
+import { attemptKey, type CallbackListQuery, type CallbackPage, type CallbackRepository } from './callback-store';
+import type { CallbackAttempt, CallbackRecord } from '@media/domain';
+import type { IdempotencyRepository } from '@media/jobs';
 import { CallbackNotFoundError, IdempotencyKeyReusedError, RecoveryTooLargeError } from './errors';
 
 export { RECOVERY_ATTEMPTS_PER_SECOND };

@@ -1,3 +1,5 @@
+import { PermanentJobError } from '@media/common';
+
 /** No callback with that id in the caller's workspace (another workspace's callback looks the same). */
 export class CallbackNotFoundError extends Error {
   override readonly name = 'CallbackNotFoundError';
@@ -25,5 +27,19 @@ export class IdempotencyKeyReusedError extends Error {
 
   constructor() {
     super('the Idempotency-Key was used for a different request');
+  }
+}
+
+/**
+ * A delivery that cannot be attempted at all and never will be (its job record or every signing
+ * secret is gone). An UnrecoverableError, so BullMQ fails it at once instead of retrying; the
+ * dispatcher then ends the callback as `failed`.
+ */
+export class UndeliverableCallbackError extends PermanentJobError {
+  constructor(
+    readonly messageId: string,
+    reason: string,
+  ) {
+    super('undeliverable', `callback ${messageId} cannot be delivered: ${reason}`);
   }
 }

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JobQueue } from '@media/common';
 import { newId } from '@media/domain';
-import type { TestCallbackOutcome, TestCallbackRepository } from '@media/storage';
+import type { TestCallbackOutcome, TestCallbackRepository } from './sample-callback-store';
 
 /** How often the outcome is looked for while waiting; a receiver's answer takes at least a TLS handshake. */
 const POLL_MS = 100;

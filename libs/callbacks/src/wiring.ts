@@ -1,7 +1,10 @@
 import type { Redis } from 'ioredis';
 import { JobQueue, type AppConfig, type Logger } from '@media/common';
 import { CallbackUrlGuard } from '@media/callback-guard';
-import { CallbackRepository, IdempotencyRepository, StoreKeys, TestCallbackRepository } from '@media/storage';
+import { CallbackRepository } from './callback-store';
+import { TestCallbackRepository } from './sample-callback-store';
+import { IdempotencyRepository } from '@media/jobs';
+import { StoreKeys } from '@media/storage';
 import { CallbackAdmin } from './callback-admin';
 import { TestCallbacks } from './sample-callbacks';
 

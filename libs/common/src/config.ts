@@ -42,7 +42,7 @@ export interface AppConfig {
   /** How often the retention sweep (a BullMQ job scheduler on the `maintenance` queue) runs. */
   retentionSweepIntervalMs: number;
   webhookTimeoutMs: number;
-  /** The retry ladder's gaps, before attempts 2..6 (see `@media/domain`'s retry-ladder). */
+  /** The retry ladder's gaps, before attempts 2..6 (the ladder's shape in `@media/domain`'s callbacks.ts). */
   webhookRetryScheduleMs: RetrySchedule;
   secretRotationOverlapSeconds: number;
   callbackAllowHttp: boolean;

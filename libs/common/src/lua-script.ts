@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 
@@ -30,9 +30,11 @@ export class LuaScript {
    * A script from `<dir>/<name>.lua`, its `--- @include "includes/<part>"` lines replaced by those
    * files (BullMQ's convention). A package keeps its scripts in `lua/` beside `src/` and `dist/`, so
    * one path serves the tests (ts-jest) and the services (dist); call it once, at module load.
+   * An include is looked for in `dir` first, then in each of `sharedDirs` (the parts several
+   * packages' scripts share, such as the store's listing indexes).
    */
-  static load(dir: string, name: string): LuaScript {
-    return new LuaScript(expand(dir, name, new Set()));
+  static load(dir: string, name: string, sharedDirs: readonly string[] = []): LuaScript {
+    return new LuaScript(expand([dir, ...sharedDirs], name, new Set()));
   }
 
   async run(redis: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
@@ -46,10 +48,12 @@ export class LuaScript {
 }
 
 /** `name` with its includes expanded; `within` holds the files being expanded, to refuse a cycle. */
-function expand(dir: string, name: string, within: Set<string>): string {
+function expand(dirs: readonly string[], name: string, within: Set<string>): string {
   if (within.has(name)) throw new Error(`Lua include cycle at ${name}`);
   within.add(name);
-  const text = readFileSync(join(dir, `${name}.lua`), 'utf8').replace(INCLUDE, (_line, part: string) => expand(dir, part, within));
+  const path = dirs.map((dir) => join(dir, `${name}.lua`)).find((candidate) => existsSync(candidate));
+  if (!path) throw new Error(`Lua script ${name}.lua is in none of ${dirs.join(', ')}`);
+  const text = readFileSync(path, 'utf8').replace(INCLUDE, (_line, part: string) => expand(dirs, part, within));
   within.delete(name);
   return text;
 }

@@ -9,7 +9,7 @@
  * One workspace never sees another's data: any id of another workspace answers 404.
  */
 import type { CallbackDetailObject, CallbackObject } from '@media/callbacks';
-import type { TestCallbackOutcome } from '@media/storage';
+import type { TestCallbackOutcome } from '@media/callbacks';
 
 export type Role = 'owner' | 'admin' | 'member';
 export type JobKind = 'image' | 'video';

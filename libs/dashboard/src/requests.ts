@@ -1,21 +1,10 @@
 import { STATUS_CODES } from 'node:http';
 import { CallbackNotFoundError, presentCallback, presentCallbackDetail, type CallbackAdmin } from '@media/callbacks';
-import {
-  callbackIdFor,
-  callbackIdsFor,
-  conditionOf,
-  healthOf,
-  destinationOf,
-  eventTypeFor,
-  isFinished,
-  type CallbackAttempt,
-  type CallbackRecord,
-  type CallbackState,
-  type WorkspaceDestinationStatus,
-  type JobPresenter,
-  type JobRecord,
-} from '@media/domain';
-import type { DestinationGate, JobRepository } from '@media/storage';
+import { callbackIdFor, callbackIdsFor, type CallbackAttempt, type CallbackRecord, type CallbackState } from '@media/domain';
+import { conditionOf, healthOf, destinationOf, type WorkspaceDestinationStatus } from '@media/callbacks';
+import { eventTypeFor, isFinished, type JobPresenter, type JobRecord } from '@media/domain';
+import type { DestinationGate } from '@media/callbacks';
+import type { JobRepository } from '@media/jobs';
 import { ApiError } from '@media/common';
 import {
   ATTEMPT_ERROR_WORDS,

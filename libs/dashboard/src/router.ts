@@ -24,8 +24,12 @@ import {
 import { CallbackUrlRejectedError } from '@media/callback-guard';
 import { CallbackNotFoundError, presentCallback, RecoveryTooLargeError, type CallbackAdmin, type TestCallbacks } from '@media/callbacks';
 import { ApiError, jsonBody } from '@media/common';
-import { destinationOf, type JobPresenter } from '@media/domain';
-import type { ApiKeyInfo, DestinationGate, JobRepository, OverviewRepository, PublicSigningKey, Role } from '@media/storage';
+import { destinationOf } from '@media/callbacks';
+import type { JobPresenter } from '@media/domain';
+import type { ApiKeyInfo, PublicSigningKey, Role } from '@media/accounts';
+import type { DestinationGate } from '@media/callbacks';
+import type { JobRepository } from '@media/jobs';
+import type { OverviewRepository } from '@media/storage';
 import type {
   ApiKeyRow,
   AsymmetricSigningState,

@@ -1,5 +1,5 @@
 import { CLOCK_SKEW_SECONDS, LinkSigner } from './links';
-import { describeSize, findModel, imageCost, imagePrice, videoCost, type ImageModel, type VideoModel } from './models';
+import { describeSize } from './models';
 import { JobPresenter } from './presenter';
 import { isSynchronous, type ImageJob, type VideoJob } from './jobs';
 import { asyncImage, syncImage, video } from './test-support/jobs';
@@ -40,21 +40,6 @@ describe('models', () => {
   it('derives resolution and aspect ratio from size', () => {
     expect(describeSize('1280x720')).toEqual({ resolution: '720p', aspect_ratio: '16:9' });
     expect(describeSize('1080x1920')).toEqual({ resolution: '1080p', aspect_ratio: '9:16' });
-  });
-
-  it('prices from the catalog without float drift', () => {
-    const image = findModel('pixel-1') as ImageModel;
-    const video = findModel('motion-1') as VideoModel;
-    expect(imageCost(image, '1024x1024', 3)).toBe(0.12);
-    expect(videoCost(video, 4, false)).toBe(0.4);
-    expect(videoCost(video, 3, true)).toBe(0.36);
-  });
-
-  it.each(['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf'])('knows no image size called %s', (size) => {
-    const image = findModel('pixel-1') as ImageModel;
-    expect(imagePrice(image, size)).toBeUndefined();
-    expect(() => imageCost(image, size, 1)).toThrow(/no price/);
-    expect(findModel(size)).toBeUndefined();
   });
 });
 

@@ -73,27 +73,3 @@ export function describeSize(size: string): { resolution: string; aspect_ratio: 
   const d = gcd(width, height);
   return { resolution: `${Math.min(width, height)}p`, aspect_ratio: `${width / d}:${height / d}` };
 }
-
-/** Money is summed in integer micro-dollars so that repeated charges never drift. */
-export function roundCost(amount: number): number {
-  return Math.round(amount * 1_000_000) / 1_000_000;
-}
-
-/**
- * The price of one image of `size`, or undefined when the model does not offer that size. `size`
- * comes from clients: only the table's own entries count, never `constructor`, `__proto__` and the
- * like that every object inherits.
- */
-export function imagePrice(model: ImageModel, size: string): number | undefined {
-  return Object.hasOwn(model.pricePerImage, size) ? model.pricePerImage[size] : undefined;
-}
-
-export function imageCost(model: ImageModel, size: string, count: number): number {
-  const price = imagePrice(model, size);
-  if (price === undefined) throw new Error(`model ${model.id} has no price for size ${JSON.stringify(size)}`);
-  return roundCost(price * count);
-}
-
-export function videoCost(model: VideoModel, seconds: number, withAudio: boolean): number {
-  return roundCost(seconds * (model.pricePerSecond + (withAudio ? model.audioPricePerSecond : 0)));
-}

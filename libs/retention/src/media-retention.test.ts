@@ -4,11 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createLogger } from '@media/common';
-import { callbackIdFor, type ImageJob, type JobRecord, shardOfId, type VideoJob } from '@media/domain';
+import { callbackIdFor } from '@media/domain';
+import { type ImageJob, type JobRecord, shardOfId, type VideoJob } from '@media/domain';
 import { FileBlobStore, type BlobStore } from '@media/blob-store';
-import { CallbackRepository, IdempotencyRepository, idempotencyKeyHash, JobRepository, StoreKeys, type CallbackRecord } from '@media/storage';
+import { CallbackRepository } from '@media/callbacks';
+import type { CallbackRecord } from '@media/domain';
+import { IdempotencyRepository, idempotencyKeyHash, JobRepository } from '@media/jobs';
 import { S3TestServer } from '../../blob-store/src/test-support/s3-server';
 import { MediaRetention, removeJob } from './media-retention';
+import { allKeys } from '../../../test/support/store-keys';
 
 // Real Redis, real blob stores (a directory, and an S3 server on loopback over HTTP), a real BullMQ
 // queue for the job-finished events. The clock is the test's, so "a week later" is one assignment.
@@ -33,7 +37,7 @@ afterAll(async () => {
 
 describe.each(['fs', 's3'] as const)('retention on the %s blob store', (kind) => {
   const prefix = `test-${randomBytes(6).toString('hex')}`;
-  const keys = new StoreKeys(prefix);
+  const keys = allKeys(prefix);
   const jobs = new JobRepository(redis, keys);
   const callbacks = new CallbackRepository(redis, keys);
   const idempotency = new IdempotencyRepository(redis, keys, 86_400);

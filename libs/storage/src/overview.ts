@@ -215,11 +215,16 @@ export interface OverviewReading {
   days: OverviewDay[];
 }
 
-/** Reads the Overview of one workspace: its window's buckets, its day buckets and the pending count, in one round trip. */
+/**
+ * Reads the Overview of one workspace: its window's buckets, its day buckets and the pending count,
+ * in one round trip. The pending count is the size of the workspace's index of pending callbacks,
+ * a key of @media/callbacks, which names it (`CallbackRepository.pendingIndex`).
+ */
 export class OverviewRepository {
   constructor(
     private readonly redis: Redis,
     private readonly keys: StoreKeys,
+    private readonly pendingIndex: (workspaceId: string) => string,
   ) {}
 
   async read(workspaceId: string, window: OverviewWindow, nowMs: number): Promise<OverviewReading> {
@@ -232,7 +237,7 @@ export class OverviewRepository {
     const pipeline = this.redis.pipeline();
     for (const slot of slotIds) pipeline.hgetall(this.keys.overviewBucket(workspaceId, tier.name, slot));
     for (const day of dayIds) pipeline.hgetall(this.keys.overviewBucket(workspaceId, OVERVIEW_TIERS.day.name, day));
-    pipeline.zcard(this.keys.workspaceCallbacksInState(workspaceId, 'pending'));
+    pipeline.zcard(this.pendingIndex(workspaceId));
     const replies = (await pipeline.exec()) ?? [];
     const values = replies.map(([err, value]) => {
       if (err) throw err;

@@ -1,4 +1,4 @@
-import type { JobRepository } from '@media/storage';
+import type { JobRepository } from '@media/jobs';
 
 /** How long a cleared mark may wait for others to share its round trip; far below the repair's grace (seconds). */
 export const MARK_BATCH_MS = 10;

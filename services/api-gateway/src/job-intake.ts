@@ -3,14 +3,7 @@ import { FaultInjector, generationQueueEntry, type JobQueue } from '@media/commo
 import { CallbackUrlGuard, CallbackUrlRejectedError } from '@media/callback-guard';
 import { blobFolderOf, findModel, isFinished, newIdBeside, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
 import type { BlobStore, ImageExtension } from '@media/blob-store';
-import {
-  idempotencyKeyHash,
-  type HeldClaim,
-  type IdempotencyEntry,
-  type IdempotencyRepository,
-  type JobRepository,
-  type LimitRepository,
-} from '@media/storage';
+import { idempotencyKeyHash, type HeldClaim, type IdempotencyEntry, type IdempotencyRepository, type JobRepository, type LimitRepository } from '@media/jobs';
 import { activeTraceparent } from '@media/tracing';
 import { ApiError } from './http/api-error';
 import { IntakeMarks } from './intake-marks';

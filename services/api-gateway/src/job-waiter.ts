@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { isFinished, type JobRecord } from '@media/domain';
-import type { JobRepository, StoreKeys } from '@media/storage';
+import type { JobRepository } from '@media/jobs';
 
 const RECHECK_MS = 2_000;
 
@@ -14,7 +14,6 @@ export class JobWaiter {
 
   constructor(
     private readonly subscriber: Redis,
-    private readonly keys: StoreKeys,
     private readonly jobs: JobRepository,
   ) {
     subscriber.on('message', (_channel: string, jobId: string) => {
@@ -24,7 +23,7 @@ export class JobWaiter {
 
   /** The finished job, or undefined if it is still running when the timeout passes. */
   async wait(jobId: string, timeoutMs: number): Promise<JobRecord | undefined> {
-    this.ready ??= this.subscriber.subscribe(this.keys.jobFinishedChannel());
+    this.ready ??= this.subscriber.subscribe(this.jobs.finishedChannel());
     await this.ready;
     const deadline = Date.now() + timeoutMs;
     let wake!: () => void;

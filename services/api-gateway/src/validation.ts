@@ -5,7 +5,6 @@ import {
   describeSize,
   type EventType,
   findModel,
-  imagePrice,
   type ImageBackground,
   type ImageModel,
   type ImageOutputFormat,
@@ -13,7 +12,9 @@ import {
   type ResponseFormat,
   type VideoModel,
 } from '@media/domain';
-import type { CallbackListQuery, CallbackState } from '@media/storage';
+import { imagePrice } from '@media/jobs';
+import type { CallbackListQuery } from '@media/callbacks';
+import type { CallbackState } from '@media/domain';
 import { ApiError } from './http/api-error';
 
 export type ImageOperation = 'generation' | 'edit';

@@ -6,21 +6,10 @@ import { CallbackUrlGuard } from '@media/callback-guard';
 import { createCallbackAdmin } from '@media/callbacks';
 import { createRedis, FaultInjector, JobQueue, storeAnswers, type AppConfig, type Logger } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
-import {
-  CallbackRepository,
-  configuredLimits,
-  DestinationGate,
-  OverviewRepository,
-  destinationLimits,
-  IdempotencyRepository,
-  JobRepository,
-  LimitRepository,
-  loadLinkSigningKey,
-  ReplicaWait,
-  StoreKeys,
-  WorkspaceRepository,
-  SecretBox,
-} from '@media/storage';
+import { CallbackRepository, DestinationGate, destinationLimits } from '@media/callbacks';
+import { configuredLimits, IdempotencyRepository, JobRepository, LimitRepository } from '@media/jobs';
+import { OverviewRepository, loadLinkSigningKey, ReplicaWait, StoreKeys, SecretBox } from '@media/storage';
+import { WorkspaceRepository } from '@media/accounts';
 import { createApp } from './app';
 import { JobIntakeService } from './job-intake';
 import { JobWaiter } from './job-waiter';
@@ -56,7 +45,7 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
   const links = new LinkSigner(await loadLinkSigningKey(redis, keys, config.linkSigningSecret, box), config.publicBaseUrl, config.linkTtlSeconds);
   const jobs = new JobRepository(redis, keys, overrides.replicaWait ?? new ReplicaWait(config.redisWaitReplicas, config.redisWaitTimeoutMs));
   const blobs = await createBlobStore(config.blobStore);
-  const waiter = new JobWaiter(createRedis(config.redis, 'worker', logger), keys, jobs);
+  const waiter = new JobWaiter(createRedis(config.redis, 'worker', logger), jobs);
   const generation = new JobQueue('generation', redis, config.keyPrefix, logger, { attempts: config.generationAttempts });
   const limits = new LimitRepository(redis, keys, configuredLimits(config));
   const callbackAdmin = createCallbackAdmin(config, redis, logger);
@@ -69,12 +58,13 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
     limits,
     overrides.faults,
   );
+  const callbacks = new CallbackRepository(redis, keys);
   const app = createApp({
     redis,
     logger,
     workspaces: new WorkspaceRepository(redis, keys, box),
     jobs,
-    callbacks: new CallbackRepository(redis, keys),
+    callbacks,
     limits,
     blobs,
     links,
@@ -86,7 +76,7 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
     accounts: createAccounts(config, redis, { apiKeyCacheMs: API_KEY_CACHE_MS }),
     testCallbacks: callbackAdmin.tests,
     destinations: new DestinationGate(redis, keys, destinationLimits(config)),
-    overview: new OverviewRepository(redis, keys),
+    overview: new OverviewRepository(redis, keys, (workspaceId) => callbacks.pendingIndex(workspaceId)),
     retryScheduleMs: config.webhookRetryScheduleMs,
     secureCookies: config.publicBaseUrl.startsWith('https:'),
     storeAnswers: () => storeAnswers(redis, config.keyPrefix),

@@ -1,20 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FaultInjector, jobIds, NO_GENERATION_METRICS, PermanentJobError, scratchDir, type GenerationMetrics, type JobQueue, type Logger } from '@media/common';
-import {
-  blobFolderOf,
-  findModel,
-  imageCost,
-  isFinished,
-  videoCost,
-  type ImageJob,
-  type JobError,
-  type JobRecord,
-  type LedgerEntry,
-  type VideoJob,
-} from '@media/domain';
+import { blobFolderOf, isFinished, type ImageJob, type JobError, type JobRecord, type LedgerEntry, type VideoJob } from '@media/domain';
 import { extensionOf, type BlobStore } from '@media/blob-store';
-import { CorruptRecordError, type JobRepository } from '@media/storage';
+import { chargeFor, CorruptRecordError, UnpricedJobError, type JobRepository } from '@media/jobs';
 import type { GeneratorBackend } from './backends';
 import { GenerationTimeoutError, jobErrorFor, PermanentGenerationError } from './errors';
 import { activeContext, inSpan, jobContext, recordSpan, SpanKind } from '@media/tracing';
@@ -194,9 +183,9 @@ export class GenerationService {
 
   private async complete(job: JobRecord): Promise<void> {
     const now = Date.now();
-    const cost = this.costOf(job);
+    const charge = this.chargeOf(job, now);
+    const cost = charge.amount;
     const done: JobRecord = { ...job, status: 'completed', finished_ms: now, expires_ms: now + this.deps.retentionMs, cost, error: null };
-    const charge: LedgerEntry = { job_id: job.id, workspace_id: job.workspace_id, model: job.model, amount: cost, created_ms: now };
     if (
       await inSpan('finish', { attributes: { 'media.job.id': job.id, 'media.job.status': 'completed' } }, activeContext(), () =>
         this.deps.jobs.finish(done, charge),
@@ -239,12 +228,14 @@ export class GenerationService {
     return this.deps.events.add('job-finished', { jobId }, { jobId: jobIds.jobFinished(jobId) });
   }
 
-  private costOf(job: JobRecord): number {
-    const model = findModel(job.model);
-    if (!model) throw new PermanentGenerationError('generation_failed', `model ${job.model} is no longer offered`);
-    if (job.kind === 'video' && model.kind === 'video') return videoCost(model, job.seconds, job.generate_audio);
-    if (job.kind === 'image' && model.kind === 'image') return imageCost(model, job.size, job.n);
-    throw new PermanentGenerationError('generation_failed', `model ${job.model} cannot make ${job.kind}s`);
+  /** The job's charge (@media/jobs prices it); a job that cannot be priced fails, uncharged. */
+  private chargeOf(job: JobRecord, nowMs: number): LedgerEntry {
+    try {
+      return chargeFor(job, nowMs);
+    } catch (err) {
+      if (err instanceof UnpricedJobError) throw new PermanentGenerationError('generation_failed', err.message);
+      throw err;
+    }
   }
 
   private async withTimeout<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {

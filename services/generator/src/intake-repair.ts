@@ -1,6 +1,6 @@
 import { generationQueueEntry, type JobQueue, type Logger } from '@media/common';
 import { isFinished } from '@media/domain';
-import type { JobRepository } from '@media/storage';
+import type { JobRepository } from '@media/jobs';
 
 /** How long a stored job may wait for the gateway to queue it before the repair does. */
 export const INTAKE_GRACE_MS = 5_000;

@@ -22,7 +22,9 @@ import {
   startOpsServer,
 } from '@media/common';
 import { checkBlobStoreWritable, createBlobStore } from '@media/blob-store';
-import { CallbackRepository, JobRepository, ReplicaWait, StoreKeys } from '@media/storage';
+import { CallbackRepository } from '@media/callbacks';
+import { JobRepository } from '@media/jobs';
+import { ReplicaWait, StoreKeys } from '@media/storage';
 import { MediaRetention } from '@media/retention';
 import { createGeneratorBackend } from './backends';
 import { createGenerationConsumer } from './generation-consumer';

@@ -5,7 +5,5 @@
  *
  * @packageDocumentation
  */
-export { CallbackService, type CallbackServiceDeps, type DeliveryRequest } from './callback-service';
-export { UndeliverableCallbackError } from './errors';
 export { createCallbackService, type CallbackServiceHandle, type WiringOverrides } from './wiring';
-export { WebhookSender, type Exchange, type WebhookSenderOptions } from './webhook-sender';
+export { WebhookSender, type WebhookSenderOptions } from './webhook-sender';

@@ -5,7 +5,8 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { CallbackUrlGuard, type CheckedTarget } from '@media/callback-guard';
 import { makeTestPki, type TestPki } from '../../../test/dispatcher/support/pki';
-import { WebhookSender, type Exchange } from './webhook-sender';
+import { WebhookSender } from './webhook-sender';
+import type { Exchange } from '@media/callbacks';
 
 /**
  * WebhookSender in process against real HTTPS servers on loopback addresses: connection reuse

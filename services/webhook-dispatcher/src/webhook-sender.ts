@@ -4,12 +4,11 @@ import { BlockList, isIP, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import { pinnedLookup, type CheckedTarget, type LookupCallback } from '@media/callback-guard';
-import type { AttemptErrorClass, AttemptTiming } from '@media/domain';
+import { classifyTransportError, parseRetryAfter, type Exchange } from '@media/callbacks';
+import type { AttemptTiming } from '@media/domain';
 import type { Got, Request as GotRequest } from 'got' with { 'resolution-mode': 'import' };
 import { AgentPool, type AgentLease, type AgentPoolLimits } from './agent-pool';
-import { classifyTransportError } from './classify';
 import { PROXY_ERROR, remoteAddressOf, TunnelHttpAgent, TunnelHttpsAgent, type EgressProxy } from './egress-proxy';
-import { parseRetryAfter } from './retry-after';
 
 /** How long past its timeout an exchange may run before it is ended regardless (got's own timer should have ended it). */
 const DEADLINE_SLACK_MS = 1_000;
@@ -34,28 +33,6 @@ export interface WebhookSenderOptions {
   pool?: Partial<AgentPoolLimits>;
   /** A forward proxy every connection is tunnelled through (CALLBACK_EGRESS_PROXY); none by default. */
   proxy?: EgressProxy;
-}
-
-/** What came of one POST. */
-export interface Exchange {
-  /** Unix ms when the request started. */
-  sentMs: number;
-  durationMs: number;
-  /** The receiver's status, when an answer arrived. */
-  status: number | null;
-  /** Set when the exchange failed below HTTP: timeout, refused, reset, TLS... */
-  transportError: AttemptErrorClass | null;
-  transportDetail: string | null;
-  /**
-   * The IP the socket went to (or was about to), or null when nothing was dialled. For a reused
-   * connection, its peer address.
-   */
-  address: string | null;
-  excerpt: string;
-  /** Phase timings as got measured them; absent when no request was made. */
-  timing?: AttemptTiming;
-  /** How long the receiver asked us to wait (its `Retry-After`, see {@link parseRetryAfter}), or null when it did not say. */
-  retryAfterMs: number | null;
 }
 
 /** Errors of a reused socket, before any answer, that mean the server closed it while it was idle. */

@@ -3,19 +3,10 @@ import type { Redis } from 'ioredis';
 import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
 import { ConfigError, FaultInjector, JobQueue, type AppConfig, type CallbackMetrics, type Logger } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
-import {
-  CallbackRepository,
-  DestinationGate,
-  destinationLimits,
-  JobRepository,
-  loadLinkSigningKey,
-  StoreKeys,
-  TestCallbackRepository,
-  WorkspaceRepository,
-  SecretBox,
-} from '@media/storage';
-import { CallbackService } from './callback-service';
-import { TestCallbackService } from './sample-callback-service';
+import { CallbackRepository, CallbackService, DestinationGate, destinationLimits, TestCallbackRepository, TestCallbackService } from '@media/callbacks';
+import { JobRepository } from '@media/jobs';
+import { loadLinkSigningKey, StoreKeys, SecretBox } from '@media/storage';
+import { WorkspaceRepository } from '@media/accounts';
 import { egressProxyOf } from './egress-proxy';
 import { WebhookSender } from './webhook-sender';
 

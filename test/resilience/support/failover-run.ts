@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
-import { callbackIdFor, isFinished, type JobRecord } from '@media/domain';
-import { JobRepository } from '@media/storage';
+import { callbackIdFor } from '@media/domain';
+import { isFinished, type JobRecord } from '@media/domain';
+import { JobRepository } from '@media/jobs';
 import type { DispatcherHarness } from '../../dispatcher/support/harness';
 import { eventually, REDIS_URL } from '../../support/stack';
 

@@ -1,17 +1,8 @@
 import { AccountsError, createAccounts, isRole } from '@media/accounts';
 import { createRedis, loadConfig } from '@media/common';
-import {
-  configuredLimits,
-  JobRepository,
-  LIMIT_NAMES,
-  LimitRepository,
-  resealLinkKey,
-  SecretBox,
-  StoreKeys,
-  WorkspaceRepository,
-  type LimitName,
-  type PublicSigningKey,
-} from '@media/storage';
+import { configuredLimits, JobRepository, LIMIT_NAMES, LimitRepository, type LimitName } from '@media/jobs';
+import { resealLinkKey, SecretBox, StoreKeys } from '@media/storage';
+import { WorkspaceRepository, type PublicSigningKey } from '@media/accounts';
 import { retryCallback } from './callback-commands';
 import type { AdminContext } from './context';
 import { commandHelp, overviewHelp, type CommandHelp } from './help';

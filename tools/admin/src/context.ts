@@ -1,6 +1,7 @@
 import type { WorkspaceAccounts } from '@media/accounts';
 import type { AppConfig } from '@media/common';
-import type { JobRepository, LimitRepository, WorkspaceRepository } from '@media/storage';
+import type { JobRepository, LimitRepository } from '@media/jobs';
+import type { WorkspaceRepository } from '@media/accounts';
 import type { Redis } from 'ioredis';
 
 /** Everything a command needs, built once from the validated config. */

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { WorkspaceRepository } from '@media/storage';
+import type { WorkspaceRepository } from '@media/accounts';
 
 /** What `var/demo-workspace.json` holds (the README's examples read it). */
 export interface DemoWorkspace {

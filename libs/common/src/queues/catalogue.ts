@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { PRIORITY_LIMIT, type JobsOptions } from 'bullmq';
-import { generationJobName, isSynchronous, parseScheduledAttempt, scheduledAttemptId, type AttemptTrigger, type JobRecord } from '@media/domain';
+import { generationJobName, isSynchronous, type JobRecord } from '@media/domain';
+import { parseScheduledAttempt, scheduledAttemptId, type AttemptTrigger } from '@media/domain';
 import type { AppConfig } from '../config';
 
 /**

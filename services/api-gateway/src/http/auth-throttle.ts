@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '@media/common';
-import type { LimitRepository } from '@media/storage';
+import type { LimitRepository } from '@media/jobs';
 import { ApiError } from './api-error';
 
 /** Addresses remembered as refused at once, per process; the oldest are forgotten past it. */

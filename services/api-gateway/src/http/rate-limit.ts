@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import type { DashboardBucket, LimitRepository, RateBucket, RateVerdict } from '@media/storage';
+import type { DashboardBucket, LimitRepository, RateBucket, RateVerdict } from '@media/jobs';
 import { ApiError } from './api-error';
 
 /**

@@ -4,9 +4,6 @@ import {
   describeSize,
   EVENT_TYPES,
   MODEL_CATALOG,
-  type AttemptErrorClass,
-  type AttemptTrigger,
-  type CallbackState,
   type EventType,
   type ImageModel,
   type ImageOutputFormat,
@@ -15,6 +12,7 @@ import {
   type ResponseFormat,
   type VideoModel,
 } from '@media/domain';
+import type { AttemptErrorClass, AttemptTrigger, CallbackState } from '@media/domain';
 import { DATA_URL, MAX_IMAGES } from '../uploads';
 import { binary, closedObject, describedEnum, idOf, orNull, ref, unique, unixSeconds, type Schema } from './schema-kit';
 

@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import { isSynchronous, type ImageJob, type JobPresenter } from '@media/domain';
 import type { BlobStore } from '@media/blob-store';
-import type { JobRepository } from '@media/storage';
+import type { JobRepository } from '@media/jobs';
 import { ApiError } from '../http/api-error';
 import { requireBodyType } from '../http/middleware';
 import type { RateLimits } from '../http/rate-limit';

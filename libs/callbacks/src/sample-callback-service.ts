@@ -1,10 +1,11 @@
 import { CallbackUrlRejectedError, type CheckedTarget } from '@media/callback-guard';
 import { PermanentJobError, type Logger } from '@media/common';
 import { newId, type ImageRequestObject } from '@media/domain';
-import type { TestCallbackOutcome, TestCallbackRepository, WorkspaceRepository } from '@media/storage';
+import type { TestCallbackOutcome, TestCallbackRepository } from './sample-callback-store';
+import type { WorkspaceRepository } from '@media/accounts';
 import { classifyRejection, classifyStatus } from './classify';
 import { buildBody, buildHeaders } from './envelope';
-import type { Exchange } from './webhook-sender';
+import type { Exchange } from './exchange';
 
 export interface TestCallbackServiceDeps {
   store: Pick<TestCallbackRepository, 'getRequest' | 'saveOutcome'>;

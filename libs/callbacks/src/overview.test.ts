@@ -1,16 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import type { ImageJob } from '@media/domain';
-import { CallbackRepository, type CallbackRecord, type NewCallbackAttempt } from './callbacks';
-import { JobRepository } from './jobs';
-import { StoreKeys } from './keys';
-import { LATENCY_BOUNDS_MS, latencyBucket, latencyQuantile, OVERVIEW_DESTINATION_CAP, OVERVIEW_TIERS, OverviewRepository } from './overview';
+import type { CallbackRecord, ImageJob } from '@media/domain';
+import { JobRepository } from '@media/jobs';
+import { LATENCY_BOUNDS_MS, latencyBucket, latencyQuantile, OVERVIEW_DESTINATION_CAP, OVERVIEW_TIERS, OverviewRepository } from '@media/storage';
+import { CallbackRepository, type NewCallbackAttempt } from './callback-store';
+import { allKeys } from '../../../test/support/store-keys';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-const keys = new StoreKeys(`test-${randomBytes(6).toString('hex')}`);
+const keys = allKeys(`test-${randomBytes(6).toString('hex')}`);
 const callbacks = new CallbackRepository(redis, keys);
 const jobs = new JobRepository(redis, keys);
-const overview = new OverviewRepository(redis, keys);
+const overview = new OverviewRepository(redis, keys, (workspaceId) => callbacks.pendingIndex(workspaceId));
 
 afterAll(async () => {
   const found = (await Promise.all(keys.patterns.map((pattern) => redis.keys(pattern)))).flat();

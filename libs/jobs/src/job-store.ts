@@ -1,13 +1,14 @@
 import type { Redis } from 'ioredis';
 import { blobFolderOf, isFinished, isSynchronous, shardOfId, type JobRecord, type LedgerEntry } from '@media/domain';
-import { readIndexPage, REMOVED_KEPT_MAX, REMOVED_KEPT_MS, type IndexPage } from './index-page';
+import { readIndexPage, REMOVED_KEPT_MAX, REMOVED_KEPT_MS, type IndexPage } from '@media/storage';
 import type { IdempotencyEntry } from './idempotency';
-import type { StoreKeys } from './keys';
-import { NO_REPLICA_WAIT, type ReplicaWait } from './replica-wait';
-import { encodeRecord } from './record-json';
+import type { StoreKeys } from '@media/storage';
+import { JobKeys } from './keys';
+import { NO_REPLICA_WAIT, type ReplicaWait } from '@media/storage';
+import { encodeRecord } from '@media/storage';
 import { storeScript } from './lua';
-import { OverviewCounters } from './overview';
-import { groupByShard, mgetByShard } from './shards';
+import { OverviewCounters } from '@media/storage';
+import { groupByShard, mgetByShard } from '@media/storage';
 
 // lua/<name>.lua: each file's header gives the script's KEYS, ARGV, answers, and why it is one step.
 const FINISH = storeScript('job-finish');
@@ -68,13 +69,20 @@ export interface ListPlace {
 export class JobRepository {
   private readonly overview: OverviewCounters;
 
+  private readonly jobKeys: JobKeys;
+
   constructor(
     private readonly redis: Redis,
     private readonly keys: StoreKeys,
     /** Held after an acceptance and a finish, before anyone is told of them. */
     private readonly replicaWait: ReplicaWait = NO_REPLICA_WAIT,
   ) {
+    this.jobKeys = new JobKeys(keys);
     this.overview = new OverviewCounters(keys);
+  }
+  /** The pub/sub channel on which finished synchronous jobs are announced (the gateway's JobWaiter listens). */
+  finishedChannel(): string {
+    return this.jobKeys.jobFinishedChannel();
   }
 
   /** The store's shards, which the sweepers of the per-shard sets walk one by one. */
@@ -89,12 +97,12 @@ export class JobRepository {
    */
   async uploadsStarting(job: Pick<JobRecord, 'id' | 'workspace_id'>, nowMs: number): Promise<void> {
     besideItsWorkspace(job);
-    await this.redis.zadd(this.keys.uploading(shardOfId(job.id)), nowMs, blobFolderOf(job));
+    await this.redis.zadd(this.jobKeys.uploading(shardOfId(job.id)), nowMs, blobFolderOf(job));
   }
 
   /** Blob folders of a shard whose uploads began before `beforeMs` and whose job was never stored (or the note outlived a crash). */
   async abandonedUploads(shard: number, beforeMs: number, limit: number): Promise<{ workspaceId: string; jobId: string }[]> {
-    const folders = await this.redis.zrangebyscore(this.keys.uploading(shard), '-inf', beforeMs, 'LIMIT', 0, limit);
+    const folders = await this.redis.zrangebyscore(this.jobKeys.uploading(shard), '-inf', beforeMs, 'LIMIT', 0, limit);
     return folders.map((folder) => {
       const [workspaceId = '', jobId = ''] = folder.split('/');
       return { workspaceId, jobId };
@@ -107,12 +115,12 @@ export class JobRepository {
    */
   async forgetUploads(upload: { workspaceId: string; jobId: string }): Promise<boolean> {
     const folder = blobFolderOf({ workspace_id: upload.workspaceId, id: upload.jobId });
-    return (await this.redis.zrem(this.keys.uploading(shardOfId(upload.jobId)), folder)) === 1;
+    return (await this.redis.zrem(this.jobKeys.uploading(shardOfId(upload.jobId)), folder)) === 1;
   }
 
   /** Frees the place under its workspace's cap that a job took and never used (it was never stored). */
   async forgetUnstored(upload: { workspaceId: string; jobId: string }): Promise<void> {
-    await this.redis.srem(this.keys.workspaceUnfinished(upload.workspaceId), upload.jobId);
+    await this.redis.srem(this.jobKeys.workspaceUnfinished(upload.workspaceId), upload.jobId);
   }
 
   /**
@@ -124,14 +132,14 @@ export class JobRepository {
    */
   async create(job: JobRecord): Promise<boolean> {
     besideItsWorkspace(job);
-    const index = this.keys.workspaceJobs(job.workspace_id, job.kind);
+    const index = this.jobKeys.workspaceJobs(job.workspace_id, job.kind);
     const [[error, set]] = (await this.redis
       .multi()
-      .set(this.keys.job(job.id), encodeRecord(job), 'NX')
+      .set(this.jobKeys.job(job.id), encodeRecord(job), 'NX')
       .zadd(index, 'NX', job.created_ms, job.id)
-      .zadd(this.keys.intake(shardOfId(job.id)), 'NX', job.created_ms, job.id)
-      .sadd(this.keys.workspaceUnfinished(job.workspace_id), job.id)
-      .zrem(this.keys.uploading(shardOfId(job.id)), blobFolderOf(job))
+      .zadd(this.jobKeys.intake(shardOfId(job.id)), 'NX', job.created_ms, job.id)
+      .sadd(this.jobKeys.workspaceUnfinished(job.workspace_id), job.id)
+      .zrem(this.jobKeys.uploading(shardOfId(job.id)), blobFolderOf(job))
       .exec()) as [[Error | null, unknown], ...unknown[]];
     if (error) throw error;
     await this.replicaWait.after(this.redis);
@@ -149,13 +157,13 @@ export class JobRepository {
    */
   async admit(job: JobRecord, options: AdmitOptions): Promise<Admission> {
     besideItsWorkspace(job);
-    const index = this.keys.workspaceJobs(job.workspace_id, job.kind);
+    const index = this.jobKeys.workspaceJobs(job.workspace_id, job.kind);
     const keys = [
-      this.keys.job(job.id),
+      this.jobKeys.job(job.id),
       index,
-      this.keys.intake(shardOfId(job.id)),
-      this.keys.workspaceUnfinished(job.workspace_id),
-      this.keys.workspaceLimits(job.workspace_id),
+      this.jobKeys.intake(shardOfId(job.id)),
+      this.jobKeys.workspaceUnfinished(job.workspace_id),
+      this.jobKeys.workspaceLimits(job.workspace_id),
     ];
     const args: (string | number)[] = [encodeRecord(job), job.id, job.created_ms, options.maxWaitingDefault];
     if (options.idempotency) {
@@ -184,22 +192,22 @@ export class JobRepository {
 
   /** The jobs are on the generation queue: they no longer need the intake repair. */
   async markQueued(...ids: string[]): Promise<void> {
-    await Promise.all([...groupByShard(ids)].map(([shard, inShard]) => this.redis.zrem(this.keys.intake(shard), ...inShard)));
+    await Promise.all([...groupByShard(ids)].map(([shard, inShard]) => this.redis.zrem(this.jobKeys.intake(shard), ...inShard)));
   }
 
   /** Ids of the shard's jobs stored before `beforeMs` and not yet marked queued, oldest first. */
   async unqueuedSince(shard: number, beforeMs: number, limit: number): Promise<string[]> {
-    return this.redis.zrangebyscore(this.keys.intake(shard), '-inf', beforeMs, 'LIMIT', 0, limit);
+    return this.redis.zrangebyscore(this.jobKeys.intake(shard), '-inf', beforeMs, 'LIMIT', 0, limit);
   }
 
   /** How many jobs of the workspace are accepted and not finished (the waiting-jobs cap; a queued job's rank). */
   async unfinishedCount(workspaceId: string): Promise<number> {
-    return this.redis.scard(this.keys.workspaceUnfinished(workspaceId));
+    return this.redis.scard(this.jobKeys.workspaceUnfinished(workspaceId));
   }
 
   /** @throws CorruptRecordError when the stored record is not JSON */
   async get(id: string): Promise<JobRecord | undefined> {
-    const raw = await this.redis.get(this.keys.job(id));
+    const raw = await this.redis.get(this.jobKeys.job(id));
     return raw === null ? undefined : decodeJob(id, raw);
   }
 
@@ -217,7 +225,7 @@ export class JobRepository {
     const job = await this.getForWorkspace(workspaceId, id);
     if (job) return { id: job.id, kind: job.kind, created_ms: job.created_ms };
     for (const kind of ['image', 'video'] as const) {
-      const score = await this.redis.zscore(this.keys.removedFrom(this.keys.workspaceJobs(workspaceId, kind)), id);
+      const score = await this.redis.zscore(this.keys.removedFrom(this.jobKeys.workspaceJobs(workspaceId, kind)), id);
       if (score !== null) return { id, kind, created_ms: Number(score) };
     }
     return undefined;
@@ -226,7 +234,7 @@ export class JobRepository {
   /** Writes an unfinished job; false if it has finished meanwhile. */
   async updateActive(job: JobRecord): Promise<boolean> {
     if (isFinished(job.status)) throw new Error('use finish() for finished jobs');
-    const result = await UPDATE_ACTIVE.run(this.redis, [this.keys.job(job.id)], [encodeRecord(job)]);
+    const result = await UPDATE_ACTIVE.run(this.redis, [this.jobKeys.job(job.id)], [encodeRecord(job)]);
     if (result === -2) throw new CorruptRecordError(job.id);
     return result === 1;
   }
@@ -244,11 +252,11 @@ export class JobRepository {
     const result = await FINISH.run(
       this.redis,
       [
-        this.keys.job(job.id),
-        this.keys.workspaceLedger(job.workspace_id),
-        this.keys.workspaceUnfinished(job.workspace_id),
-        this.keys.intake(shardOfId(job.id)),
-        this.keys.jobExpiry(shardOfId(job.id)),
+        this.jobKeys.job(job.id),
+        this.jobKeys.workspaceLedger(job.workspace_id),
+        this.jobKeys.workspaceUnfinished(job.workspace_id),
+        this.jobKeys.intake(shardOfId(job.id)),
+        this.jobKeys.jobExpiry(shardOfId(job.id)),
         this.keys.awaitingCallback(shardOfId(job.id)),
         ...count.keys,
       ],
@@ -258,7 +266,7 @@ export class JobRepository {
         job.id,
         // Only a synchronous call waits for its job (the gateway's JobWaiter): announcing every
         // finished job sent each one to every gateway (and, on a cluster, to every node).
-        isSynchronous(job) ? this.keys.jobFinishedChannel() : '',
+        isSynchronous(job) ? this.jobKeys.jobFinishedChannel() : '',
         job.expires_ms ?? '',
         job.callback_url ? '1' : '',
         ...count.args,
@@ -273,18 +281,18 @@ export class JobRepository {
 
   /** Ids of the shard's finished jobs whose retention ended at or before `nowMs`, soonest first. */
   async dueForRemoval(shard: number, nowMs: number, limit: number): Promise<string[]> {
-    return this.redis.zrangebyscore(this.keys.jobExpiry(shard), '-inf', nowMs, 'LIMIT', 0, limit);
+    return this.redis.zrangebyscore(this.jobKeys.jobExpiry(shard), '-inf', nowMs, 'LIMIT', 0, limit);
   }
 
   /** How many finished jobs, over every shard, are due for removal at `nowMs` and not yet removed (held ones are not due). */
   async countDueForRemoval(nowMs: number): Promise<number> {
-    const counts = await Promise.all(this.keys.shards.map((shard) => this.redis.zcount(this.keys.jobExpiry(shard), '-inf', nowMs)));
+    const counts = await Promise.all(this.keys.shards.map((shard) => this.redis.zcount(this.jobKeys.jobExpiry(shard), '-inf', nowMs)));
     return counts.reduce((a, b) => a + b, 0);
   }
 
   /** Moves a job's next look to `untilMs` without changing its record (one that cannot be read); a job not in the index stays out. */
   async postponeRemoval(jobId: string, untilMs: number): Promise<void> {
-    await this.redis.zadd(this.keys.jobExpiry(shardOfId(jobId)), 'XX', untilMs, jobId);
+    await this.redis.zadd(this.jobKeys.jobExpiry(shardOfId(jobId)), 'XX', untilMs, jobId);
   }
 
   /**
@@ -297,7 +305,7 @@ export class JobRepository {
     return (
       (await HOLD.run(
         this.redis,
-        [this.keys.job(job.id), this.keys.jobExpiry(shardOfId(job.id))],
+        [this.jobKeys.job(job.id), this.jobKeys.jobExpiry(shardOfId(job.id))],
         [job.id, String(job.expires_ms ?? ''), encodeRecord(held), held.expires_ms],
       )) === 1
     );
@@ -310,7 +318,7 @@ export class JobRepository {
 
   /** Drops an expiry entry whose record is gone already (nothing else can be found for it). */
   async forgetRemoval(jobId: string): Promise<void> {
-    await this.redis.zrem(this.keys.jobExpiry(shardOfId(jobId)), jobId);
+    await this.redis.zrem(this.jobKeys.jobExpiry(shardOfId(jobId)), jobId);
   }
 
   /**
@@ -322,17 +330,17 @@ export class JobRepository {
    * removal came first). The charge stays in the ledger.
    */
   async remove(job: JobRecord, dueBeforeMs?: number): Promise<boolean> {
-    const index = this.keys.workspaceJobs(job.workspace_id, job.kind);
+    const index = this.jobKeys.workspaceJobs(job.workspace_id, job.kind);
     const shard = shardOfId(job.id);
     const keys = [
-      this.keys.job(job.id),
+      this.jobKeys.job(job.id),
       index,
-      this.keys.jobExpiry(shard),
+      this.jobKeys.jobExpiry(shard),
       this.keys.awaitingCallback(shard),
       this.keys.removedFrom(index),
       this.keys.removedAt(index),
     ];
-    if (job.idempotency_key_hash) keys.push(this.keys.idempotency(job.workspace_id, job.idempotency_key_hash));
+    if (job.idempotency_key_hash) keys.push(this.jobKeys.idempotency(job.workspace_id, job.idempotency_key_hash));
     return (await PURGE.run(this.redis, keys, [job.id, dueBeforeMs ?? '', REMOVED_KEPT_MS, REMOVED_KEPT_MAX, Date.now()])) === 1;
   }
 
@@ -342,7 +350,7 @@ export class JobRepository {
     kind: JobRecord['kind'],
     opts: { limit: number; after?: string; order: 'asc' | 'desc'; createdBeforeMs?: number },
   ): Promise<ListPage> {
-    const key = this.keys.workspaceJobs(workspaceId, kind);
+    const key = this.jobKeys.workspaceJobs(workspaceId, kind);
     return readIndexPage(this.redis, key, {
       limit: opts.limit,
       after: opts.after,
@@ -354,7 +362,7 @@ export class JobRepository {
 
   async getMany(ids: string[]): Promise<JobRecord[]> {
     if (ids.length === 0) return [];
-    const raws = await mgetByShard(this.redis, ids, this.keys.job);
+    const raws = await mgetByShard(this.redis, ids, this.jobKeys.job);
     // A list shows what it can read: one unreadable record must not hide the rest.
     return raws.flatMap((raw, i) => {
       if (raw === null) return [];
@@ -367,7 +375,7 @@ export class JobRepository {
   }
 
   async ledger(workspaceId: string): Promise<LedgerEntry[]> {
-    const raws = await this.redis.lrange(this.keys.workspaceLedger(workspaceId), 0, -1);
+    const raws = await this.redis.lrange(this.jobKeys.workspaceLedger(workspaceId), 0, -1);
     return raws.map((r) => JSON.parse(r) as LedgerEntry);
   }
 }

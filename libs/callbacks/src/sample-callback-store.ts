@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { StoreKeys } from './keys';
+import type { StoreKeys } from '@media/storage';
+import { CallbackKeys } from './keys';
 
 /** A test callback the dashboard asked the dispatcher to send. */
 export interface TestCallbackRequest {
@@ -25,28 +26,32 @@ export interface TestCallbackOutcome {
  * process that calls receivers) through two short-lived keys; the queue payload carries the id only.
  */
 export class TestCallbackRepository {
+  private readonly callbackKeys: CallbackKeys;
+
   constructor(
     private readonly redis: Redis,
-    private readonly keys: StoreKeys,
+    keys: StoreKeys,
     /** Long enough for the dispatcher to pick the request up and answer, short enough to leave nothing behind. */
     private readonly ttlSeconds = 300,
-  ) {}
+  ) {
+    this.callbackKeys = new CallbackKeys(keys);
+  }
 
   async request(id: string, request: TestCallbackRequest): Promise<void> {
-    await this.redis.set(this.keys.testCallback(id), JSON.stringify(request), 'EX', this.ttlSeconds);
+    await this.redis.set(this.callbackKeys.testCallback(id), JSON.stringify(request), 'EX', this.ttlSeconds);
   }
 
   async getRequest(id: string): Promise<TestCallbackRequest | undefined> {
-    const raw = await this.redis.get(this.keys.testCallback(id));
+    const raw = await this.redis.get(this.callbackKeys.testCallback(id));
     return raw ? (JSON.parse(raw) as TestCallbackRequest) : undefined;
   }
 
   async saveOutcome(id: string, outcome: TestCallbackOutcome): Promise<void> {
-    await this.redis.set(this.keys.testCallbackResult(id), JSON.stringify(outcome), 'EX', this.ttlSeconds);
+    await this.redis.set(this.callbackKeys.testCallbackResult(id), JSON.stringify(outcome), 'EX', this.ttlSeconds);
   }
 
   async outcome(id: string): Promise<TestCallbackOutcome | undefined> {
-    const raw = await this.redis.get(this.keys.testCallbackResult(id));
+    const raw = await this.redis.get(this.callbackKeys.testCallbackResult(id));
     return raw ? (JSON.parse(raw) as TestCallbackOutcome) : undefined;
   }
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { StoreKeys } from './keys';
+import type { StoreKeys } from '@media/storage';
+import { JobKeys } from './keys';
 import { storeScript } from './lua';
 
 const SWAP = storeScript('idempotency-swap');
@@ -36,11 +37,15 @@ export const idempotencyKeyHash = (key: string): string => createHash('sha256').
 
 /** `Idempotency-Key` bookkeeping: one job per key and workspace for the key's lifetime. */
 export class IdempotencyRepository {
+  private readonly jobKeys: JobKeys;
+
   constructor(
     private readonly redis: Redis,
-    private readonly keys: StoreKeys,
+    keys: StoreKeys,
     private readonly ttlSeconds: number,
-  ) {}
+  ) {
+    this.jobKeys = new JobKeys(keys);
+  }
 
   /**
    * Claims `key` for `jobId`. A second call with the same key answers with the first job's claim, or
@@ -101,7 +106,7 @@ export class IdempotencyRepository {
   /** The claim of `key` for `jobId`, for a caller that makes it in a step of its own (`JobRepository.admit`). */
   entry(workspaceId: string, key: string, fingerprint: string, jobId: string, nowMs = Date.now()): IdempotencyEntry {
     return {
-      redisKey: this.keys.idempotency(workspaceId, idempotencyKeyHash(key)),
+      redisKey: this.jobKeys.idempotency(workspaceId, idempotencyKeyHash(key)),
       value: JSON.stringify({ job_id: jobId, fingerprint, claimed_ms: nowMs }),
       ttlSeconds: this.ttlSeconds,
     };

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { destinationOf, leaseMsFor, QUIET_SIGNAL, SLOW_LANE_MS, type DestinationSignal } from '@media/domain';
-import { DestinationGate } from './destinations';
-import { StoreKeys } from './keys';
+import { destinationOf, leaseMsFor, QUIET_SIGNAL, SLOW_LANE_MS, type DestinationSignal } from './destination-policy';
+import { DestinationGate } from './destination-slots';
+import { allKeys } from '../../../test/support/store-keys';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-const keys = new StoreKeys(`test-${randomBytes(6).toString('hex')}`);
+const keys = allKeys(`test-${randomBytes(6).toString('hex')}`);
 /** A cap of 4 keeps one slot of headroom: one workspace alone holds 3 at most. */
 const limits = { maxInFlight: 4, slowMaxInFlight: 2, attemptTimeoutMs: 1_000 };
 const gate = new DestinationGate(redis, keys, limits);

@@ -3,7 +3,7 @@
   QUEUE_SCHEDULES): entered with the failed attempt that makes it due, removed when the callback
   ends, in the same step as the state, so no crash can leave a pending callback without its next
   attempt or an ended one with an attempt still to come. The entry names the callback's next
-  automatic attempt as the retry ladder does (scheduledAttemptId in libs/domain/src/retry-ladder.ts:
+  automatic attempt as the retry ladder does (scheduledAttemptId in libs/domain/src/callbacks.ts:
   the callback's id, the separator, the attempt's number); the schedule turns it back into the job.
 
   An ended callback enters the ended index in the same step, at its latest activity (GT: a manual

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { StoreKeys } from './keys';
-import { SecretBox } from './secret-box';
+import type { StoreKeys } from '@media/storage';
+import { AccountKeys } from './keys';
+import { SecretBox } from '@media/storage';
 import { duplicateRedis } from '@media/common';
 import { storeScript } from './lua';
 
@@ -123,29 +124,33 @@ export class WorkspaceRepository {
    * @param box - how signing secrets are kept at rest (sealed under SECRETS_ENCRYPTION_KEYS); the
    *   services and the admin CLI pass the configured one
    */
+  private readonly accountKeys: AccountKeys;
+
   constructor(
     private readonly redis: Redis,
     private readonly keys: StoreKeys,
     private readonly box: SecretBox = SecretBox.none(),
-  ) {}
+  ) {
+    this.accountKeys = new AccountKeys(keys);
+  }
 
   /** Stores a new workspace with its first API key, signing secret and owner, in one transaction. */
   async insert(workspace: Workspace, apiKey: StoredApiKey, secret: SigningSecret, owner: StoredMember): Promise<void> {
     const email = owner.email.toLowerCase();
     await this.redis
       .multi()
-      .hset(this.keys.workspace(workspace.id), { id: workspace.id, name: workspace.name, created_ms: String(workspace.created_ms) })
+      .hset(this.accountKeys.workspace(workspace.id), { id: workspace.id, name: workspace.name, created_ms: String(workspace.created_ms) })
       .sadd(this.keys.workspaces(), workspace.id)
-      .hset(this.keys.apiKey(apiKey.hash), apiKeyFields(workspace.id, apiKey))
-      .hset(this.keys.workspaceApiKeys(workspace.id), apiKey.id, apiKey.hash)
-      .set(this.keys.workspaceSecrets(workspace.id), JSON.stringify([this.sealed(workspace.id, secret)]))
-      .hset(this.keys.workspaceMembers(workspace.id), email, JSON.stringify({ ...owner, email }))
-      .sadd(this.keys.memberWorkspaces(hashEmail(email)), workspace.id)
+      .hset(this.accountKeys.apiKey(apiKey.hash), apiKeyFields(workspace.id, apiKey))
+      .hset(this.accountKeys.workspaceApiKeys(workspace.id), apiKey.id, apiKey.hash)
+      .set(this.accountKeys.workspaceSecrets(workspace.id), JSON.stringify([this.sealed(workspace.id, secret)]))
+      .hset(this.accountKeys.workspaceMembers(workspace.id), email, JSON.stringify({ ...owner, email }))
+      .sadd(this.accountKeys.memberWorkspaces(hashEmail(email)), workspace.id)
       .exec();
   }
 
   async get(id: string): Promise<Workspace | undefined> {
-    const raw = await this.redis.hgetall(this.keys.workspace(id));
+    const raw = await this.redis.hgetall(this.accountKeys.workspace(id));
     if (!raw.id) return undefined;
     return { id: raw.id, name: raw.name, created_ms: Number(raw.created_ms) };
   }
@@ -161,7 +166,7 @@ export class WorkspaceRepository {
 
   /** Who an API key authenticates as, and when it was last seen (one round trip). */
   async lookupApiKey(apiKey: string): Promise<ApiKeyOwner | undefined> {
-    const raw = await this.redis.hgetall(this.keys.apiKey(hashApiKey(apiKey)));
+    const raw = await this.redis.hgetall(this.accountKeys.apiKey(hashApiKey(apiKey)));
     if (!raw.workspace_id) return undefined;
     return { workspace_id: raw.workspace_id, key_id: raw.key_id, last_used_ms: raw.last_used_ms ? Number(raw.last_used_ms) : null };
   }
@@ -169,24 +174,24 @@ export class WorkspaceRepository {
   /** Records a use of the key; callers throttle it (see `@media/accounts`), so it is not a write per request. */
   async touchApiKey(apiKey: string, now: number): Promise<void> {
     // HSET on a revoked (deleted) key would bring back a partial record; only touch what exists.
-    await TOUCH_API_KEY.run(this.redis, [this.keys.apiKey(hashApiKey(apiKey))], [now]);
+    await TOUCH_API_KEY.run(this.redis, [this.accountKeys.apiKey(hashApiKey(apiKey))], [now]);
   }
 
   async addApiKey(workspaceId: string, apiKey: StoredApiKey): Promise<void> {
     await this.redis
       .multi()
-      .hset(this.keys.apiKey(apiKey.hash), apiKeyFields(workspaceId, apiKey))
-      .hset(this.keys.workspaceApiKeys(workspaceId), apiKey.id, apiKey.hash)
+      .hset(this.accountKeys.apiKey(apiKey.hash), apiKeyFields(workspaceId, apiKey))
+      .hset(this.accountKeys.workspaceApiKeys(workspaceId), apiKey.id, apiKey.hash)
       .exec();
   }
 
   /** The workspace's API keys, oldest first. */
   async apiKeys(workspaceId: string): Promise<ApiKeyInfo[]> {
-    const index = await this.redis.hgetall(this.keys.workspaceApiKeys(workspaceId));
+    const index = await this.redis.hgetall(this.accountKeys.workspaceApiKeys(workspaceId));
     const entries = Object.entries(index);
     if (entries.length === 0) return [];
     const pipeline = this.redis.pipeline();
-    for (const [, hash] of entries) pipeline.hgetall(this.keys.apiKey(hash));
+    for (const [, hash] of entries) pipeline.hgetall(this.accountKeys.apiKey(hash));
     const results = (await pipeline.exec()) ?? [];
     const keys: ApiKeyInfo[] = [];
     entries.forEach(([id, hash], i) => {
@@ -206,15 +211,15 @@ export class WorkspaceRepository {
 
   /** Deletes the key at once; false when the workspace has no key with that id (another workspace's included). */
   async revokeApiKey(workspaceId: string, keyId: string): Promise<boolean> {
-    const hash = await this.redis.hget(this.keys.workspaceApiKeys(workspaceId), keyId);
+    const hash = await this.redis.hget(this.accountKeys.workspaceApiKeys(workspaceId), keyId);
     if (!hash) return false;
-    await this.redis.multi().del(this.keys.apiKey(hash)).hdel(this.keys.workspaceApiKeys(workspaceId), keyId).exec();
+    await this.redis.multi().del(this.accountKeys.apiKey(hash)).hdel(this.accountKeys.workspaceApiKeys(workspaceId), keyId).exec();
     return true;
   }
 
   /** Secrets that sign now, with their times: the current one first, then any still inside its rotation overlap. */
   async signingSecrets(workspaceId: string, now = Date.now()): Promise<SigningSecret[]> {
-    return this.openSecrets(workspaceId, await this.redis.get(this.keys.workspaceSecrets(workspaceId)), now);
+    return this.openSecrets(workspaceId, await this.redis.get(this.accountKeys.workspaceSecrets(workspaceId)), now);
   }
 
   private openSecrets(workspaceId: string, raw: string | null, now: number): SigningSecret[] {
@@ -231,13 +236,13 @@ export class WorkspaceRepository {
 
   /** The public halves of the key pairs that sign now; no secret key is opened (the unauthenticated key listing reads this). */
   async publicSigningKeys(workspaceId: string, now = Date.now()): Promise<PublicSigningKey[]> {
-    const raw = await this.redis.get(this.keys.workspaceSigningKeys(workspaceId));
+    const raw = await this.redis.get(this.accountKeys.workspaceSigningKeys(workspaceId));
     return stillSigning(parseList<SigningKeyPair>(raw), now).map(({ public_key, created_ms, expires_ms }) => ({ public_key, created_ms, expires_ms }));
   }
 
   /** Everything an attempt signs with, read in one round trip. */
   async activeSigners(workspaceId: string, now = Date.now()): Promise<ActiveSigners> {
-    const [secrets, keys] = await this.redis.mget(this.keys.workspaceSecrets(workspaceId), this.keys.workspaceSigningKeys(workspaceId));
+    const [secrets, keys] = await this.redis.mget(this.accountKeys.workspaceSecrets(workspaceId), this.accountKeys.workspaceSigningKeys(workspaceId));
     return {
       secrets: this.openSecrets(workspaceId, secrets, now).map((s) => s.secret),
       secretKeys: this.openSigningKeys(workspaceId, keys, now).map((k) => k.secret_key),
@@ -250,7 +255,7 @@ export class WorkspaceRepository {
    */
   async addFirstSigningKey(workspaceId: string, pair: SigningKeyPair): Promise<boolean> {
     const sealed = { ...pair, secret_key: this.box.seal(pair.secret_key, signingKeyOwner(workspaceId)) };
-    return (await this.redis.set(this.keys.workspaceSigningKeys(workspaceId), JSON.stringify([sealed]), 'NX')) === 'OK';
+    return (await this.redis.set(this.accountKeys.workspaceSigningKeys(workspaceId), JSON.stringify([sealed]), 'NX')) === 'OK';
   }
 
   /**
@@ -259,7 +264,7 @@ export class WorkspaceRepository {
    */
   async rotateSigningKey(workspaceId: string, pair: SigningKeyPair, overlapSeconds: number, now = Date.now()): Promise<number> {
     const entry = { ...pair, secret_key: this.box.seal(pair.secret_key, signingKeyOwner(workspaceId)), created_ms: now, expires_ms: 0 };
-    return (await ROTATE.run(this.redis, [this.keys.workspaceSigningKeys(workspaceId)], [JSON.stringify(entry), now, overlapSeconds * 1000])) as number;
+    return (await ROTATE.run(this.redis, [this.accountKeys.workspaceSigningKeys(workspaceId)], [JSON.stringify(entry), now, overlapSeconds * 1000])) as number;
   }
 
   /**
@@ -268,8 +273,8 @@ export class WorkspaceRepository {
    * Compare-and-set: a rotation meanwhile makes it start over. Returns whether anything was rewritten.
    */
   async resealSecrets(workspaceId: string): Promise<boolean> {
-    const secrets = await this.reseal<SigningSecret>(this.keys.workspaceSecrets(workspaceId), 'secret', secretOwner(workspaceId));
-    const keys = await this.reseal<SigningKeyPair>(this.keys.workspaceSigningKeys(workspaceId), 'secret_key', signingKeyOwner(workspaceId));
+    const secrets = await this.reseal<SigningSecret>(this.accountKeys.workspaceSecrets(workspaceId), 'secret', secretOwner(workspaceId));
+    const keys = await this.reseal<SigningKeyPair>(this.accountKeys.workspaceSigningKeys(workspaceId), 'secret_key', signingKeyOwner(workspaceId));
     return secrets || keys;
   }
 
@@ -303,7 +308,11 @@ export class WorkspaceRepository {
   async rotateSecret(workspaceId: string, secret: string, overlapSeconds: number, now = Date.now()): Promise<RotatedSecret> {
     if (!(await this.get(workspaceId))) throw new Error(`no workspace ${workspaceId}`);
     const entry = this.sealed(workspaceId, { secret, created_ms: now, expires_ms: 0 });
-    const ends = (await ROTATE.run(this.redis, [this.keys.workspaceSecrets(workspaceId)], [JSON.stringify(entry), now, overlapSeconds * 1000])) as number;
+    const ends = (await ROTATE.run(
+      this.redis,
+      [this.accountKeys.workspaceSecrets(workspaceId)],
+      [JSON.stringify(entry), now, overlapSeconds * 1000],
+    )) as number;
     return {
       signing_secret: secret,
       previous_secret_expires_at: ends > 0 && overlapSeconds > 0 ? new Date(ends).toISOString() : null,
@@ -312,23 +321,23 @@ export class WorkspaceRepository {
 
   /** The previous secret stops signing now; only the current one is left. */
   async endSecretOverlap(workspaceId: string): Promise<void> {
-    await END_OVERLAP.run(this.redis, [this.keys.workspaceSecrets(workspaceId)], []);
+    await END_OVERLAP.run(this.redis, [this.accountKeys.workspaceSecrets(workspaceId)], []);
   }
 
   async member(workspaceId: string, email: string): Promise<StoredMember | undefined> {
-    const raw = await this.redis.hget(this.keys.workspaceMembers(workspaceId), email.trim().toLowerCase());
+    const raw = await this.redis.hget(this.accountKeys.workspaceMembers(workspaceId), email.trim().toLowerCase());
     return raw ? (JSON.parse(raw) as StoredMember) : undefined;
   }
 
   /** Members sorted by e-mail. */
   async members(workspaceId: string): Promise<StoredMember[]> {
-    const raw = await this.redis.hvals(this.keys.workspaceMembers(workspaceId));
+    const raw = await this.redis.hvals(this.accountKeys.workspaceMembers(workspaceId));
     return raw.map((r) => JSON.parse(r) as StoredMember).sort((a, b) => (a.email < b.email ? -1 : 1));
   }
 
   /** Workspaces the e-mail is a member of. */
   async workspacesOfMember(email: string): Promise<string[]> {
-    return (await this.redis.smembers(this.keys.memberWorkspaces(hashEmail(email)))).sort();
+    return (await this.redis.smembers(this.accountKeys.memberWorkspaces(hashEmail(email)))).sort();
   }
 
   /** Adds a member; false (nothing written) when the e-mail is already a member of the workspace. */
@@ -336,8 +345,8 @@ export class WorkspaceRepository {
     const email = member.email.trim().toLowerCase();
     const [[error, added]] = (await this.redis
       .multi()
-      .hsetnx(this.keys.workspaceMembers(workspaceId), email, JSON.stringify({ ...member, email }))
-      .sadd(this.keys.memberWorkspaces(hashEmail(email)), workspaceId)
+      .hsetnx(this.accountKeys.workspaceMembers(workspaceId), email, JSON.stringify({ ...member, email }))
+      .sadd(this.accountKeys.memberWorkspaces(hashEmail(email)), workspaceId)
       .exec()) as [[Error | null, number], ...unknown[]];
     if (error) throw error;
     return added === 1;
@@ -351,7 +360,7 @@ export class WorkspaceRepository {
     const normalized = email.trim().toLowerCase();
     return (await CHANGE_MEMBER.run(
       this.redis,
-      [this.keys.workspaceMembers(workspaceId), this.keys.memberWorkspaces(hashEmail(normalized))],
+      [this.accountKeys.workspaceMembers(workspaceId), this.accountKeys.memberWorkspaces(hashEmail(normalized))],
       [normalized, change?.role ?? '', workspaceId, change?.sessionEpoch ?? ''],
     )) as MemberChange;
   }

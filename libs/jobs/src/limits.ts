@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { AppConfig } from '@media/common';
-import type { StoreKeys } from './keys';
+import type { StoreKeys } from '@media/storage';
+import { JobKeys } from './keys';
 import { storeScript } from './lua';
 
 /** The limits a workspace works under: the configured defaults, or its own overrides. */
@@ -66,16 +67,20 @@ const ACCEPT = storeScript('limit-accept');
  * record, left in the transaction that finishes it); every call here is idempotent per job.
  */
 export class LimitRepository {
+  private readonly jobKeys: JobKeys;
+
   constructor(
     private readonly redis: Redis,
-    private readonly keys: StoreKeys,
+    keys: StoreKeys,
     /** The limits of a workspace without overrides. */
     readonly defaults: WorkspaceLimits,
-  ) {}
+  ) {
+    this.jobKeys = new JobKeys(keys);
+  }
 
   /** The limits in force for the workspace. */
   async effective(workspaceId: string): Promise<WorkspaceLimits> {
-    const overrides = await this.redis.hgetall(this.keys.workspaceLimits(workspaceId));
+    const overrides = await this.redis.hgetall(this.jobKeys.workspaceLimits(workspaceId));
     const limits = { ...this.defaults };
     for (const name of LIMIT_NAMES) if (Object.hasOwn(overrides, name)) limits[name] = Number(overrides[name]);
     return limits;
@@ -83,7 +88,7 @@ export class LimitRepository {
 
   /** Sets (a number) or removes (null, back to the default) overrides; returns the limits now in force. */
   async override(workspaceId: string, changes: Partial<Record<LimitName, number | null>>): Promise<WorkspaceLimits> {
-    const key = this.keys.workspaceLimits(workspaceId);
+    const key = this.jobKeys.workspaceLimits(workspaceId);
     const tx = this.redis.multi();
     for (const name of LIMIT_NAMES) {
       const value = changes[name];
@@ -99,7 +104,7 @@ export class LimitRepository {
     const name = BUCKET_LIMIT[bucket];
     const [count, limit, resetMs] = (await HIT.run(
       this.redis,
-      [this.keys.workspaceLimits(workspaceId), this.keys.workspaceRate(workspaceId, bucket)],
+      [this.jobKeys.workspaceLimits(workspaceId), this.jobKeys.workspaceRate(workspaceId, bucket)],
       [name, this.defaults[name], WINDOW_MS],
     )) as [number, number, number];
     return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetMs };
@@ -111,7 +116,7 @@ export class LimitRepository {
    * included, and the ms until the window ends.
    */
   async noteFailedAuthentication(addressHash: string): Promise<{ count: number; resetMs: number }> {
-    const key = this.keys.authFailures(addressHash);
+    const key = this.jobKeys.authFailures(addressHash);
     const replies = await this.redis.multi().incr(key).pexpire(key, WINDOW_MS, 'NX').pttl(key).exec();
     const [[countErr, count], , [ttlErr, ttl]] = replies as [[Error | null, number], unknown, [Error | null, number]];
     if (countErr || ttlErr) throw countErr ?? ttlErr;
@@ -122,7 +127,7 @@ export class LimitRepository {
   async hitMember(workspaceId: string, memberKey: string, bucket: DashboardBucket): Promise<RateVerdict> {
     const [count, limit, resetMs] = (await HIT.run(
       this.redis,
-      [this.keys.workspaceLimits(workspaceId), this.keys.workspaceRate(workspaceId, `dashboard:${bucket}:${memberKey}`)],
+      [this.jobKeys.workspaceLimits(workspaceId), this.jobKeys.workspaceRate(workspaceId, `dashboard:${bucket}:${memberKey}`)],
       // No override is ever stored under this name: the limit is the constant.
       [`dashboard_${bucket}_per_minute`, DASHBOARD_LIMITS[bucket], WINDOW_MS],
     )) as [number, number, number];
@@ -143,7 +148,7 @@ export class LimitRepository {
   private async tryAccept(workspaceId: string, jobId: string): Promise<WaitingVerdict> {
     const [accepted, waiting, max] = (await ACCEPT.run(
       this.redis,
-      [this.keys.workspaceLimits(workspaceId), this.keys.workspaceUnfinished(workspaceId)],
+      [this.jobKeys.workspaceLimits(workspaceId), this.jobKeys.workspaceUnfinished(workspaceId)],
       [jobId, this.defaults.max_waiting_jobs],
     )) as [number, number, number];
     return { accepted: accepted === 1, waiting, max };
@@ -154,18 +159,18 @@ export class LimitRepository {
    * rarely (`JobRepository.admit` callers call it when refused, as {@link onJobAccepted} does).
    */
   async reclaimUnstored(workspaceId: string): Promise<number> {
-    const ids = await this.redis.smembers(this.keys.workspaceUnfinished(workspaceId));
+    const ids = await this.redis.smembers(this.jobKeys.workspaceUnfinished(workspaceId));
     if (ids.length === 0) return 0;
-    const exists = await Promise.all(ids.map((id) => this.redis.exists(this.keys.job(id))));
+    const exists = await Promise.all(ids.map((id) => this.redis.exists(this.jobKeys.job(id))));
     const orphans = ids.filter((_, i) => exists[i] === 0);
     // A place taken a moment ago for a job being stored right now may go too; storing the job
     // enters it again (JobRepository.create), so the cap is at worst overshot by that one job.
-    if (orphans.length > 0) await this.redis.srem(this.keys.workspaceUnfinished(workspaceId), ...orphans);
+    if (orphans.length > 0) await this.redis.srem(this.jobKeys.workspaceUnfinished(workspaceId), ...orphans);
     return orphans.length;
   }
 
   /** The job no longer waits (finished, or never stored); frees its place under the cap. */
   async onJobFinished(workspaceId: string, jobId: string): Promise<void> {
-    await this.redis.srem(this.keys.workspaceUnfinished(workspaceId), jobId);
+    await this.redis.srem(this.jobKeys.workspaceUnfinished(workspaceId), jobId);
   }
 }

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { StoreKeys } from './keys';
+import type { StoreKeys } from '@media/storage';
+import { AccountKeys } from './keys';
 import { storeScript } from './lua';
 
 /** A dashboard session as stored, under the hash of its cookie token (never the token). */
@@ -15,13 +16,17 @@ export interface StoredSession {
 
 /** Dashboard sessions: one Redis hash per session that expires when idle. */
 export class SessionRepository {
+  private readonly accountKeys: AccountKeys;
+
   constructor(
     private readonly redis: Redis,
-    private readonly keys: StoreKeys,
-  ) {}
+    keys: StoreKeys,
+  ) {
+    this.accountKeys = new AccountKeys(keys);
+  }
 
   async create(tokenHash: string, session: StoredSession, idleSeconds: number): Promise<void> {
-    const key = this.keys.session(tokenHash);
+    const key = this.accountKeys.session(tokenHash);
     await this.redis
       .multi()
       .hset(key, { ...session, created_ms: String(session.created_ms) })
@@ -31,7 +36,7 @@ export class SessionRepository {
 
   /** The session as stored; undefined when it expired or was ended. Its idle timer is not touched. */
   async get(tokenHash: string): Promise<StoredSession | undefined> {
-    const raw = await this.redis.hgetall(this.keys.session(tokenHash));
+    const raw = await this.redis.hgetall(this.accountKeys.session(tokenHash));
     if (!raw.workspace_id) return undefined;
     return {
       workspace_id: raw.workspace_id,
@@ -44,11 +49,11 @@ export class SessionRepository {
 
   /** Restarts a session's idle timer (only one that still exists: a session ended meanwhile stays ended). */
   async refresh(tokenHash: string, idleSeconds: number): Promise<void> {
-    await this.redis.expire(this.keys.session(tokenHash), idleSeconds, 'XX');
+    await this.redis.expire(this.accountKeys.session(tokenHash), idleSeconds, 'XX');
   }
 
   async delete(tokenHash: string): Promise<void> {
-    await this.redis.del(this.keys.session(tokenHash));
+    await this.redis.del(this.accountKeys.session(tokenHash));
   }
 }
 
@@ -69,18 +74,22 @@ export interface SignInLimits {
  * count from that address ({@link release}), so only failures stay counted.
  */
 export class FailureCounter {
+  private readonly accountKeys: AccountKeys;
+
   constructor(
     private readonly redis: Redis,
-    private readonly keys: StoreKeys,
+    keys: StoreKeys,
     private readonly limits: SignInLimits,
-  ) {}
+  ) {
+    this.accountKeys = new AccountKeys(keys);
+  }
 
   /** Takes a place for one attempt; refused with how long to wait, when the address is over its limit or the pair must slow down. */
   async reserve(emailHash: string, addressHash: string, nowMs: number): Promise<{ allowed: boolean; retryAfterMs: number }> {
     const l = this.limits;
     const [allowed, retryAfterMs] = (await RESERVE.run(
       this.redis,
-      [this.keys.signInFailures('address', addressHash), this.keys.signInFailures('pair', `${emailHash}:${addressHash}`)],
+      [this.accountKeys.signInFailures('address', addressHash), this.accountKeys.signInFailures('pair', `${emailHash}:${addressHash}`)],
       [l.failuresPerAddress, l.windowSeconds, l.freeFailuresPerEmailAndAddress, l.firstWaitMs, l.longestWaitMs, nowMs],
     )) as [number, number];
     return { allowed: allowed === 1, retryAfterMs };
@@ -90,8 +99,8 @@ export class FailureCounter {
   async release(emailHash: string, addressHash: string): Promise<void> {
     await this.redis
       .multi()
-      .decr(this.keys.signInFailures('address', addressHash))
-      .del(this.keys.signInFailures('pair', `${emailHash}:${addressHash}`))
+      .decr(this.accountKeys.signInFailures('address', addressHash))
+      .del(this.accountKeys.signInFailures('pair', `${emailHash}:${addressHash}`))
       .exec();
   }
 }

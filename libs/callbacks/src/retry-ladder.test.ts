@@ -1,4 +1,4 @@
-import { callbackIdFor } from './callbacks';
+import { callbackIdFor } from '@media/domain';
 import {
   DEFAULT_RETRY_GAPS_MS,
   DEFAULT_RETRY_SCHEDULE,

@@ -1,40 +1,18 @@
 import { CallbackUrlRejectedError, type CheckedTarget } from '@media/callback-guard';
 import { FaultInjector, jobIds, NO_CALLBACK_METRICS, PermanentJobError, type CallbackMetrics, type GaveUpJob, type JobQueue, type Logger } from '@media/common';
-import {
-  callbackIdFor,
-  destinationOf,
-  eventTypeFor,
-  isFinished,
-  LADDER_ATTEMPTS,
-  leaseMsFor,
-  nextAttemptAt,
-  QUIET_SIGNAL,
-  RECOVERY_ATTEMPTS_PER_SECOND,
-  signalOf,
-  type AttemptTrigger,
-  type CallbackAttempt,
-  type CallbackRecord,
-  type Destination,
-  type DestinationSignal,
-  type JobPresenter,
-  type JobRecord,
-  type RetrySchedule,
-} from '@media/domain';
-import {
-  attemptKey,
-  type ActiveSigners,
-  CorruptRecordError,
-  type DestinationGate,
-  type CallbackRepository,
-  type JobRepository,
-  type NewCallbackAttempt,
-  type WorkspaceRepository,
-} from '@media/storage';
+import { callbackIdFor, type AttemptTrigger, type CallbackAttempt, type CallbackRecord } from '@media/domain';
+import { destinationOf, leaseMsFor, QUIET_SIGNAL, signalOf, type Destination, type DestinationSignal } from './destination-policy';
+import { LADDER_ATTEMPTS, nextAttemptAt, RECOVERY_ATTEMPTS_PER_SECOND, type RetrySchedule } from './retry-ladder';
+import { eventTypeFor, isFinished, type JobPresenter, type JobRecord } from '@media/domain';
+import { attemptKey, type CallbackRepository, type NewCallbackAttempt } from './callback-store';
+import type { DestinationGate } from './destination-slots';
+import type { ActiveSigners, WorkspaceRepository } from '@media/accounts';
+import { CorruptRecordError, type JobRepository } from '@media/jobs';
 import { jobContext, linkTo, recordSpan, ROOT_CONTEXT, SpanKind, tracingEnabled, withContext, type Attributes, type Context } from '@media/tracing';
 import { classifyRejection, errorOf } from './classify';
 import { buildBody, buildHeaders } from './envelope';
 import { UndeliverableCallbackError } from './errors';
-import type { Exchange } from './webhook-sender';
+import type { Exchange } from './exchange';
 
 /**
  * A callback attempt as OpenTelemetry's HTTP client conventions describe one: the method, the

@@ -1,7 +1,7 @@
 import type { CallbackUrlRejectedError } from '@media/callback-guard';
 import type { AttemptErrorClass } from '@media/domain';
 
-/** What one exchange (see `Exchange` in ./webhook-sender) came to: null when delivered, else the attempt's error class. */
+/** What one exchange (see `Exchange` in ./exchange) came to: null when delivered, else the attempt's error class. */
 export function errorOf(exchange: { status: number | null; transportError: AttemptErrorClass | null }): AttemptErrorClass | null {
   // No status and no transport error would be a stream that ended without an answer: not delivered.
   return exchange.transportError ?? (exchange.status === null ? 'reset' : classifyStatus(exchange.status));

@@ -1,23 +1,16 @@
 import type { Redis } from 'ioredis';
-import {
-  callbackIdsFor,
-  destinationOf,
-  type AttemptErrorClass,
-  type AttemptTrigger,
-  type CallbackAttempt,
-  type CallbackRecord,
-  type CallbackState,
-  type EventType,
-  SCHEDULED_ATTEMPT_SEPARATOR,
-  shardOfId,
-} from '@media/domain';
-import type { StoreKeys } from './keys';
-import { readIndexPage, REMOVED_KEPT_MAX, REMOVED_KEPT_MS } from './index-page';
-import { OverviewCounters } from './overview';
-import { CorruptRecordError } from './jobs';
-import { encodeRecord } from './record-json';
+import { callbackIdsFor, type AttemptErrorClass, type AttemptTrigger, type CallbackAttempt, type CallbackRecord, type CallbackState } from '@media/domain';
+import { destinationOf } from './destination-policy';
+import { SCHEDULED_ATTEMPT_SEPARATOR } from './retry-ladder';
+import { type EventType, shardOfId } from '@media/domain';
+import type { StoreKeys } from '@media/storage';
+import { CallbackKeys } from './keys';
+import { readIndexPage, REMOVED_KEPT_MAX, REMOVED_KEPT_MS } from '@media/storage';
+import { OverviewCounters } from '@media/storage';
+import { CorruptRecordError } from '@media/jobs';
+import { encodeRecord } from '@media/storage';
 import { storeScript } from './lua';
-import { groupByShard, mgetByShard } from './shards';
+import { groupByShard, mgetByShard } from '@media/storage';
 
 // The records are domain types; re-exported so that a caller of the repository imports from one place.
 export type { AttemptErrorClass, AttemptTiming, CallbackAttempt, CallbackRecord, CallbackState } from '@media/domain';
@@ -131,11 +124,18 @@ export class CallbackRepository {
   /** Each change of a callback is counted into the Overview by the script that makes it. */
   private readonly overview: OverviewCounters;
 
+  private readonly callbackKeys: CallbackKeys;
+
   constructor(
     private readonly redis: Redis,
     private readonly keys: StoreKeys,
   ) {
+    this.callbackKeys = new CallbackKeys(keys);
     this.overview = new OverviewCounters(keys);
+  }
+  /** The workspace's index of pending callbacks (its size is the Overview's pending count). */
+  pendingIndex(workspaceId: string): string {
+    return this.callbackKeys.workspaceCallbacksInState(workspaceId, 'pending');
   }
 
   /**
@@ -147,10 +147,10 @@ export class CallbackRepository {
     const reply = await CREATE.run(
       this.redis,
       [
-        this.keys.callback(callback.id),
-        this.keys.workspaceCallbacks(callback.workspace_id),
-        this.keys.workspaceCallbacksOfType(callback.workspace_id, callback.type),
-        this.keys.workspaceCallbacksInState(callback.workspace_id, callback.state),
+        this.callbackKeys.callback(callback.id),
+        this.callbackKeys.workspaceCallbacks(callback.workspace_id),
+        this.callbackKeys.workspaceCallbacksOfType(callback.workspace_id, callback.type),
+        this.callbackKeys.workspaceCallbacksInState(callback.workspace_id, callback.state),
         this.keys.awaitingCallback(shardOfId(callback.id)),
         ...count.keys,
       ],
@@ -163,7 +163,7 @@ export class CallbackRepository {
   }
 
   async get(messageId: string): Promise<CallbackRecord | undefined> {
-    const raw = await this.redis.get(this.keys.callback(messageId));
+    const raw = await this.redis.get(this.callbackKeys.callback(messageId));
     return raw ? (JSON.parse(raw) as CallbackRecord) : undefined;
   }
 
@@ -175,7 +175,7 @@ export class CallbackRepository {
 
   /** The attempt log, oldest first. */
   async attempts(messageId: string): Promise<CallbackAttempt[]> {
-    const raw = await this.redis.hvals(this.keys.callbackAttempts(messageId));
+    const raw = await this.redis.hvals(this.callbackKeys.callbackAttempts(messageId));
     return raw.map(decodeAttempt).sort((a, b) => a.number - b.number);
   }
 
@@ -189,7 +189,7 @@ export class CallbackRepository {
     const last = new Map<string, CallbackAttempt>();
     if (messageIds.length === 0) return last;
     const pipeline = this.redis.pipeline();
-    for (const id of messageIds) pipeline.hvals(this.keys.callbackAttempts(id));
+    for (const id of messageIds) pipeline.hvals(this.callbackKeys.callbackAttempts(id));
     const replies = (await pipeline.exec()) ?? [];
     replies.forEach(([err, raws], i) => {
       if (err) throw err;
@@ -203,7 +203,7 @@ export class CallbackRepository {
 
   /** One attempt by the key it was recorded under, once it has been. */
   async attempt(messageId: string, attemptKey: string): Promise<CallbackAttempt | undefined> {
-    const raw = await this.redis.hget(this.keys.callbackAttempts(messageId), attemptKey);
+    const raw = await this.redis.hget(this.callbackKeys.callbackAttempts(messageId), attemptKey);
     return raw ? decodeAttempt(raw) : undefined;
   }
 
@@ -217,7 +217,7 @@ export class CallbackRepository {
     const reply = Number(
       await MANUAL_SEND.run(
         this.redis,
-        [this.keys.manualSendHold(messageId, requestId), this.keys.callbackAttempts(messageId)],
+        [this.callbackKeys.manualSendHold(messageId, requestId), this.callbackKeys.callbackAttempts(messageId)],
         [jobId, holdMs, attemptKey('manual', 0, requestId)],
       ),
     );
@@ -226,7 +226,7 @@ export class CallbackRepository {
 
   /** Lets go of the request's hold if the delivery job `jobId` has it (it gave up before sending); see callback-manual-release.lua. */
   async releaseManualSend(messageId: string, requestId: string, jobId: string): Promise<void> {
-    await MANUAL_RELEASE.run(this.redis, [this.keys.manualSendHold(messageId, requestId)], [jobId]);
+    await MANUAL_RELEASE.run(this.redis, [this.callbackKeys.manualSendHold(messageId, requestId)], [jobId]);
   }
 
   /**
@@ -234,7 +234,7 @@ export class CallbackRepository {
    * request) and applies its outcome to the callback in the same Redis step:
    * - delivered: state `delivered`, nothing further scheduled;
    * - an automatic attempt that failed: `next_attempt_ms` moves on, or the state becomes `failed`
-   *   when `nextAttemptMs` is null (it was the ladder's last: `nextAttemptAt` in `@media/domain`);
+   *   when `nextAttemptMs` is null (it was the ladder's last: `nextAttemptAt` in retry-ladder.ts);
    * - a manual attempt that failed changes no state and leaves the ladder as it was.
    *
    * Recording the same `attemptKey` again changes nothing and returns `recorded: false`.
@@ -282,7 +282,7 @@ export class CallbackRepository {
    * callback ended or recorded that attempt meanwhile.
    */
   async deferNext(messageId: string, ladderAttempt: number, atMs: number): Promise<void> {
-    await DEFER.run(this.redis, [this.keys.callback(messageId)], [ladderAttempt, atMs]);
+    await DEFER.run(this.redis, [this.callbackKeys.callback(messageId)], [ladderAttempt, atMs]);
   }
 
   /** Ends a still-pending callback as `failed`; returns the record as it now stands. */
@@ -300,30 +300,30 @@ export class CallbackRepository {
    */
   private scriptKeys({ id, workspace_id: workspaceId }: Pick<CallbackRecord, 'id' | 'workspace_id'>): string[] {
     return [
-      this.keys.callback(id),
-      this.keys.callbackAttempts(id),
-      this.keys.workspaceCallbacksInState(workspaceId, 'pending'),
-      this.keys.workspaceCallbacksInState(workspaceId, 'delivered'),
-      this.keys.workspaceCallbacksInState(workspaceId, 'failed'),
-      this.keys.callbackSchedule(shardOfId(id)),
-      this.keys.endedCallbacks(shardOfId(id)),
+      this.callbackKeys.callback(id),
+      this.callbackKeys.callbackAttempts(id),
+      this.callbackKeys.workspaceCallbacksInState(workspaceId, 'pending'),
+      this.callbackKeys.workspaceCallbacksInState(workspaceId, 'delivered'),
+      this.callbackKeys.workspaceCallbacksInState(workspaceId, 'failed'),
+      this.callbackKeys.callbackSchedule(shardOfId(id)),
+      this.callbackKeys.endedCallbacks(shardOfId(id)),
     ];
   }
 
   /** Moves an ended callback's place in the ended index to `lastActivityMs` (retention could not remove it now); one not there stays out. */
   async postponeRemoval(messageId: string, lastActivityMs: number): Promise<void> {
-    await this.redis.zadd(this.keys.endedCallbacks(shardOfId(messageId)), 'XX', lastActivityMs, messageId);
+    await this.redis.zadd(this.callbackKeys.endedCallbacks(shardOfId(messageId)), 'XX', lastActivityMs, messageId);
   }
 
   /** How many ended callbacks, over every shard, had their last activity at or before `cutoffMs`. */
   async countEndedBefore(cutoffMs: number): Promise<number> {
-    const counts = await Promise.all(this.keys.shards.map((shard) => this.redis.zcount(this.keys.endedCallbacks(shard), '-inf', cutoffMs)));
+    const counts = await Promise.all(this.keys.shards.map((shard) => this.redis.zcount(this.callbackKeys.endedCallbacks(shard), '-inf', cutoffMs)));
     return counts.reduce((a, b) => a + b, 0);
   }
 
   /** Ids of the shard's ended callbacks whose last activity was at or before `cutoffMs`, oldest first. */
   async endedBefore(shard: number, cutoffMs: number, limit: number): Promise<string[]> {
-    return this.redis.zrangebyscore(this.keys.endedCallbacks(shard), '-inf', cutoffMs, 'LIMIT', 0, limit);
+    return this.redis.zrangebyscore(this.callbackKeys.endedCallbacks(shard), '-inf', cutoffMs, 'LIMIT', 0, limit);
   }
 
   /**
@@ -348,12 +348,12 @@ export class CallbackRepository {
     const shard = shardOfId(messageId);
     const keys = [
       ...this.scriptKeys({ id: messageId, workspace_id: workspaceId }).slice(0, 5),
-      this.keys.workspaceCallbacks(workspaceId),
-      this.keys.workspaceCallbacksOfType(workspaceId, type),
-      this.keys.endedCallbacks(shard),
-      this.keys.callbackSchedule(shard),
-      this.keys.removedFrom(this.keys.workspaceCallbacks(workspaceId)),
-      this.keys.removedAt(this.keys.workspaceCallbacks(workspaceId)),
+      this.callbackKeys.workspaceCallbacks(workspaceId),
+      this.callbackKeys.workspaceCallbacksOfType(workspaceId, type),
+      this.callbackKeys.endedCallbacks(shard),
+      this.callbackKeys.callbackSchedule(shard),
+      this.keys.removedFrom(this.callbackKeys.workspaceCallbacks(workspaceId)),
+      this.keys.removedAt(this.callbackKeys.workspaceCallbacks(workspaceId)),
     ];
     // A pending callback going with its job leaves pending without ending: the Overview counts that
     // (in the bucket of now), or its pending line would read low for every earlier slot.
@@ -388,10 +388,10 @@ export class CallbackRepository {
       (q.createdBeforeMs === undefined || cb.created_ms < q.createdBeforeMs);
     const key =
       q.state !== undefined
-        ? this.keys.workspaceCallbacksInState(workspaceId, q.state)
+        ? this.callbackKeys.workspaceCallbacksInState(workspaceId, q.state)
         : q.type !== undefined
-          ? this.keys.workspaceCallbacksOfType(workspaceId, q.type)
-          : this.keys.workspaceCallbacks(workspaceId);
+          ? this.callbackKeys.workspaceCallbacksOfType(workspaceId, q.type)
+          : this.callbackKeys.workspaceCallbacks(workspaceId);
     if (q.jobId !== undefined) {
       const ids = callbackIdsFor(q.jobId);
       const records = (await this.getMany(ids)).filter(matches).sort((a, b) => b.created_ms - a.created_ms || (a.id < b.id ? 1 : -1));
@@ -409,7 +409,7 @@ export class CallbackRepository {
         order: 'desc',
         minScore: q.createdAfterMs,
         maxScore: q.createdBeforeMs,
-        cursorScoreKeys: [this.keys.workspaceCallbacks(workspaceId), this.keys.removedFrom(this.keys.workspaceCallbacks(workspaceId))],
+        cursorScoreKeys: [this.callbackKeys.workspaceCallbacks(workspaceId), this.keys.removedFrom(this.callbackKeys.workspaceCallbacks(workspaceId))],
       });
       if (!page.cursorFound) {
         // The client's cursor names no callback of the workspace. A chunk's own last one removed
@@ -433,7 +433,7 @@ export class CallbackRepository {
 
   async getMany(ids: string[]): Promise<CallbackRecord[]> {
     if (ids.length === 0) return [];
-    const raws = await mgetByShard(this.redis, ids, this.keys.callback);
+    const raws = await mgetByShard(this.redis, ids, this.callbackKeys.callback);
     return raws.filter((r): r is string => r !== null).map((r) => JSON.parse(r) as CallbackRecord);
   }
 
@@ -443,12 +443,16 @@ export class CallbackRepository {
    * receivers. Returns when the first slot is (Unix ms).
    */
   async reserveRecoverySlots(workspaceId: string, count: number, ratePerSecond: number, nowMs: number): Promise<number> {
-    return (await RESERVE_PACE.run(this.redis, [this.keys.workspaceRecoveryPace(workspaceId)], [nowMs, Math.ceil((count * 1000) / ratePerSecond)])) as number;
+    return (await RESERVE_PACE.run(
+      this.redis,
+      [this.callbackKeys.workspaceRecoveryPace(workspaceId)],
+      [nowMs, Math.ceil((count * 1000) / ratePerSecond)],
+    )) as number;
   }
 
   /** Ids of the workspace's callbacks in `state` created in [fromMs, toMs), oldest first, from rank `offset`. */
   async idsInState(workspaceId: string, state: CallbackState, fromMs: number, toMs: number, offset: number, count: number): Promise<string[]> {
-    return this.redis.zrangebyscore(this.keys.workspaceCallbacksInState(workspaceId, state), fromMs, `(${toMs}`, 'LIMIT', offset, count);
+    return this.redis.zrangebyscore(this.callbackKeys.workspaceCallbacksInState(workspaceId, state), fromMs, `(${toMs}`, 'LIMIT', offset, count);
   }
 
   /**
@@ -463,7 +467,7 @@ export class CallbackRepository {
     await Promise.all(
       [...groupByShard(workspaceIds).values()].map(async (inShard) => {
         const pipeline = this.redis.pipeline();
-        for (const id of inShard) for (const state of states) pipeline.zcard(this.keys.workspaceCallbacksInState(id, state));
+        for (const id of inShard) for (const state of states) pipeline.zcard(this.callbackKeys.workspaceCallbacksInState(id, state));
         const replies = (await pipeline.exec()) ?? [];
         replies.forEach(([err, value], i) => {
           if (err) throw err;

@@ -11,8 +11,9 @@ import {
   type DestinationStatus,
   type HoldReason,
   type WorkspaceDestinationStatus,
-} from '@media/domain';
-import type { StoreKeys } from './keys';
+} from './destination-policy';
+import type { StoreKeys } from '@media/storage';
+import { CallbackKeys } from './keys';
 import { storeScript } from './lua';
 
 const ACQUIRE = storeScript('destination-acquire');
@@ -109,17 +110,20 @@ export class DestinationGate {
   /** Workspaces' uses of destinations this process noted lately, by `workspace destination`. */
   private readonly used = new RecentNotes(TOUCH_EVERY_MS, TOUCHES_REMEMBERED);
 
+  private readonly callbackKeys: CallbackKeys;
+
   constructor(
     private readonly redis: Redis,
     private readonly keys: StoreKeys,
     private readonly limits: DestinationLimits,
   ) {
+    this.callbackKeys = new CallbackKeys(keys);
     this.leaseMs = leaseMsFor(limits);
   }
 
   /** The keys of a destination's slots, in the order its scripts name them (lua/includes/destination-slots). */
   private slotKeys(id: string): string[] {
-    const k = this.keys;
+    const k = this.callbackKeys;
     return [
       k.destinationLeases(id),
       k.destinationParked(id),
@@ -137,7 +141,7 @@ export class DestinationGate {
     const [reply] = (await Promise.all([
       ACQUIRE.run(
         this.redis,
-        [...this.slotKeys(d.id), this.keys.destinations(this.keys.destinationShard(d.id))],
+        [...this.slotKeys(d.id), this.callbackKeys.destinations(this.callbackKeys.destinationShard(d.id))],
         [
           d.id,
           request.leaseId,
@@ -173,7 +177,7 @@ export class DestinationGate {
     // slot may have been granted beside it); the next attempt writes it again.
     await TOUCH_WORKSPACE.run(
       this.redis,
-      [this.keys.workspaceDestinations(workspaceId)],
+      [this.callbackKeys.workspaceDestinations(workspaceId)],
       [destinationId, nowMs, IDLE_KEEP_MS, WORKSPACE_DESTINATIONS_KEPT],
     ).catch(() => this.used.forget(pair));
   }
@@ -203,18 +207,20 @@ export class DestinationGate {
 
   /** Whether a slot is held in this job's name: a parked attempt can be woken before its delayed job exists. */
   async holds(destination: Destination, leaseId: string): Promise<boolean> {
-    return (await this.redis.zscore(this.keys.destinationLeases(destination.id), leaseId)) !== null;
+    return (await this.redis.zscore(this.callbackKeys.destinationLeases(destination.id), leaseId)) !== null;
   }
 
   /** Destinations with activity in the last quarter hour, over every workspace and shard (metrics). */
   async recent(nowMs: number): Promise<DestinationStatus[]> {
-    const perShard = await Promise.all(this.keys.shards.map((shard) => this.redis.zrangebyscore(this.keys.destinations(shard), nowMs - RECENT_MS, '+inf')));
+    const perShard = await Promise.all(
+      this.keys.shards.map((shard) => this.redis.zrangebyscore(this.callbackKeys.destinations(shard), nowMs - RECENT_MS, '+inf')),
+    );
     return Promise.all(perShard.flat().map(async (id) => destinationStatus(id, await this.status(id, '', nowMs))));
   }
 
   /** The destinations a workspace's callbacks went to lately, most recent first, each as the workspace's own share of it (its dashboard). */
   async ofWorkspace(workspaceId: string, nowMs: number): Promise<WorkspaceDestinationStatus[]> {
-    const ids = await this.redis.zrevrangebyscore(this.keys.workspaceDestinations(workspaceId), '+inf', nowMs - IDLE_KEEP_MS);
+    const ids = await this.redis.zrevrangebyscore(this.callbackKeys.workspaceDestinations(workspaceId), '+inf', nowMs - IDLE_KEEP_MS);
     return Promise.all(
       ids.map(async (id) => {
         const reply = await this.status(id, workspaceId, nowMs);

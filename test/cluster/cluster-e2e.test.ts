@@ -1,8 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { bullKey, jobIds } from '@media/common';
-import { callbackIdFor } from '@media/domain';
+import { callbackIdFor, LEGACY_SHARD, newIdBeside, shardOfId, STORE_SHARDS } from '@media/domain';
 import { destinationOf } from '@media/callbacks';
-import { LEGACY_SHARD, newIdBeside, shardOfId, STORE_SHARDS } from '@media/domain';
 import { api, BLOB_STORES, eventually } from '../support/stack';
 import { TestRedisCluster } from '../support/redis-cluster';
 import { DispatcherHarness } from '../dispatcher/support/harness';

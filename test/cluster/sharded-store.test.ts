@@ -1,8 +1,6 @@
 import { loadConfig } from '@media/common';
-import { mint } from '@media/accounts';
-import { callbackIdFor } from '@media/domain';
-import { LEGACY_SHARD, newId, newIdBeside, shardOfId, STORE_SHARDS, type ImageJob } from '@media/domain';
-import { hashApiKey, WorkspaceRepository } from '@media/accounts';
+import { hashApiKey, mint, WorkspaceRepository } from '@media/accounts';
+import { callbackIdFor, type ImageJob, LEGACY_SHARD, newId, newIdBeside, shardOfId, STORE_SHARDS } from '@media/domain';
 import { JobRepository } from '@media/jobs';
 import { SecretBox } from '@media/storage';
 import { asyncImage } from '../../libs/domain/src/test-support/jobs';

@@ -6,8 +6,7 @@ import { expectApiError } from '../support/http';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { DashboardClient } from './support/api-client';
 import { loadConfig } from '@media/common';
-import { destinationOf, type DestinationSignal } from '@media/callbacks';
-import { DestinationGate, destinationLimits } from '@media/callbacks';
+import { DestinationGate, destinationLimits, destinationOf, type DestinationSignal } from '@media/callbacks';
 
 /**
  * The dashboard's JSON API against the three real services: sessions and their cookie, CSRF, roles,

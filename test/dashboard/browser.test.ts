@@ -3,8 +3,7 @@ import { eventually } from '../support/stack';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { launchChromium, newSession, screenshot, signIn, type PageProblems } from './support/browser';
 import { loadConfig } from '@media/common';
-import { destinationOf } from '@media/callbacks';
-import { DestinationGate, destinationLimits } from '@media/callbacks';
+import { DestinationGate, destinationLimits, destinationOf } from '@media/callbacks';
 
 /**
  * The dashboard in real headless Chromium against the real stack (gateway, generator, dispatcher)

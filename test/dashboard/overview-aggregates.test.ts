@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { CallbackRepository, type NewCallbackAttempt } from '@media/callbacks';
-import type { CallbackRecord } from '@media/domain';
+import type { CallbackRecord, ImageJob } from '@media/domain';
 import { JobRepository } from '@media/jobs';
 import { OverviewRepository, OVERVIEW_TIERS } from '@media/storage';
-import type { ImageJob } from '@media/domain';
 import { PrivateRedis } from '../support/private-redis';
 import { deleteKeysUnder, keysUnder, REDIS_URL } from '../support/stack';
 import { allKeys } from '../support/store-keys';

@@ -5,8 +5,7 @@
 // attempt's next_attempt_at says when. Jobs are written to the store as finished and announced on
 // the job-events queue, as the generator does, so the only timing in play is the dispatchers'.
 import { createLogger, JobQueue } from '@media/common';
-import { destinationOf, headroomOf } from '@media/callbacks';
-import { CallbackRepository, DestinationGate } from '@media/callbacks';
+import { CallbackRepository, DestinationGate, destinationOf, headroomOf } from '@media/callbacks';
 import { eventually, TestStack, type TestWorkspace } from '../support/stack';
 import { baseEnv } from './support/harness';
 import { makeTestPki, type TestPki } from './support/pki';

@@ -6,8 +6,7 @@
 // the store as finished and announced on the job-events queue, as the generator does, so the only
 // timing in play is the dispatchers'.
 import { createLogger, JobQueue } from '@media/common';
-import { destinationOf } from '@media/callbacks';
-import { DestinationGate } from '@media/callbacks';
+import { DestinationGate, destinationOf } from '@media/callbacks';
 import { eventually, TestStack, type TestWorkspace } from '../support/stack';
 import { baseEnv } from '../dispatcher/support/harness';
 import { announceFinishedImage } from '../dispatcher/support/finished-job';

@@ -8,8 +8,7 @@
 // both while A's first attempts hang and while A is in its own slow lane; every one of A's six
 // attempts must still be made, each once; and the host never has more attempts in flight than its cap.
 import { createLogger, JobQueue } from '@media/common';
-import { destinationOf, headroomOf, leaseMsFor } from '@media/callbacks';
-import { DestinationGate } from '@media/callbacks';
+import { DestinationGate, destinationOf, headroomOf, leaseMsFor } from '@media/callbacks';
 import { eventually, TestStack, type TestWorkspace } from '../support/stack';
 import { isolationBound, p99, sixFailedAttempts, timedRun } from './support';
 import { baseEnv } from '../dispatcher/support/harness';

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { StoreKeys } from '@media/storage';
+import { SecretBox, type StoreKeys } from '@media/storage';
 import { AccountKeys } from './keys';
-import { SecretBox } from '@media/storage';
 import { duplicateRedis } from '@media/common';
 import { storeScript } from './lua';
 

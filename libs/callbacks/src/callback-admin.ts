@@ -1,9 +1,8 @@
 import { jobIds, type JobQueue } from '@media/common';
 import { destinationOf } from './destination-policy';
 import { RECOVERY_ATTEMPTS_PER_SECOND } from './retry-ladder';
-import { newId } from '@media/domain';
+import { type CallbackAttempt, type CallbackRecord, newId } from '@media/domain';
 import { attemptKey, type CallbackListQuery, type CallbackPage, type CallbackRepository } from './callback-store';
-import type { CallbackAttempt, CallbackRecord } from '@media/domain';
 import type { IdempotencyRepository } from '@media/jobs';
 import { CallbackNotFoundError, IdempotencyKeyReusedError, RecoveryTooLargeError } from './errors';
 

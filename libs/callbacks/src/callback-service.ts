@@ -1,9 +1,17 @@
 import { CallbackUrlRejectedError, type CheckedTarget } from '@media/callback-guard';
 import { FaultInjector, jobIds, NO_CALLBACK_METRICS, PermanentJobError, type CallbackMetrics, type GaveUpJob, type JobQueue, type Logger } from '@media/common';
-import { callbackIdFor, type AttemptTrigger, type CallbackAttempt, type CallbackRecord } from '@media/domain';
+import {
+  type AttemptTrigger,
+  type CallbackAttempt,
+  callbackIdFor,
+  type CallbackRecord,
+  eventTypeFor,
+  isFinished,
+  type JobPresenter,
+  type JobRecord,
+} from '@media/domain';
 import { destinationOf, leaseMsFor, QUIET_SIGNAL, signalOf, type Destination, type DestinationSignal } from './destination-policy';
 import { LADDER_ATTEMPTS, nextAttemptAt, RECOVERY_ATTEMPTS_PER_SECOND, type RetrySchedule } from './retry-ladder';
-import { eventTypeFor, isFinished, type JobPresenter, type JobRecord } from '@media/domain';
 import { attemptKey, type CallbackRepository, type NewCallbackAttempt } from './callback-store';
 import type { DestinationGate } from './destination-slots';
 import type { ActiveSigners, WorkspaceRepository } from '@media/accounts';

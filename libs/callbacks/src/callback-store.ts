@@ -1,16 +1,20 @@
 import type { Redis } from 'ioredis';
-import { callbackIdsFor, type AttemptErrorClass, type AttemptTrigger, type CallbackAttempt, type CallbackRecord, type CallbackState } from '@media/domain';
+import {
+  type AttemptErrorClass,
+  type AttemptTrigger,
+  type CallbackAttempt,
+  callbackIdsFor,
+  type CallbackRecord,
+  type CallbackState,
+  type EventType,
+  shardOfId,
+} from '@media/domain';
 import { destinationOf } from './destination-policy';
 import { SCHEDULED_ATTEMPT_SEPARATOR } from './retry-ladder';
-import { type EventType, shardOfId } from '@media/domain';
-import type { StoreKeys } from '@media/storage';
+import { encodeRecord, groupByShard, mgetByShard, OverviewCounters, readIndexPage, REMOVED_KEPT_MAX, REMOVED_KEPT_MS, type StoreKeys } from '@media/storage';
 import { CallbackKeys } from './keys';
-import { readIndexPage, REMOVED_KEPT_MAX, REMOVED_KEPT_MS } from '@media/storage';
-import { OverviewCounters } from '@media/storage';
 import { CorruptRecordError } from '@media/jobs';
-import { encodeRecord } from '@media/storage';
 import { storeScript } from './lua';
-import { groupByShard, mgetByShard } from '@media/storage';
 
 // The records are domain types; re-exported so that a caller of the repository imports from one place.
 export type { AttemptErrorClass, AttemptTiming, CallbackAttempt, CallbackRecord, CallbackState } from '@media/domain';

@@ -1,5 +1,4 @@
-import type { AttemptErrorClass, AttemptTiming, AttemptTrigger, CallbackAttempt, CallbackRecord, CallbackState } from '@media/domain';
-import type { EventType } from '@media/domain';
+import type { AttemptErrorClass, AttemptTiming, AttemptTrigger, CallbackAttempt, CallbackRecord, CallbackState, EventType } from '@media/domain';
 
 /** A callback as the API shows it (design section 2, "Callback objects"). */
 export interface CallbackObject {

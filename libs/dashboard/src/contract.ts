@@ -8,8 +8,7 @@
  *
  * One workspace never sees another's data: any id of another workspace answers 404.
  */
-import type { CallbackDetailObject, CallbackObject } from '@media/callbacks';
-import type { TestCallbackOutcome } from '@media/callbacks';
+import type { CallbackDetailObject, CallbackObject, TestCallbackOutcome } from '@media/callbacks';
 
 export type Role = 'owner' | 'admin' | 'member';
 export type JobKind = 'image' | 'video';

@@ -1,9 +1,26 @@
 import { STATUS_CODES } from 'node:http';
-import { CallbackNotFoundError, presentCallback, presentCallbackDetail, type CallbackAdmin } from '@media/callbacks';
-import { callbackIdFor, callbackIdsFor, type CallbackAttempt, type CallbackRecord, type CallbackState } from '@media/domain';
-import { conditionOf, healthOf, destinationOf, type WorkspaceDestinationStatus } from '@media/callbacks';
-import { eventTypeFor, isFinished, type JobPresenter, type JobRecord } from '@media/domain';
-import type { DestinationGate } from '@media/callbacks';
+import {
+  type CallbackAdmin,
+  CallbackNotFoundError,
+  conditionOf,
+  type DestinationGate,
+  destinationOf,
+  healthOf,
+  presentCallback,
+  presentCallbackDetail,
+  type WorkspaceDestinationStatus,
+} from '@media/callbacks';
+import {
+  type CallbackAttempt,
+  callbackIdFor,
+  callbackIdsFor,
+  type CallbackRecord,
+  type CallbackState,
+  eventTypeFor,
+  isFinished,
+  type JobPresenter,
+  type JobRecord,
+} from '@media/domain';
 import type { JobRepository } from '@media/jobs';
 import { ApiError } from '@media/common';
 import {

@@ -4,6 +4,8 @@ import { resolve } from 'node:path';
 import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import {
   AccountsError,
+  type Action,
+  type ApiKeyInfo,
   ApiKeyNotFoundError,
   AsymmetricSigningOffError,
   can,
@@ -13,21 +15,27 @@ import {
   LastOwnerError,
   MemberExistsError,
   MemberNotFoundError,
+  type PublicSigningKey,
+  type Role,
+  type SecretsView,
+  type Session,
   SignInThrottledError,
   tokensEqual,
-  WorkspaceNotFoundError,
-  type Action,
-  type Session,
-  type SecretsView,
   type WorkspaceAccounts,
+  WorkspaceNotFoundError,
 } from '@media/accounts';
 import { CallbackUrlRejectedError } from '@media/callback-guard';
-import { CallbackNotFoundError, presentCallback, RecoveryTooLargeError, type CallbackAdmin, type TestCallbacks } from '@media/callbacks';
+import {
+  type CallbackAdmin,
+  CallbackNotFoundError,
+  type DestinationGate,
+  destinationOf,
+  presentCallback,
+  RecoveryTooLargeError,
+  type TestCallbacks,
+} from '@media/callbacks';
 import { ApiError, jsonBody } from '@media/common';
-import { destinationOf } from '@media/callbacks';
 import type { JobPresenter } from '@media/domain';
-import type { ApiKeyInfo, PublicSigningKey, Role } from '@media/accounts';
-import type { DestinationGate } from '@media/callbacks';
 import type { JobRepository } from '@media/jobs';
 import type { OverviewRepository } from '@media/storage';
 import type {

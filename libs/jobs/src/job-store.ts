@@ -1,14 +1,21 @@
 import type { Redis } from 'ioredis';
 import { blobFolderOf, isFinished, isSynchronous, shardOfId, type JobRecord, type LedgerEntry } from '@media/domain';
-import { readIndexPage, REMOVED_KEPT_MAX, REMOVED_KEPT_MS, type IndexPage } from '@media/storage';
+import {
+  encodeRecord,
+  groupByShard,
+  type IndexPage,
+  mgetByShard,
+  NO_REPLICA_WAIT,
+  OverviewCounters,
+  readIndexPage,
+  REMOVED_KEPT_MAX,
+  REMOVED_KEPT_MS,
+  type ReplicaWait,
+  type StoreKeys,
+} from '@media/storage';
 import type { IdempotencyEntry } from './idempotency';
-import type { StoreKeys } from '@media/storage';
 import { JobKeys } from './keys';
-import { NO_REPLICA_WAIT, type ReplicaWait } from '@media/storage';
-import { encodeRecord } from '@media/storage';
 import { storeScript } from './lua';
-import { OverviewCounters } from '@media/storage';
-import { groupByShard, mgetByShard } from '@media/storage';
 
 // lua/<name>.lua: each file's header gives the script's KEYS, ARGV, answers, and why it is one step.
 const FINISH = storeScript('job-finish');

@@ -1,6 +1,5 @@
 import { NO_RETENTION_METRICS, type Logger, type RetentionMetrics } from '@media/common';
-import { blobFolderOf, eventTypeFor, type JobRecord } from '@media/domain';
-import { callbackIdFor, callbackIdsFor } from '@media/domain';
+import { blobFolderOf, callbackIdFor, callbackIdsFor, eventTypeFor, type JobRecord } from '@media/domain';
 import type { BlobStore } from '@media/blob-store';
 import { CorruptRecordError, type JobRepository } from '@media/jobs';
 import type { CallbackRepository } from '@media/callbacks';

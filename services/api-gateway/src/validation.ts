@@ -1,20 +1,20 @@
 import Joi from 'joi';
 import {
-  EVENT_TYPES,
-  MODEL_CATALOG,
+  type CallbackState,
   describeSize,
+  EVENT_TYPES,
   type EventType,
   findModel,
   type ImageBackground,
   type ImageModel,
   type ImageOutputFormat,
   type ImageQuality,
+  MODEL_CATALOG,
   type ResponseFormat,
   type VideoModel,
 } from '@media/domain';
 import { imagePrice } from '@media/jobs';
 import type { CallbackListQuery } from '@media/callbacks';
-import type { CallbackState } from '@media/domain';
 import { ApiError } from './http/api-error';
 
 export type ImageOperation = 'generation' | 'edit';

@@ -1,15 +1,13 @@
 import type { Express, RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
-import { API_KEY_CACHE_MS, createAccounts } from '@media/accounts';
+import { API_KEY_CACHE_MS, createAccounts, WorkspaceRepository } from '@media/accounts';
 import { createBlobStore } from '@media/blob-store';
 import { CallbackUrlGuard } from '@media/callback-guard';
-import { createCallbackAdmin } from '@media/callbacks';
+import { CallbackRepository, createCallbackAdmin, DestinationGate, destinationLimits } from '@media/callbacks';
 import { createRedis, FaultInjector, JobQueue, storeAnswers, type AppConfig, type Logger } from '@media/common';
 import { JobPresenter, LinkSigner } from '@media/domain';
-import { CallbackRepository, DestinationGate, destinationLimits } from '@media/callbacks';
 import { configuredLimits, IdempotencyRepository, JobRepository, LimitRepository } from '@media/jobs';
 import { OverviewRepository, loadLinkSigningKey, ReplicaWait, StoreKeys, SecretBox } from '@media/storage';
-import { WorkspaceRepository } from '@media/accounts';
 import { createApp } from './app';
 import { JobIntakeService } from './job-intake';
 import { JobWaiter } from './job-waiter';

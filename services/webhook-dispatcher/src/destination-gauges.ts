@@ -1,7 +1,6 @@
 import type { Registry } from 'prom-client';
 import { registerScrapedGauge, type Logger } from '@media/common';
-import { HOLD_REASONS, type DestinationStatus } from '@media/callbacks';
-import type { DestinationGate } from '@media/callbacks';
+import { type DestinationGate, type DestinationStatus, HOLD_REASONS } from '@media/callbacks';
 
 /** Destinations named in labels, the busiest first; the rest are summed as `other`, so a deployment with a million receivers still exports a handful of series. */
 export const LABELLED_DESTINATIONS = 10;

@@ -3,9 +3,8 @@ import { createServer as createTcpServer, type Server as TcpServer, type Socket 
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { CallbackUrlGuard } from '@media/callback-guard';
 import { makeTestPki, type TestPki } from '../../../test/dispatcher/support/pki';
-import { errorOf } from '@media/callbacks';
+import { errorOf, type Exchange } from '@media/callbacks';
 import { RESPONSE_READ_CAP_BYTES, WebhookSender } from './webhook-sender';
-import type { Exchange } from '@media/callbacks';
 
 /**
  * Receivers that try to hold an attempt past its deadline, as raw servers on loopback writing bytes

@@ -1,6 +1,5 @@
 import { jobIds, type JobQueue } from '@media/common';
-import { callbackIdFor } from '@media/domain';
-import { newIdBeside, type ImageJob } from '@media/domain';
+import { callbackIdFor, type ImageJob, newIdBeside } from '@media/domain';
 import type { TestStack } from '../../support/stack';
 
 /** A completed image job with a callback, as the generator stores it when it ends (now). */

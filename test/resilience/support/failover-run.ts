@@ -1,6 +1,5 @@
 import { Redis } from 'ioredis';
-import { callbackIdFor } from '@media/domain';
-import { isFinished, type JobRecord } from '@media/domain';
+import { callbackIdFor, isFinished, type JobRecord } from '@media/domain';
 import { JobRepository } from '@media/jobs';
 import type { DispatcherHarness } from '../../dispatcher/support/harness';
 import { eventually, REDIS_URL } from '../../support/stack';

@@ -1,8 +1,7 @@
-import { AccountsError, createAccounts, isRole } from '@media/accounts';
+import { AccountsError, createAccounts, isRole, type PublicSigningKey, WorkspaceRepository } from '@media/accounts';
 import { createRedis, loadConfig } from '@media/common';
 import { configuredLimits, JobRepository, LIMIT_NAMES, LimitRepository, type LimitName } from '@media/jobs';
 import { resealLinkKey, SecretBox, StoreKeys } from '@media/storage';
-import { WorkspaceRepository, type PublicSigningKey } from '@media/accounts';
 import { retryCallback } from './callback-commands';
 import type { AdminContext } from './context';
 import { commandHelp, overviewHelp, type CommandHelp } from './help';

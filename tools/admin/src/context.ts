@@ -1,7 +1,6 @@
-import type { WorkspaceAccounts } from '@media/accounts';
+import type { WorkspaceAccounts, WorkspaceRepository } from '@media/accounts';
 import type { AppConfig } from '@media/common';
 import type { JobRepository, LimitRepository } from '@media/jobs';
-import type { WorkspaceRepository } from '@media/accounts';
 import type { Redis } from 'ioredis';
 
 /** Everything a command needs, built once from the validated config. */

@@ -1,7 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { PRIORITY_LIMIT, type JobsOptions } from 'bullmq';
-import { generationJobName, isSynchronous, type JobRecord } from '@media/domain';
-import { parseScheduledAttempt, scheduledAttemptId, type AttemptTrigger } from '@media/domain';
+import { type AttemptTrigger, generationJobName, isSynchronous, type JobRecord, parseScheduledAttempt, scheduledAttemptId } from '@media/domain';
 import type { AppConfig } from '../config';
 
 /**

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { LEGACY_SHARD } from '@media/domain';
-import { scheduledAttemptId } from '@media/domain';
+import { LEGACY_SHARD, scheduledAttemptId } from '@media/domain';
 import { createLogger } from '../logger';
 import { bullPrefix, scheduleKey } from '../keyspace';
 import { JobQueue } from './queue';

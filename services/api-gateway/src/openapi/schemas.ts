@@ -1,18 +1,20 @@
 import type { SchemaObject } from 'openapi3-ts/oas31';
 import type { ErrorType } from '@media/common';
 import {
+  type AttemptErrorClass,
+  type AttemptTrigger,
+  type CallbackState,
   describeSize,
   EVENT_TYPES,
-  MODEL_CATALOG,
   type EventType,
   type ImageModel,
   type ImageOutputFormat,
   type JobErrorCode,
   type JobStatus,
+  MODEL_CATALOG,
   type ResponseFormat,
   type VideoModel,
 } from '@media/domain';
-import type { AttemptErrorClass, AttemptTrigger, CallbackState } from '@media/domain';
 import { DATA_URL, MAX_IMAGES } from '../uploads';
 import { binary, closedObject, describedEnum, idOf, orNull, ref, unique, unixSeconds, type Schema } from './schema-kit';
 

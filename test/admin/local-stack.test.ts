@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { verify } from '@media/webhooks';
+import { verify } from '@media/callback-signing';
 import { finished } from '../support/process';
 import { deleteKeysUnder, eventually, freePort, REDIS_URL } from '../support/stack';
 import { isFree, NpmStartStack } from '../readme/support/npm-start';

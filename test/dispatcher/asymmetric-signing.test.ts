@@ -8,7 +8,7 @@
 import { createPublicKey, verify as cryptoVerify } from 'node:crypto';
 import OpenAI from 'openai';
 import { Webhook } from 'standardwebhooks';
-import { verify } from '@media/webhooks';
+import { verify } from '@media/callback-signing';
 import { expectApiError } from '../support/http';
 import { readBody } from '../support/stack';
 import { DashboardClient } from '../dashboard/support/api-client';

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { Webhook } from 'standardwebhooks';
 import { createLogger, jobIds, JobQueue } from '@media/common';
-import { verify } from '@media/webhooks';
+import { verify } from '@media/callback-signing';
 import { CallbackNotFoundError } from '@media/callbacks';
 import { eventually } from '../support/stack';
 import { DispatcherHarness } from './support/harness';

@@ -1,5 +1,5 @@
 import { parseRetrySchedule } from '@media/domain';
-import { verify } from '@media/webhooks';
+import { verify } from '@media/callback-signing';
 import { DispatcherHarness } from './support/harness';
 import type { ReceivedRequest } from './support/receiver';
 

@@ -1,7 +1,7 @@
 import type { OpenAPIObject } from 'openapi3-ts/oas31';
 import sharp from 'sharp';
 import { loadConfig } from '@media/common';
-import { verify } from '@media/webhooks';
+import { verify } from '@media/callback-signing';
 import { buildOpenApiDocument } from '../../services/api-gateway/src/openapi/document';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import type { ReceivedRequest } from '../dispatcher/support/receiver';

@@ -1,4 +1,4 @@
-import { verify } from '@media/webhooks';
+import { verify } from '@media/callback-signing';
 import { apiError, OpenAiTestServer } from '../../services/generator/src/backends/test-support/openai-server';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { api, eventually } from '../support/stack';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CallbackUrlGuard } from '@media/callback-guard';
 import { loadConfig } from '@media/common';
-import { verify } from '@media/webhooks';
+import { verify } from '@media/callback-signing';
 import { examples, fencedBlocks, isRepeatable, sections, type Example } from './support/examples';
 import { finished, type Finished } from '../support/process';
 import { NpmStartStack } from './support/npm-start';

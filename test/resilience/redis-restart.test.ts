@@ -1,4 +1,4 @@
-import { verify } from '@media/webhooks';
+import { verify } from '@media/callback-signing';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { PrivateRedis } from '../support/private-redis';
 import { eventually } from '../support/stack';

@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { SecretBox } from '@media/storage';
 import { WorkspaceRepository } from '@media/accounts';
-import { generateKeyPair, publicKeyOf, verify } from '@media/webhooks';
+import { generateKeyPair, publicKeyOf, verify } from '@media/callback-signing';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { DashboardClient } from '../dashboard/support/api-client';
 import { freePort, redisAnswers } from '../support/basics';

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { FailureCounter, SessionRepository } from './session-store';
 import { hashApiKey, WorkspaceRepository } from './workspace-store';
 import { SecretBox } from '@media/storage';
-import { publicKeyOf } from '@media/webhooks';
+import { publicKeyOf } from '@media/callback-signing';
 import { SIGN_IN_LIMITS, WorkspaceAccounts } from './accounts';
 import { AsymmetricSigningOffError, InvalidCredentialsError, LastOwnerError, MemberExistsError, MemberNotFoundError, SignInThrottledError } from './errors';
 import { hashPassword, verifyPassword } from './passwords';

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { newId } from '@media/domain';
-import { generateKeyPair, generateSecret } from '@media/webhooks';
+import { generateKeyPair, generateSecret } from '@media/callback-signing';
 
 /**
  * Minting credentials, kept apart from storing them (the stores only ever see hashes of

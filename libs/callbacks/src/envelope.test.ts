@@ -1,6 +1,6 @@
 import type { ImageRequestObject } from '@media/domain';
 import { createPublicKey, verify as edVerify } from 'node:crypto';
-import { generateKeyPair, verify } from '@media/webhooks';
+import { generateKeyPair, verify } from '@media/callback-signing';
 import { buildBody, buildHeaders } from './envelope';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';

@@ -1,5 +1,5 @@
 import type { EventType, ImageRequestObject, VideoObject } from '@media/domain';
-import { signatureHeader, userAgent } from '@media/webhooks';
+import { signatureHeader, userAgent } from '@media/callback-signing';
 
 /** The callback body (spec 2.3). */
 export interface CallbackEnvelope {

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer, get, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import express from 'express';
-import { createExampleReceiver, type CallbackEvent, type WebhookSecretLookup } from '@media/webhooks';
+import { createExampleReceiver, type CallbackEvent, type WebhookSecretLookup } from '@media/callback-signing';
 import { AnotherStackRunningError } from './stack-pid-file';
 
 /** One POST to `/webhooks`, as `GET /webhooks` shows it. */

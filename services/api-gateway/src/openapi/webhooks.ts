@@ -1,6 +1,6 @@
 import type { ParameterObject, PathItemObject } from 'openapi3-ts/oas31';
 import { EVENT_TYPES, type EventType, LADDER_ATTEMPTS, type RetrySchedule } from '@media/domain';
-import { ASYMMETRIC_VERSION, DEFAULT_TOLERANCE_SECONDS, PUBLIC_KEY_PREFIX, SECRET_PREFIX, SIGNATURE_VERSION, userAgent } from '@media/webhooks';
+import { ASYMMETRIC_VERSION, DEFAULT_TOLERANCE_SECONDS, PUBLIC_KEY_PREFIX, SECRET_PREFIX, SIGNATURE_VERSION, userAgent } from '@media/callback-signing';
 import { humanDuration, ref } from './schema-kit';
 import { eventSchemaName } from './schemas';
 

@@ -1,7 +1,7 @@
 /**
  * Example callback receiver: what a client of the service runs at its
  * `callback_url`. Run it with `WEBHOOK_SECRET=whsec_... PORT=9000 npx tsx
- * libs/webhooks/src/example-receiver.ts` and POST deliveries to `/webhooks`.
+ * libs/callback-signing/src/example-receiver.ts` and POST deliveries to `/webhooks`.
  */
 import express from 'express';
 import { verifyWebhook, type WebhookSecretLookup } from './middleware';

@@ -1,5 +1,5 @@
 /**
- * `@media/webhooks`: signing and verification of callback deliveries in the
+ * `@media/callback-signing`: signing and verification of callback deliveries in the
  * Standard Webhooks format (spec sections 4.5 and 5), shared by the sender and
  * by receivers.
  *

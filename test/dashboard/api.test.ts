@@ -27,7 +27,7 @@ const CSP =
 
 beforeAll(async () => {
   // Short gaps, so that a callback to a failing path ends `failed` within seconds.
-  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms,100ms,100ms' });
+  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms,100ms,100ms' }, { inProcess: true });
   h.receiver.script('/fails', () => ({ status: 500, body: '<script>alert(1)</script>' }));
   owner = await DashboardClient.signedIn(h.stack.baseUrl, h.workspace.owner.email, h.workspace.owner.password);
 });

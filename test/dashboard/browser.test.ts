@@ -24,7 +24,7 @@ let flakyMessage: string;
 let otherJobs: string[] = [];
 
 beforeAll(async () => {
-  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '2s,10m,10m,10m,10m' });
+  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '2s,10m,10m,10m,10m' }, { inProcess: true });
   h.receiver.script('/flaky', (n) => (n <= 2 ? { status: 500, body: HOSTILE } : { status: 200, body: 'ok' }));
   browser = await launchChromium();
 

@@ -19,7 +19,7 @@ let browser: Browser;
 let failingJob: string;
 
 beforeAll(async () => {
-  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '1s,10m,10m,10m,10m' });
+  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '1s,10m,10m,10m,10m' }, { inProcess: true });
   h.receiver.script(FAILING_PATH, () => ({ status: 503, body: `upstream ${'unavailable '.repeat(40)}` }));
   browser = await launchChromium();
   const jobs = await Promise.all([

@@ -35,7 +35,7 @@ let charged = 0;
 let workDays: string[] = [];
 
 beforeAll(async () => {
-  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '150ms,150ms,150ms,150ms,150ms' });
+  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '150ms,150ms,150ms,150ms,150ms' }, { inProcess: true });
   down = await TestReceiver.start(h.pki);
   down.script('/hooks', () => ({ status: 503, body: 'maintenance' }));
   downOrigin = destinationOf(down.url('/hooks')).origin;

@@ -50,7 +50,7 @@ async function failedAfterTwo(jobId: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '100ms,10m,10m,10m,10m' });
+  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '100ms,10m,10m,10m,10m' }, { inProcess: true });
   down = await TestReceiver.start(h.pki);
   downOrigin = destinationOf(down.url('/hooks')).origin;
   down.script('/hooks', () => ({ status: 500, body: 'broken' }));

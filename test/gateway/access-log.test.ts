@@ -73,7 +73,7 @@ const asOperation = (method: string, route: string) =>
   `${method} ${route.length > 1 ? route.replace(/\/$/, '') : route}`.replace(/[:*]([A-Za-z0-9_]+)/g, '{$1}');
 
 beforeAll(async () => {
-  h = await DispatcherHarness.start({});
+  h = await DispatcherHarness.start({}, { inProcess: true });
   call = api(h.stack, h.workspace.apiKey);
   h.receiver.script('/ok', () => ({ status: 200 }));
 });

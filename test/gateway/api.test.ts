@@ -12,7 +12,7 @@ describe.each(BLOB_STORES)('gateway API (%s blob store)', (blobStore) => {
   let call: ReturnType<typeof api>;
 
   beforeAll(async () => {
-    stack = await TestStack.start(['api-gateway', 'generator'], { MAX_JSON_BYTES: '200000', MAX_UPLOAD_BYTES: '100000' }, { blobStore });
+    stack = await TestStack.start(['api-gateway', 'generator'], { MAX_JSON_BYTES: '200000', MAX_UPLOAD_BYTES: '100000' }, { blobStore, inProcess: true });
     ws = await stack.createWorkspace('main');
     other = await stack.createWorkspace('other');
     call = api(stack, ws.apiKey);

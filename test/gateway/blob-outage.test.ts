@@ -12,7 +12,7 @@ let ws: TestWorkspace;
 let call: ReturnType<typeof api>;
 
 beforeAll(async () => {
-  stack = await TestStack.start(['api-gateway', 'generator'], { GENERATION_ATTEMPTS: '5' }, { blobStore: 's3' });
+  stack = await TestStack.start(['api-gateway', 'generator'], { GENERATION_ATTEMPTS: '5' }, { blobStore: 's3', inProcess: true });
   ws = await stack.createWorkspace('blob-outage');
   call = api(stack, ws.apiKey);
 });

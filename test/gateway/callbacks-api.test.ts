@@ -19,7 +19,7 @@ const nowSeconds = () => Math.floor(Date.now() / 1000);
 const pastSecond = (s: number) => eventually(() => (nowSeconds() > s ? true : undefined), 3_000, `second ${s} to pass`);
 
 beforeAll(async () => {
-  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms,100ms,100ms', WEBHOOK_TIMEOUT_MS: '5000' });
+  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms,100ms,100ms', WEBHOOK_TIMEOUT_MS: '5000' }, { inProcess: true });
   call = api(h.stack, h.workspace.apiKey);
   h.receiver.script('/ok', () => ({ status: 200, body: 'thanks' }));
   // Six automatic attempts fail; the manual retry of the test below then delivers.

@@ -16,7 +16,7 @@ const DEFAULTS = { RATE_LIMIT_CREATE_PER_MINUTE: '3', RATE_LIMIT_READ_PER_MINUTE
 let stack: TestStack;
 
 beforeAll(async () => {
-  stack = await TestStack.start(['api-gateway'], DEFAULTS);
+  stack = await TestStack.start(['api-gateway'], DEFAULTS, { inProcess: true });
 });
 
 afterAll(async () => {

@@ -14,7 +14,7 @@ let ws: TestWorkspace;
 let call: ReturnType<typeof api>;
 
 beforeAll(async () => {
-  stack = await TestStack.start(['api-gateway']);
+  stack = await TestStack.start(['api-gateway'], {}, { inProcess: true });
   ws = await stack.createWorkspace('compat');
   call = api(stack, ws.apiKey);
 });

@@ -23,7 +23,7 @@ describe.each(BLOB_STORES)('the openai SDK against the gateway (%s blob store)',
   beforeAll(async () => {
     pki = makeTestPki();
     receiver = await TestReceiver.start(pki);
-    stack = await TestStack.start(['api-gateway', 'generator', 'webhook-dispatcher'], baseEnv(pki), { blobStore });
+    stack = await TestStack.start(['api-gateway', 'generator', 'webhook-dispatcher'], baseEnv(pki), { blobStore, inProcess: true });
     ws = await stack.createWorkspace('sdk');
     client = new OpenAI({ apiKey: ws.apiKey, baseURL: `${stack.baseUrl}/v1`, maxRetries: 0, webhookSecret: ws.signingSecret });
   });

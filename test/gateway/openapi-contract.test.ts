@@ -60,7 +60,7 @@ function expectDocumented(operation: string, body: unknown, valid = true): void 
 }
 
 beforeAll(async () => {
-  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms,100ms,100ms', WEBHOOK_TIMEOUT_MS: '5000' });
+  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms,100ms,100ms', WEBHOOK_TIMEOUT_MS: '5000' }, { inProcess: true });
   h.receiver.script('/hooks', () => ({ status: 204 }));
   call = api(h.stack, h.workspace.apiKey);
   const served = await get('/v1/openapi.json');

@@ -5,15 +5,16 @@ import { api, eventually } from '../support/stack';
 
 // The API's two image paths with GENERATOR_BACKEND=openai-compatible: a synchronous call answered
 // with the model server's image, and a 202 with a callback, delivered signed, whose link serves that
-// image. Gateway, generator and dispatcher are real processes; the model server is a loopback server
-// that speaks OpenAI's Images API (services/generator/src/backends/test-support/openai-server.ts).
+// image. Gateway, generator and dispatcher run in-process (the real services, from their sources);
+// the model server is a loopback server that speaks OpenAI's Images API
+// (services/generator/src/backends/test-support/openai-server.ts).
 describe('gateway: images made by the openai-compatible backend', () => {
   let upstream: OpenAiTestServer;
   let h: DispatcherHarness;
 
   beforeAll(async () => {
     upstream = await OpenAiTestServer.start();
-    h = await DispatcherHarness.start({ ...upstream.env, UPSTREAM_MODEL_MAP: 'pixel-1=gpt-image-1' });
+    h = await DispatcherHarness.start({ ...upstream.env, UPSTREAM_MODEL_MAP: 'pixel-1=gpt-image-1' }, { inProcess: true });
   });
 
   afterEach(() => upstream?.reset());

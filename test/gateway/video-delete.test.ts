@@ -12,7 +12,7 @@ describe.each(BLOB_STORES)('deleting a video (%s blob store)', (blobStore) => {
 
   beforeAll(async () => {
     // No generator at first: a video stays queued until one starts.
-    stack = await TestStack.start(['api-gateway'], {}, { blobStore });
+    stack = await TestStack.start(['api-gateway'], {}, { blobStore, inProcess: true });
     const ws = await stack.createWorkspace('delete');
     workspaceId = ws.workspaceId;
     client = new OpenAI({ apiKey: ws.apiKey, baseURL: `${stack.baseUrl}/v1`, maxRetries: 0 });

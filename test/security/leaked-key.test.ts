@@ -1,6 +1,6 @@
 // An attacker holding a leaked API key floods the workspace's API buckets; the owner must still be
 // able to revoke that key, from the dashboard (whose limits are per member, apart from the API's)
-// and from the admin CLI (straight to Redis), and the key must stop working. Real gateway process,
+// and from the admin CLI (straight to Redis), and the key must stop working. Real gateway (in-process),
 // real Redis, the built CLI.
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
@@ -17,10 +17,14 @@ let ws: TestWorkspace;
 let owner: DashboardClient;
 
 beforeAll(async () => {
-  stack = await TestStack.start(['api-gateway'], {
-    RATE_LIMIT_CREATE_PER_MINUTE: String(CREATE_PER_MINUTE),
-    RATE_LIMIT_READ_PER_MINUTE: String(CREATE_PER_MINUTE),
-  });
+  stack = await TestStack.start(
+    ['api-gateway'],
+    {
+      RATE_LIMIT_CREATE_PER_MINUTE: String(CREATE_PER_MINUTE),
+      RATE_LIMIT_READ_PER_MINUTE: String(CREATE_PER_MINUTE),
+    },
+    { inProcess: true },
+  );
   ws = await stack.createWorkspace('leaky');
   owner = await DashboardClient.signedIn(stack.baseUrl, ws.owner.email, ws.owner.password);
 }, 60_000);

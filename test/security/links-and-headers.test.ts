@@ -1,4 +1,4 @@
-// Download links and the gateway's transport headers against real gateway processes: a link signed
+// Download links and the gateway's transport headers against real gateways (in-process): a link signed
 // with the real key but an expiry beyond what the deployment ever mints is refused; every answer
 // says nosniff; HSTS is sent when the public address is https, or the request came over https
 // through a trusted proxy, never on plain http and never on a client's unverified word.
@@ -14,7 +14,7 @@ let ws: TestWorkspace;
 
 beforeAll(async () => {
   // Behind one proxy (an Ingress), which says in X-Forwarded-Proto how the client came in.
-  stack = await TestStack.start(['api-gateway'], { TRUST_PROXY: '1' });
+  stack = await TestStack.start(['api-gateway'], { TRUST_PROXY: '1' }, { inProcess: true });
   ws = await stack.createWorkspace('links');
 }, 60_000);
 

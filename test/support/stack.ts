@@ -23,6 +23,8 @@ export const BLOB_STORES = ['fs', 's3'] as const;
 export type BlobStoreKind = (typeof BLOB_STORES)[number];
 /** The store of stacks that do not name one; `TEST_BLOB_STORE=s3` runs every stack on S3. */
 const DEFAULT_BLOB_STORE: BlobStoreKind = process.env.TEST_BLOB_STORE === 's3' ? 's3' : 'fs';
+/** `TEST_IN_PROCESS=0` starts processes for the stacks that ask for in-process services (to compare, or to rule it out). */
+const IN_PROCESS_ALLOWED = process.env.TEST_IN_PROCESS !== '0';
 
 const ROOT = resolve(__dirname, '../..');
 
@@ -56,12 +58,7 @@ export class ServiceProcess {
       while ((nl = buffered.indexOf('\n')) >= 0) {
         const line = buffered.slice(0, nl);
         buffered = buffered.slice(nl + 1);
-        try {
-          this.lines.push(JSON.parse(line) as Record<string, unknown>);
-        } catch {
-          this.lines.push({ message: line });
-          this.nonJson.push(line);
-        }
+        this.takeLine(line);
       }
     });
     let stderr = '';
@@ -103,8 +100,89 @@ export class ServiceProcess {
     return this.exited;
   }
 
+  /** Ends the service when its stack stops: a process is killed outright. */
+  async end(): Promise<void> {
+    await this.kill('SIGKILL');
+  }
+
+  /** Takes one line of the service's stdout: a JSON log line, or output that should not be there. */
+  protected takeLine(line: string): void {
+    try {
+      this.lines.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      this.lines.push({ message: line });
+      this.nonJson.push(line);
+    }
+  }
+
   hasLog(predicate: (line: Record<string, unknown>) => boolean): boolean {
     return this.lines.some(predicate);
+  }
+}
+
+/**
+ * One service run inside the Jest worker (TestStack.start's `inProcess`), through the start function
+ * its main.ts calls, with the env a process would get and its log lines kept as a process's are. It
+ * has no pid and no stderr (stays empty); SIGTERM and SIGINT run the shutdown main.ts runs on them
+ * (the exit code is then 0), and a signal that would kill a process outright is refused: a test that
+ * needs one starts processes.
+ */
+export class InProcessService extends ServiceProcess {
+  private running: { stop(signal: string): Promise<void> } | undefined;
+  private stopped: Promise<number | null> | undefined;
+  private failed: Promise<number | null> | undefined;
+
+  constructor(
+    name: ServiceName,
+    private readonly serviceEnv: NodeJS.ProcessEnv,
+  ) {
+    super(name, serviceEnv);
+  }
+
+  override async start(readyMessage: string | RegExp): Promise<void> {
+    if (this.running) throw new Error(`${this.name} runs in-process and was started already: a restart needs a service process`);
+    const { startInProcess } = await import('./in-process.js');
+    const startedAt = this.lines.length;
+    let startFailed: unknown;
+    this.running = await startInProcess(this.name, this.serviceEnv, {
+      onLine: (line) => this.takeLine(line),
+      onStartFailed: (err) => {
+        startFailed = err;
+        this.failed = Promise.resolve(1);
+      },
+    });
+    await eventually(
+      () => {
+        if (startFailed !== undefined) throw new Error(`${this.name} failed to start: ${String(startFailed)}`);
+        return this.lines.slice(startedAt).some((l) => String(l.message).match(readyMessage)) ? true : undefined;
+      },
+      20_000,
+      `${this.name} to start`,
+    );
+  }
+
+  override get pid(): number | undefined {
+    return undefined;
+  }
+
+  override waitForExit(): Promise<number | null> {
+    return this.failed ?? this.stopped ?? new Promise(() => undefined);
+  }
+
+  override async kill(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    if (signal !== 'SIGTERM' && signal !== 'SIGINT') throw new Error(`${this.name} runs in-process: ${signal} needs a service process`);
+    return this.shutDown(signal);
+  }
+
+  override async end(): Promise<void> {
+    await this.shutDown('SIGTERM');
+  }
+
+  private shutDown(signal: string): Promise<number | null> {
+    if (!this.running) return Promise.resolve(null);
+    const running = this.running;
+    this.stopped ??= running.stop(signal).then(() => 0);
+    return this.stopped;
   }
 }
 
@@ -116,6 +194,15 @@ export interface TestWorkspace {
   owner: { email: string; password: string };
 }
 
+export interface StackOptions {
+  blobStore?: BlobStoreKind;
+  redisCluster?: TestRedisCluster;
+  redisSentinel?: TestRedisSentinel;
+  redisTls?: TestRedisTls;
+  /** Run the services inside the Jest worker ({@link InProcessService}); processes by default. */
+  inProcess?: boolean;
+}
+
 const READY: Record<ServiceName, RegExp> = {
   'api-gateway': /api-gateway listening/,
   generator: /generator started/,
@@ -124,8 +211,8 @@ const READY: Record<ServiceName, RegExp> = {
 
 /**
  * A whole deployment for one test file: its own key prefix on the real Redis, its own blob store (a
- * media directory, or a bucket on its own S3 server on loopback), real service processes, and a
- * cleanup that removes only its own keys.
+ * media directory, or a bucket on its own S3 server on loopback), the real services (processes, or
+ * inside the Jest worker with `inProcess`), and a cleanup that removes only its own keys.
  */
 export class TestStack {
   readonly prefix = `test-${randomBytes(6).toString('hex')}`;
@@ -147,6 +234,8 @@ export class TestStack {
   s3: S3TestServer | undefined;
   /** The stack's blob store, as the services see it. */
   blobs!: BlobStore;
+  /** Whether its services run inside the Jest worker rather than as processes. */
+  inProcess = false;
 
   /** The stack's Redis: a URL, or the cluster or Sentinels it runs on (`redisUrl` is then unused). */
   private constructor(
@@ -163,13 +252,15 @@ export class TestStack {
     this.accounts = createAccounts({ keyPrefix: this.prefix, secretRotationOverlapSeconds: 86_400 }, this.redis);
   }
 
-  /** Starts `services` against the shared test Redis, or the one named by `env.REDIS_URL`. */
-  static async start(
-    services: ServiceName[],
-    env: Record<string, string> = {},
-    options: { blobStore?: BlobStoreKind; redisCluster?: TestRedisCluster; redisSentinel?: TestRedisSentinel; redisTls?: TestRedisTls } = {},
-  ): Promise<TestStack> {
+  /**
+   * Starts `services` against the shared test Redis, or the one named by `env.REDIS_URL`. With
+   * `inProcess`, every service of the stack (startService's too) runs inside the Jest worker
+   * ({@link InProcessService}) rather than as a process: the same code from the same env, without a
+   * Node start and a thousand modules loaded per service.
+   */
+  static async start(services: ServiceName[], env: Record<string, string> = {}, options: StackOptions = {}): Promise<TestStack> {
     const stack = new TestStack(options.redisTls?.url ?? env.REDIS_URL ?? REDIS_URL, options.redisCluster, options.redisSentinel, options.redisTls);
+    stack.inProcess = (options.inProcess ?? false) && IN_PROCESS_ALLOWED;
     const port = await freePort();
     stack.mediaDir = await mkdtemp(join(tmpdir(), 'media-test-'));
     stack.blobStore = options.blobStore ?? DEFAULT_BLOB_STORE;
@@ -208,7 +299,8 @@ export class TestStack {
   /** Starts one service; `extraEnv` applies to this process only (e.g. a crash point). */
   async startService(name: ServiceName, extraEnv: Record<string, string> = {}): Promise<ServiceProcess> {
     // Each process its own ops port: several services of a stack share this machine.
-    const service = new ServiceProcess(name, { ...this.env, OPS_PORT: String(await freePort()), ...extraEnv });
+    const serviceEnv = { ...this.env, OPS_PORT: String(await freePort()), ...extraEnv };
+    const service = this.inProcess ? new InProcessService(name, serviceEnv) : new ServiceProcess(name, serviceEnv);
     this.services.set(name, service);
     this.processes.push(service);
     await service.start(READY[name]);
@@ -239,7 +331,7 @@ export class TestStack {
   }
 
   async stop(): Promise<void> {
-    await Promise.all(this.processes.map((s) => s.kill('SIGKILL')));
+    await Promise.all(this.processes.map((s) => s.end()));
     const redis = this.redis.status === 'end' ? this.newClient() : this.redis;
     await deleteKeysUnder(redis, this.prefix);
     redis.disconnect();

@@ -1,4 +1,6 @@
-import { CONFIG_KEYS, ConfigError, loadConfig, parseModelMap } from './config';
+import { CONFIG_KEYS, ConfigError, loadConfig, parseModelMap, type AppConfig, type CompositeConfig } from './config';
+import type { Fills } from './setting-kinds';
+import { SETTING_NAMES, SETTINGS, type SettingFields } from './settings';
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
@@ -333,5 +335,50 @@ describe('parseModelMap', () => {
       expect([bad, typeof parseModelMap(bad)]).toEqual([bad, 'string']);
     }
     expect(parseModelMap('a=b,a=c')).toBe('maps a twice');
+  });
+});
+
+describe('the fields of AppConfig', () => {
+  /** The fields that combine several settings, written in config.ts; every other field is a setting's `fills` entry. */
+  const COMPOSITE = ['redis', 'blobStore', 'generatorBackend', 'localStack', 'tracing'] as const;
+  type Equal<X, Y> = (<T>() => T extends X ? 1 : 2) extends <T>() => T extends Y ? 1 : 2 ? true : false;
+  // A field written into AppConfig by hand, rather than declared by a setting, fails to compile here.
+  const composite: Equal<keyof CompositeConfig, (typeof COMPOSITE)[number]> = true;
+  const derived: Equal<Exclude<keyof AppConfig, (typeof COMPOSITE)[number]>, keyof SettingFields> = true;
+
+  it('are declared by the settings, one field each at most and no field twice, beside the composite ones', () => {
+    expect([composite, derived]).toEqual([true, true]);
+    const filled = SETTING_NAMES.flatMap((name) => Object.keys(SETTINGS[name].fills));
+    for (const name of SETTING_NAMES) expect([name, Object.keys(SETTINGS[name].fills).length <= 1]).toEqual([name, true]);
+    expect(new Set([...filled, ...COMPOSITE]).size).toBe(filled.length + COMPOSITE.length);
+    expect(Object.keys(loadConfig({})).sort()).toEqual([...filled, ...COMPOSITE].sort());
+  });
+
+  it("hold their setting's typed value, or what the setting's entry makes of it", () => {
+    const env: Record<string, string> = {
+      PORT: '9000',
+      LOG_LEVEL: 'debug',
+      RETENTION_SWEEP_INTERVAL_SECONDS: '5',
+      PUBLIC_BASE_URL: 'https://media.example//',
+      OPS_ALLOWED_HOSTS: 'Ops.Media.,metrics',
+      TRUST_PROXY: '2',
+      SECRETS_ENCRYPTION_KEYS: Buffer.alloc(32, 7).toString('base64'),
+    };
+    const config = loadConfig(env) as unknown as Record<string, unknown>;
+    for (const name of SETTING_NAMES) {
+      const value = SETTINGS[name].read(SETTINGS[name].schema.validate(env[name]).value);
+      for (const [field, make] of Object.entries(SETTINGS[name].fills as Fills<unknown>)) {
+        expect([name, field, config[field]]).toEqual([name, field, make === true ? value : make(value)]);
+      }
+    }
+    expect(config).toMatchObject({
+      port: 9000,
+      logLevel: 'debug',
+      retentionSweepIntervalMs: 5_000,
+      publicBaseUrl: 'https://media.example',
+      opsAllowedHosts: ['ops.media', 'metrics'],
+      trustProxy: 2,
+      secretsEncryptionKeys: [Buffer.alloc(32, 7)],
+    });
   });
 });

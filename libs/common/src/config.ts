@@ -1,146 +1,47 @@
 import Joi from 'joi';
-import type { RetrySchedule } from '@media/domain';
-import type { CrashPoint } from './faults';
-import type { LogFormat } from './logger';
-import { splitList } from './setting-kinds';
-import { DOCS_URL_PLACEHOLDER, SETTING_NAMES, SETTINGS, settingValues, type SettingName, type SettingValues } from './settings';
+import {
+  DOCS_URL_PLACEHOLDER,
+  SETTING_NAMES,
+  SETTINGS,
+  settingFields,
+  settingValues,
+  type SettingFields,
+  type SettingName,
+  type SettingValues,
+} from './settings';
 
 export { parseModelMap } from './settings';
 
 /**
  * Every setting of every service, validated once at start-up. Only this module reads the
  * environment; services receive the typed {@link AppConfig} through their constructors. Each
- * variable is declared once, in settings.ts; this module adds the rules between variables and
- * maps their values onto this shape.
+ * variable is declared once, in settings.ts, and so is the field it fills by itself
+ * ({@link SettingFields}: its `fills` entry is the field's declaration, its description the field's
+ * documentation). The fields below combine several settings; this module adds the rules between
+ * variables and makes them.
  */
-export interface AppConfig {
+export interface AppConfig extends SettingFields {
   /**
    * One Redis (`REDIS_URL`), a primary found through Sentinels (`REDIS_SENTINELS`), or a Redis Cluster
    * (`REDIS_CLUSTER_NODES`); with either of the last two, `REDIS_URL` is not used.
    */
   redis: RedisTarget;
-  /**
-   * Namespace for every Redis key and BullMQ queue, so several deployments (or tests) share one
-   * Redis. It may carry a `{…}` hash tag, which then puts every key in one cluster slot (see keyspace.ts).
-   */
-  keyPrefix: string;
-  port: number;
-  publicBaseUrl: string;
-  docsUrl: string;
-  linkTtlSeconds: number;
-  /** Optional fixed key for download-link HMACs; when unset one is created once in Redis and shared. */
-  linkSigningSecret: string | undefined;
-  mediaDir: string;
   /** Where media bytes live: files under `mediaDir`, or an S3-compatible bucket. */
   blobStore: BlobStoreSettings;
   /** What makes the images and videos: the built-in procedural renderer, or a model server. */
   generatorBackend: GeneratorBackendSettings;
-  /** How long a finished job's record and media are kept (its `expires_at`). */
-  mediaRetentionSeconds: number;
-  /** How long an ended callback (delivered or failed) and its attempt log are kept after its last attempt. */
-  callbackRetentionSeconds: number;
-  /** How often the retention sweep (a BullMQ job scheduler on the `maintenance` queue) runs. */
-  retentionSweepIntervalMs: number;
-  webhookTimeoutMs: number;
-  /** The retry ladder's gaps, before attempts 2..6 (the ladder's shape in `@media/domain`'s callbacks.ts). */
-  webhookRetryScheduleMs: RetrySchedule;
-  secretRotationOverlapSeconds: number;
-  callbackAllowHttp: boolean;
-  callbackAllowedCidrs: string[];
-  /**
-   * Address and port pairs (`127.0.0.1:9443`, `[::1]:9443`) exempted from the private-address block:
-   * one receiver, not a network. `npm start` sets its local receiver's here.
-   */
-  callbackAllowedEndpoints: string[];
-  callbackCaFile: string | undefined;
-  logLevel: string;
-  /**
-   * `json` (one object per line) or `pretty` (one short human line per event); unset, the services
-   * write JSON, and `npm start` gives them `pretty` when its own output is a terminal.
-   */
-  logFormat: LogFormat | undefined;
-  generatorConcurrency: number;
-  dispatcherConcurrency: number;
-  /** Attempts in flight to one callback destination (origin) across every dispatcher. */
-  destinationMaxInFlight: number;
-  /** The same cap while the destination is in the slow lane (its recent attempts timed out or were slow). */
-  destinationSlowMaxInFlight: number;
-  generationTimeoutMs: number;
-  generationAttempts: number;
-  /** BullMQ lock; a killed worker's job is picked up again after roughly this long. */
-  jobLockMs: number;
-  syncImageTimeoutMs: number;
-  moderationBlocklist: string[];
-  maxUploadBytes: number;
-  /** All file parts of one multipart request together (they are streamed to temp files, not held in memory). */
-  maxUploadTotalBytes: number;
-  maxJsonBytes: number;
-  idempotencyTtlSeconds: number;
-  shutdownTimeoutMs: number;
-  ffmpegPath: string | undefined;
-  /** Per-workspace defaults; the admin CLI's `set-limits` overrides them for one workspace. */
-  rateLimitCreatePerMinute: number;
-  rateLimitReadPerMinute: number;
-  maxWaitingJobsPerWorkspace: number;
-  /** Failed API-key authentications one client address may make per minute before it is answered 429 for the rest of the window. */
-  authFailuresPerAddressPerMinute: number;
-  /** The gateway's public listener: connections at once in all, and from one client address (a trusted proxy's excepted). */
-  httpMaxConnections: number;
-  httpMaxConnectionsPerAddress: number;
-  /** How long a connection may take to send a request's headers (from its first byte, or from the connection's start). */
-  httpHeadersTimeoutMs: number;
-  /** The slowest a request body may arrive, on average, once its first 10 s have passed. */
-  httpMinBodyBytesPerSecond: number;
-  /** Multipart uploads one workspace may stream into one gateway process at once. */
-  maxConcurrentUploadsPerWorkspace: number;
-  /**
-   * Replicas that must confirm a job's acceptance, and a job's finish and charge, before a client or
-   * a receiver is told (Redis WAIT), and how long to wait for them; 0 waits for none.
-   */
-  redisWaitReplicas: number;
-  redisWaitTimeoutMs: number;
-  /** Test-only crash points (see faults.ts); empty in production. */
-  faultCrashPoints: CrashPoint[];
-  /** Operations port: /healthz, /readyz, /metrics (and Bull Board on the gateway). */
-  opsPort: number;
-  /**
-   * The address the operations port listens on: loopback unless the deployment needs more (in
-   * Kubernetes the kubelet's probes and Prometheus reach the pod's address, so the manifests set 0.0.0.0).
-   */
-  opsHost: string;
-  /**
-   * Host names a request to the operations port may name in its `Host` header, lower-cased, besides
-   * IP addresses and `localhost`, which are always accepted: any other name is refused, so a page
-   * that points a name of its own at this address (DNS rebinding) cannot read `/metrics` or the board.
-   */
-  opsAllowedHosts: string[];
-  /**
-   * How long a worker may sit idle while work has waited longer than this, or stay disconnected
-   * from Redis, before its liveness probe fails and Kubernetes restarts it.
-   */
-  workerLivenessBoundMs: number;
   /** `npm start` only (tools/admin/src/local-stack.ts); no service reads it. */
   localStack: LocalStackSettings;
-  /** HTTP Basic credentials for Bull Board; without a password the board is not mounted at all. */
-  operatorUsername: string;
-  operatorPassword: string | undefined;
-  /** Key-encryption keys for secrets at rest (`SECRETS_ENCRYPTION_KEYS`), newest first; none: secrets are stored as they are. */
-  secretsEncryptionKeys: Buffer[];
-  /** The HTTP CONNECT proxy every callback is tunnelled through (`CALLBACK_EGRESS_PROXY`); none when unset. */
-  callbackEgressProxy: string | undefined;
   /**
    * Traces: the OTLP/HTTP endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`; off without one), how often spans
    * are sent, and whether an API call continues the caller's `traceparent`/`tracestate`
    * (`OTEL_TRUST_INCOMING_TRACE_CONTEXT`; by default it starts a trace of its own, linked to the caller's).
    */
   tracing: { endpoint: string | undefined; scheduleDelayMs: number; trustIncomingContext: boolean };
-  /**
-   * Express's `trust proxy`: false (default), a hop count, or the proxies' addresses/CIDRs. Behind an
-   * Ingress it must be set, or every client shares the Ingress's address (the dashboard's sign-in
-   * limit per address would then lock everyone out).
-   */
-  trustProxy: boolean | number | string[];
 }
+
+/** The fields of {@link AppConfig} that combine several settings, made here rather than declared in settings.ts. */
+export type CompositeConfig = Omit<AppConfig, keyof SettingFields>;
 
 /**
  * The blob store's settings. S3 credentials are not among them: the AWS SDK's default chain finds
@@ -324,15 +225,8 @@ function readSettings(env: NodeJS.ProcessEnv): SettingValues {
 /** Validates the environment once; throws a {@link ConfigError} listing every bad key. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const value = readSettings(env);
-  return {
+  const composite: CompositeConfig = {
     redis: redisTarget(value),
-    keyPrefix: value.KEY_PREFIX,
-    port: value.PORT,
-    publicBaseUrl: value.PUBLIC_BASE_URL.replace(/\/+$/, ''),
-    docsUrl: value.DOCS_URL.replace(/\/+$/, ''),
-    linkTtlSeconds: value.LINK_TTL_SECONDS,
-    linkSigningSecret: value.LINK_SIGNING_SECRET,
-    mediaDir: value.MEDIA_DIR,
     // The schema requires S3_BUCKET with BLOB_STORE=s3, and the upstream's address and key with GENERATOR_BACKEND=openai-compatible.
     blobStore:
       value.BLOB_STORE === 's3'
@@ -347,60 +241,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
             modelMap: value.UPSTREAM_MODEL_MAP,
           }
         : { kind: 'procedural' },
-    mediaRetentionSeconds: value.MEDIA_RETENTION_SECONDS,
-    callbackRetentionSeconds: value.CALLBACK_RETENTION_SECONDS,
-    retentionSweepIntervalMs: value.RETENTION_SWEEP_INTERVAL_SECONDS * 1_000,
-    webhookTimeoutMs: value.WEBHOOK_TIMEOUT_MS,
-    webhookRetryScheduleMs: value.WEBHOOK_RETRY_SCHEDULE,
-    secretRotationOverlapSeconds: value.SECRET_ROTATION_OVERLAP_SECONDS,
-    callbackAllowHttp: value.CALLBACK_ALLOW_HTTP,
-    callbackAllowedCidrs: value.CALLBACK_ALLOWED_CIDRS,
-    callbackAllowedEndpoints: value.CALLBACK_ALLOWED_ENDPOINTS,
-    callbackCaFile: value.CALLBACK_CA_FILE,
-    logLevel: value.LOG_LEVEL,
-    logFormat: value.LOG_FORMAT,
-    generatorConcurrency: value.GENERATOR_CONCURRENCY,
-    dispatcherConcurrency: value.DISPATCHER_CONCURRENCY,
-    destinationMaxInFlight: value.CALLBACK_DESTINATION_MAX_IN_FLIGHT,
-    destinationSlowMaxInFlight: value.CALLBACK_DESTINATION_SLOW_MAX_IN_FLIGHT,
-    generationTimeoutMs: value.GENERATION_TIMEOUT_MS,
-    generationAttempts: value.GENERATION_ATTEMPTS,
-    jobLockMs: value.JOB_LOCK_MS,
-    syncImageTimeoutMs: value.SYNC_IMAGE_TIMEOUT_MS,
-    moderationBlocklist: value.MODERATION_BLOCKLIST.map((w) => w.toLowerCase()),
-    maxUploadBytes: value.MAX_UPLOAD_BYTES,
-    maxUploadTotalBytes: value.MAX_UPLOAD_TOTAL_BYTES,
-    maxJsonBytes: value.MAX_JSON_BYTES,
-    idempotencyTtlSeconds: value.IDEMPOTENCY_TTL_SECONDS,
-    shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
-    ffmpegPath: value.FFMPEG_PATH,
-    rateLimitCreatePerMinute: value.RATE_LIMIT_CREATE_PER_MINUTE,
-    rateLimitReadPerMinute: value.RATE_LIMIT_READ_PER_MINUTE,
-    maxWaitingJobsPerWorkspace: value.MAX_WAITING_JOBS_PER_WORKSPACE,
-    authFailuresPerAddressPerMinute: value.AUTH_FAILURES_PER_ADDRESS_PER_MINUTE,
-    httpMaxConnections: value.HTTP_MAX_CONNECTIONS,
-    httpMaxConnectionsPerAddress: value.HTTP_MAX_CONNECTIONS_PER_ADDRESS,
-    httpHeadersTimeoutMs: value.HTTP_HEADERS_TIMEOUT_MS,
-    httpMinBodyBytesPerSecond: value.HTTP_MIN_BODY_BYTES_PER_SECOND,
-    maxConcurrentUploadsPerWorkspace: value.MAX_CONCURRENT_UPLOADS_PER_WORKSPACE,
-    faultCrashPoints: value.FAULT_CRASH_POINTS,
-    trustProxy: value.TRUST_PROXY === '' ? false : /^\d+$/.test(value.TRUST_PROXY) ? Number(value.TRUST_PROXY) : splitList(value.TRUST_PROXY),
-    opsPort: value.OPS_PORT,
-    opsHost: value.OPS_HOST,
-    // A trailing dot names the same host (`localhost.`); Host headers are compared without it.
-    opsAllowedHosts: value.OPS_ALLOWED_HOSTS.map((h) => h.toLowerCase().replace(/\.$/, '')),
-    workerLivenessBoundMs: value.WORKER_LIVENESS_BOUND_MS,
-    redisWaitReplicas: value.REDIS_WAIT_REPLICAS,
-    redisWaitTimeoutMs: value.REDIS_WAIT_TIMEOUT_MS,
     localStack: { dir: value.LOCAL_STACK_DIR, receiver: value.LOCAL_RECEIVER === 'on', receiverPort: value.LOCAL_RECEIVER_PORT },
-    operatorUsername: value.OPERATOR_USERNAME,
-    operatorPassword: value.OPERATOR_PASSWORD,
-    callbackEgressProxy: value.CALLBACK_EGRESS_PROXY,
-    secretsEncryptionKeys: value.SECRETS_ENCRYPTION_KEYS.map((k) => Buffer.from(k, 'base64')),
     tracing: {
       endpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
       scheduleDelayMs: value.OTEL_BSP_SCHEDULE_DELAY,
       trustIncomingContext: value.OTEL_TRUST_INCOMING_TRACE_CONTEXT,
     },
   };
+  return { ...settingFields(value), ...composite };
 }

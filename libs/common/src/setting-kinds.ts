@@ -20,23 +20,62 @@ export interface SettingDoc {
 }
 
 /**
- * One environment variable: how its text is checked, its default, the typed value it becomes and
- * what the docs say of it. Made by the builders below, whose options say each of these once.
+ * The `AppConfig` field a setting fills by itself, keyed by the field's name: `true` puts the
+ * setting's typed value there as it is, a function puts what it makes of it (`(s) => s * 1_000`).
+ * The field's type is that value's, and its declaration is this entry: an editor's go-to-definition
+ * on `config.keyPrefix` lands in `KEY_PREFIX`'s declaration, beside its description, and a JSDoc on
+ * the entry is the field's hover text. A setting that only composite fields read (config.ts) has none.
  */
-export interface Setting<T> extends SettingDoc {
+export type Fills<T> = Readonly<Record<string, true | ((value: T) => unknown)>>;
+
+/** What the option object of every builder takes besides its kind's own options. */
+interface Declared<T, F extends Fills<T>> extends SettingDoc {
+  fills?: F & Fills<T>;
+}
+
+/** The fills of a setting that declares none. */
+type NoFields = Record<never, never>;
+
+/**
+ * One environment variable: how its text is checked, its default, the typed value it becomes, the
+ * `AppConfig` field it fills (`F`, as {@link Fills} declares it) and what the docs say of it. Made
+ * by the builders below, whose options say each of these once.
+ */
+export interface Setting<T, F extends object = object> extends SettingDoc {
   /** Checks the variable's text and supplies its default. Rules between settings are config.ts's. */
   readonly schema: Joi.AnySchema;
   /** The default as the variable would be spelt; undefined when there is none. */
   readonly default: string | undefined;
   /** The typed value of what the schema accepted (its default included; undefined when unset without one). */
   readonly read: (accepted: unknown) => T;
+  /** The `AppConfig` field it fills by itself; empty when it fills none. */
+  readonly fills: F;
 }
 
 /** The value type of a setting. */
 export type ValueOf<S> = S extends Setting<infer T> ? T : never;
 
-function setting<T>(schema: Joi.AnySchema, fallback: string | undefined, read: (accepted: unknown) => T, doc: SettingDoc): Setting<T> {
-  return { schema, default: fallback, read, description: doc.description, readBy: doc.readBy, note: doc.note, shown: doc.shown };
+/**
+ * The `AppConfig` fields a setting fills, each of the type of the value it puts there. Mapped over
+ * the `fills` entries themselves, so that each field keeps its entry as its declaration.
+ */
+export type FieldsOf<S> = S extends Setting<infer T, infer F> ? { -readonly [P in keyof F]: F[P] extends (value: never) => infer V ? V : T } : never;
+
+/** The fields `s` fills and their values, from its typed value. */
+export function fieldEntries<T>(s: Setting<T>, value: T): [field: string, value: unknown][] {
+  // Every builder's `fills` is a Fills<T> (Declared says so); Setting leaves F open so that `Setting<T>` is any setting of T.
+  return Object.entries(s.fills as Fills<T>).map(([field, make]) => [field, make === true ? value : make(value)]);
+}
+
+function setting<T, F extends Fills<T>>(
+  schema: Joi.AnySchema,
+  fallback: string | undefined,
+  read: (accepted: unknown) => T,
+  doc: Declared<T, F>,
+): Setting<T, F> {
+  // A setting declared without fills has F = NoFields, which `{}` is.
+  const fills = doc.fills ?? ({} as F);
+  return { schema, default: fallback, read, fills, description: doc.description, readBy: doc.readBy, note: doc.note, shown: doc.shown };
 }
 
 /** `a, b,,c` → `['a', 'b', 'c']`: every list setting is comma-separated, blanks around entries ignored. */
@@ -61,47 +100,58 @@ export function parseNode(text: string): HostPort | undefined {
 }
 
 /** An integer from `min` (and up to `max`). */
-export function int(options: { min: number; max?: number; default: number } & SettingDoc): Setting<number> {
+export function int<F extends Fills<number> = NoFields>(options: { min: number; max?: number; default: number } & Declared<number, F>): Setting<number, F> {
   const bounded = Joi.number().integer().min(options.min);
   const schema = options.max === undefined ? bounded : bounded.max(options.max);
   return setting(schema.default(options.default), String(options.default), (v) => v as number, options);
 }
 
 /** A TCP port, 0 included (any free port). */
-export function port(options: { default: number } & SettingDoc): Setting<number> {
+export function port<F extends Fills<number> = NoFields>(options: { default: number } & Declared<number, F>): Setting<number, F> {
   return setting(Joi.number().port().default(options.default), String(options.default), (v) => v as number, options);
 }
 
 /** `true`/`false`, also `1`/`0`. */
-export function bool(options: { default: boolean } & SettingDoc): Setting<boolean> {
+export function bool<F extends Fills<boolean> = NoFields>(options: { default: boolean } & Declared<boolean, F>): Setting<boolean, F> {
   return setting(Joi.boolean().truthy('1').falsy('0').default(options.default), String(options.default), (v) => v as boolean, options);
 }
 
-interface TextOptions extends SettingDoc {
+interface TextOptions {
   /** Joi's rules for the text (`s.uri(…)`, `s.pattern(…)`), with the messages they should give. */
   check?: (text: Joi.StringSchema) => Joi.StringSchema;
   default?: string;
 }
 
 /** Free text, narrowed by `check`; without a default, undefined when unset. */
-export function str(options: TextOptions & { default: string }): Setting<string>;
-export function str(options: TextOptions & { default?: undefined }): Setting<string | undefined>;
-export function str(options: TextOptions): Setting<string | undefined> {
+export function str<F extends Fills<string> = NoFields>(options: TextOptions & { default: string } & Declared<string, F>): Setting<string, F>;
+export function str<F extends Fills<string | undefined> = NoFields>(
+  options: TextOptions & { default?: undefined } & Declared<string | undefined, F>,
+): Setting<string | undefined, F>;
+export function str(options: TextOptions & Declared<string | undefined, Fills<string | undefined>>): Setting<string | undefined, Fills<string | undefined>> {
   const checked = options.check ? options.check(Joi.string()) : Joi.string();
   const schema = options.default === undefined ? checked : checked.default(options.default);
   return setting(schema, options.default, (v) => v as string | undefined, options);
 }
 
 /** One of a few words; without a default, undefined when unset. */
-export function oneOf<const V extends string>(values: readonly V[], options: { default: NoInfer<V> } & SettingDoc): Setting<V>;
-export function oneOf<const V extends string>(values: readonly V[], options: SettingDoc): Setting<V | undefined>;
-export function oneOf<const V extends string>(values: readonly V[], options: { default?: V } & SettingDoc): Setting<V | undefined> {
+export function oneOf<const V extends string, F extends Fills<V> = NoFields>(
+  values: readonly V[],
+  options: { default: NoInfer<V> } & Declared<V, F>,
+): Setting<V, F>;
+export function oneOf<const V extends string, F extends Fills<V | undefined> = NoFields>(
+  values: readonly V[],
+  options: Declared<V | undefined, F>,
+): Setting<V | undefined, F>;
+export function oneOf<const V extends string>(
+  values: readonly V[],
+  options: { default?: V } & Declared<V | undefined, Fills<V | undefined>>,
+): Setting<V | undefined, Fills<V | undefined>> {
   const valid = Joi.string().valid(...values);
   const schema = options.default === undefined ? valid : valid.default(options.default);
   return setting(schema, options.default, (v) => v as V | undefined, options);
 }
 
-interface ListOptions extends SettingDoc {
+interface ListOptions {
   /** Whether one entry is well formed; a type guard makes the entries of that type. */
   entry?: (entry: string) => boolean;
   /** What the malformed entries are, after the setting's name (`has entries that are not host:port`). */
@@ -111,9 +161,11 @@ interface ListOptions extends SettingDoc {
 }
 
 /** A comma-separated list, empty by default. */
-export function list<E extends string>(options: ListOptions & { entry: (entry: string) => entry is E }): Setting<E[]>;
-export function list(options: ListOptions): Setting<string[]>;
-export function list(options: ListOptions): Setting<string[]> {
+export function list<E extends string, F extends Fills<E[]> = NoFields>(
+  options: ListOptions & { entry: (entry: string) => entry is E } & Declared<E[], F>,
+): Setting<E[], F>;
+export function list<F extends Fills<string[]> = NoFields>(options: ListOptions & Declared<string[], F>): Setting<string[], F>;
+export function list(options: ListOptions & Declared<string[], Fills<string[]>>): Setting<string[], Fills<string[]>> {
   const { entry, problem, secret } = options;
   const checked = entry
     ? Joi.string().custom((value: string, helpers) => {
@@ -126,7 +178,7 @@ export function list(options: ListOptions): Setting<string[]> {
 }
 
 /** `host:port` seeds, comma-separated, at least one; undefined when unset. */
-export function nodes(options: SettingDoc): Setting<HostPort[] | undefined> {
+export function nodes<F extends Fills<HostPort[] | undefined> = NoFields>(options: Declared<HostPort[] | undefined, F>): Setting<HostPort[] | undefined, F> {
   const schema = Joi.string().custom((value: string, helpers) => {
     const bad = splitList(value).filter((node) => parseNode(node) === undefined);
     if (splitList(value).length === 0) return helpers.message({ custom: '{{#label}} must list host:port seeds, comma-separated' });
@@ -141,7 +193,7 @@ export class Refusal {
 }
 
 /** Text with a grammar of its own, which `parse` turns into the value or refuses. */
-export function parsed<T>(options: { parse: (text: string) => T | Refusal; default: string } & SettingDoc): Setting<T> {
+export function parsed<T, F extends Fills<T> = NoFields>(options: { parse: (text: string) => T | Refusal; default: string } & Declared<T, F>): Setting<T, F> {
   const { parse } = options;
   const checked = Joi.string().custom((value: string, helpers) => {
     const result = parse(value);

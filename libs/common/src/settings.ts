@@ -1,7 +1,13 @@
-// Every setting, declared once: its environment variable, default, checks, typed value, what the
-// docs say of it and which processes read it. config.ts validates the environment against this
-// table (adding the rules between settings) and maps the values onto `AppConfig`;
-// docs/configuration.md's settings table is written from it (`npm run docs:config`).
+// Every setting, declared once: its environment variable, default, checks, typed value, the
+// `AppConfig` field it fills, what the docs say of it and which processes read it. config.ts
+// validates the environment against this table (adding the rules between settings), takes the
+// fields that one setting fills from it (`fills`, see setting-kinds.ts) and makes the composite ones
+// (the Redis target, the blob store…) itself; docs/configuration.md's settings table is written from
+// it (`npm run docs:config`).
+//
+// A new setting is one entry below: its builder (setting-kinds.ts), default, checks, description
+// and readers, and `fills: { someField: true }` for the `AppConfig` field it becomes (a function
+// instead of `true` when the value is reshaped). Then `npm run docs:config`, and .env.example.
 import { isIP } from 'node:net';
 import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule, RetryScheduleError } from '@media/domain';
 import Joi from 'joi';
@@ -9,6 +15,8 @@ import { CRASH_POINTS, type CrashPoint } from './faults';
 import { LOG_FORMATS } from './logger';
 import {
   bool,
+  fieldEntries,
+  type FieldsOf,
   int,
   list,
   nodes,
@@ -122,6 +130,7 @@ export const SETTINGS = {
     description: "A PEM file of the CAs that sign the Redis certificates (a managed Redis's or your own), instead of the system's; only read with TLS on.",
   }),
   REDIS_WAIT_REPLICAS: int({
+    fills: { redisWaitReplicas: true },
     min: 0,
     max: 16,
     default: 0,
@@ -130,6 +139,7 @@ export const SETTINGS = {
       "Replicas that must confirm a job's acceptance (before the 202 or 200) and a job's finish and charge (before its event is queued), with Redis `WAIT`. Replication stays asynchronous: this narrows what a failover can lose, it does not make Redis a consensus store. Not with `REDIS_CLUSTER_NODES`.",
   }),
   REDIS_WAIT_TIMEOUT_MS: int({
+    fills: { redisWaitTimeoutMs: true },
     min: 10,
     max: 60_000,
     default: 1_000,
@@ -137,6 +147,7 @@ export const SETTINGS = {
     description: 'How long a write waits for those replicas; one not confirmed in time goes ahead and counts in `media_redis_replica_wait_short_total`.',
   }),
   KEY_PREFIX: str({
+    fills: { keyPrefix: true },
     default: 'media',
     // Letters, digits, _ . - and at most one `{…}` hash tag (Redis Cluster: every key then shares its slot).
     check: (s) =>
@@ -147,8 +158,12 @@ export const SETTINGS = {
     description:
       'Namespace of every Redis key and BullMQ queue (`[A-Za-z0-9_.-]`, and at most one `{…}` hash tag, which puts every key in one cluster slot), so deployments and test runs can share one Redis.',
   }),
-  PORT: port({ default: 8080, readBy: ['gateway', 'npm start'], description: 'Gateway listening port.' }),
+  PORT: port({ fills: { port: true }, default: 8080, readBy: ['gateway', 'npm start'], description: 'Gateway listening port.' }),
   PUBLIC_BASE_URL: str({
+    fills: {
+      /** Without a trailing slash, so that paths are appended to it. */
+      publicBaseUrl: (url) => url.replace(/\/+$/, ''),
+    },
     default: 'http://localhost:8080',
     check: (s) => s.uri({ scheme: ['http', 'https'] }),
     readBy: ['gateway', 'dispatcher', 'npm start'],
@@ -162,6 +177,10 @@ export const SETTINGS = {
     description: "`production` refuses the development defaults that must not reach production: `DOCS_URL`'s placeholder.",
   }),
   DOCS_URL: str({
+    fills: {
+      /** Without a trailing slash, so that paths are appended to it. */
+      docsUrl: (url) => url.replace(/\/+$/, ''),
+    },
     default: DOCS_URL_PLACEHOLDER,
     check: (s) => s.uri({ scheme: ['http', 'https'] }),
     note: 'a placeholder; required with `NODE_ENV=production`',
@@ -170,18 +189,21 @@ export const SETTINGS = {
       "Documentation site, used in the callback `user-agent` (`Service-Webhooks/1.0 (+DOCS_URL/webhooks)`). With `NODE_ENV=production` (the Docker image's, so docker compose and Kubernetes too) a service refuses to start while it is unset or names the placeholder's host `docs.example.com`: every receiver would be pointed at nobody's documentation. `k8s/base` sets it; docker compose takes it from your shell or `.env`.",
   }),
   LINK_TTL_SECONDS: int({
+    fills: { linkTtlSeconds: true },
     min: 60,
     default: 86_400,
     readBy: ['gateway', 'generator', 'dispatcher'],
     description: 'Validity of download links, minted fresh on every GET and callback attempt (min 60).',
   }),
   LINK_SIGNING_SECRET: str({
+    fills: { linkSigningSecret: true },
     check: (s) => notThePlaceholder(s, 'replace-me-with-32-or-more-random-characters').min(32),
     readBy: ['gateway', 'dispatcher', 'admin'],
     description:
       "Fixed key (≥ 32 characters) for download-link HMACs; `k8s/base`'s placeholder is refused. Unset: one is created once in Redis and shared by all services.",
   }),
   MEDIA_DIR: str({
+    fills: { mediaDir: true },
     default: 'var/media',
     readBy: ['gateway', 'generator', 'npm start'],
     description:
@@ -251,6 +273,7 @@ export const SETTINGS = {
   // are cut at `expires_at`), so a period shorter than LINK_TTL_SECONDS plus the callback ladder
   // gives callbacks links shorter than the spec's 24 hours; the docs say so.
   MEDIA_RETENTION_SECONDS: int({
+    fills: { mediaRetentionSeconds: true },
     min: 1,
     default: 7 * 86_400,
     note: '7 days',
@@ -259,6 +282,7 @@ export const SETTINGS = {
       "How long a finished job's record and media are kept (min 1). Stamped on the job when it ends, shown as the video's `expires_at`; download links never outlive it. Keep it above `LINK_TTL_SECONDS` plus the callback ladder (about 11 h) so every callback carries 24 h links. See [Retention](#retention).",
   }),
   CALLBACK_RETENTION_SECONDS: int({
+    fills: { callbackRetentionSeconds: true },
     min: 1,
     default: 7 * 86_400,
     note: '7 days',
@@ -266,6 +290,10 @@ export const SETTINGS = {
     description: 'How long an ended callback (delivered or failed) and its attempt log are kept after its last attempt (min 1).',
   }),
   RETENTION_SWEEP_INTERVAL_SECONDS: int({
+    fills: {
+      /** In milliseconds, as BullMQ's job scheduler takes it. */
+      retentionSweepIntervalMs: (seconds) => seconds * 1_000,
+    },
     min: 1,
     max: 86_400,
     default: 60,
@@ -273,6 +301,7 @@ export const SETTINGS = {
     description: 'How often the retention sweep runs (1–86400): a BullMQ job scheduler on the `maintenance` queue, taken by one generator replica at a time.',
   }),
   WEBHOOK_TIMEOUT_MS: int({
+    fills: { webhookTimeoutMs: true },
     min: 100,
     max: 60_000,
     default: 15_000,
@@ -280,6 +309,7 @@ export const SETTINGS = {
     description: 'Time a receiver has to answer a callback, for the whole exchange (100–60000).',
   }),
   WEBHOOK_RETRY_SCHEDULE: parsed({
+    fills: { webhookRetryScheduleMs: true },
     default: DEFAULT_RETRY_SCHEDULE,
     parse: (text) => {
       try {
@@ -294,17 +324,20 @@ export const SETTINGS = {
       'Exactly five gaps: before attempts 2–6, each counted from the end of the failed attempt, each at most `24h`. Units `ms`, `s`, `m`, `h`; e.g. `1s,2s,3s,4s,5s` runs the whole ladder in seconds (tests, demos).',
   }),
   SECRET_ROTATION_OVERLAP_SECONDS: int({
+    fills: { secretRotationOverlapSeconds: true },
     min: 0,
     default: 86_400,
     readBy: ['gateway', 'admin'],
     description: 'How long a rotated-out signing secret keeps signing beside the new one.',
   }),
   CALLBACK_ALLOW_HTTP: bool({
+    fills: { callbackAllowHttp: true },
     default: false,
     readBy: ['gateway', 'dispatcher'],
     description: 'Accept `http://` callback URLs. Local development and tests only.',
   }),
   CALLBACK_ALLOWED_CIDRS: list({
+    fills: { callbackAllowedCidrs: true },
     entry: isCidr,
     problem: 'has entries that are not address/prefix (127.0.0.0/8, ::1/128)',
     readBy: ['gateway', 'dispatcher'],
@@ -312,20 +345,30 @@ export const SETTINGS = {
       'CIDRs exempted from the private-address block, e.g. `127.0.0.0/8,::1/128` (each `address/prefix`; anything else stops the process). Development and tests only; logged loudly when set.',
   }),
   CALLBACK_ALLOWED_ENDPOINTS: list({
+    fills: { callbackAllowedEndpoints: true },
     entry: isEndpoint,
     problem: 'has entries that are not ip:port or [ipv6]:port',
     readBy: ['gateway', 'dispatcher', 'npm start'],
     description:
       "Address and port pairs exempted from the private-address block, e.g. `127.0.0.1:9443,[::1]:9443`: a callback URL passes when its port (443 when it names none) is the pair's and its address (the literal, or every address its name resolves to, checked on every attempt) is exactly the pair's; the same address on another port, or its IPv4-mapped form, stays refused. Development and tests only; logged loudly when set. `npm start` sets its local receiver's.",
   }),
-  CALLBACK_CA_FILE: str({ readBy: ['dispatcher', 'npm start'], description: 'Extra trusted CA bundle (PEM file) for callback TLS.' }),
+  CALLBACK_CA_FILE: str({
+    fills: { callbackCaFile: true },
+    readBy: ['dispatcher', 'npm start'],
+    description: 'Extra trusted CA bundle (PEM file) for callback TLS.',
+  }),
   LOG_LEVEL: oneOf(['error', 'warn', 'info', 'debug'], {
+    fills: {
+      /** A winston level, as `createLogger` takes it. */
+      logLevel: (level): string => level,
+    },
     default: 'info',
     readBy: ['gateway', 'generator', 'dispatcher'],
     description: '`error`, `warn`, `info` or `debug`. Logs are lines on stdout (`LOG_FORMAT`); secrets are redacted.',
   }),
   // No default here: whether it was set decides what `npm start` gives its services.
   LOG_FORMAT: oneOf(LOG_FORMATS, {
+    fills: { logFormat: true },
     shown: '`json`',
     note: '`pretty` under `npm start` in a terminal',
     readBy: ['gateway', 'generator', 'dispatcher', 'npm start'],
@@ -333,6 +376,7 @@ export const SETTINGS = {
       '`json`: one JSON object per line, for production and for whatever reads the logs. `pretty`: one short line per event for a person, `HH:MM:SS level service message` and the key fields (`method`, `path`, `job_id`, `message_id`, `status`, `duration`, `error`), the level coloured when stdout is a terminal. `npm start` gives its services `pretty` when its own output is a terminal and this is unset, `json` when it is a pipe or a file.',
   }),
   GENERATOR_CONCURRENCY: int({
+    fills: { generatorConcurrency: true },
     min: 1,
     max: 64,
     default: 2,
@@ -342,6 +386,7 @@ export const SETTINGS = {
   }),
   // Attempts are I/O: a process holds hundreds of them in flight at little cost (README, "Isolation").
   DISPATCHER_CONCURRENCY: int({
+    fills: { dispatcherConcurrency: true },
     min: 1,
     max: 5000,
     default: 500,
@@ -351,6 +396,7 @@ export const SETTINGS = {
   }),
   // The gateway reads both caps too: the dashboard shows a destination's slots against them.
   CALLBACK_DESTINATION_MAX_IN_FLIGHT: int({
+    fills: { destinationMaxInFlight: true },
     min: 1,
     max: 10_000,
     default: 100,
@@ -358,6 +404,7 @@ export const SETTINGS = {
     description: 'Attempts in flight to one destination (receiver origin) at once, over every dispatcher.',
   }),
   CALLBACK_DESTINATION_SLOW_MAX_IN_FLIGHT: int({
+    fills: { destinationSlowMaxInFlight: true },
     min: 1,
     max: 10_000,
     default: 20,
@@ -365,6 +412,7 @@ export const SETTINGS = {
     description: 'The same cap for a destination in the slow lane (an attempt timed out or took over half of `WEBHOOK_TIMEOUT_MS` in the last minute).',
   }),
   GENERATION_TIMEOUT_MS: int({
+    fills: { generationTimeoutMs: true },
     min: 1_000,
     max: DAY_MS,
     default: 300_000,
@@ -373,6 +421,7 @@ export const SETTINGS = {
   }),
   // The generator's intake repair queues jobs again with the same retries as the gateway.
   GENERATION_ATTEMPTS: int({
+    fills: { generationAttempts: true },
     min: 1,
     max: 10,
     default: 3,
@@ -382,6 +431,7 @@ export const SETTINGS = {
   // BullMQ writes its stalled-job check's key with this as its expiry and renews locks every half of
   // it: a lock of hours would leave jobs of a killed worker unrecovered for as long, on every worker.
   JOB_LOCK_MS: int({
+    fills: { jobLockMs: true },
     min: 1_000,
     max: 600_000,
     default: 10_000,
@@ -390,6 +440,7 @@ export const SETTINGS = {
       "BullMQ lock of a running job, renewed every half of it; a killed worker's job is picked up again after roughly this long plus half of it (1000 to 600000). Shorter recovers faster after a crash, but a worker whose event loop stalls longer than this (a starved CPU) loses its job to another worker, which then does the same work twice (never charged or called back twice: completion and attempts are recorded once).",
   }),
   SYNC_IMAGE_TIMEOUT_MS: int({
+    fills: { syncImageTimeoutMs: true },
     min: 1_000,
     max: 600_000,
     default: 120_000,
@@ -397,10 +448,15 @@ export const SETTINGS = {
     description: 'How long a synchronous image call waits before answering `504 timeout` (1000 to 600000).',
   }),
   MODERATION_BLOCKLIST: list({
+    fills: {
+      /** Lower-cased: prompts are lower-cased before the terms are looked for. */
+      moderationBlocklist: (terms) => terms.map((term) => term.toLowerCase()),
+    },
     readBy: ['generator'],
     description: 'Comma-separated terms; a prompt containing one (case-insensitive) ends the job `moderation_blocked`, uncharged.',
   }),
   MAX_UPLOAD_BYTES: int({
+    fills: { maxUploadBytes: true },
     min: 1_024,
     default: 20 * 1024 * 1024,
     note: '20 MiB',
@@ -408,6 +464,7 @@ export const SETTINGS = {
     description: 'Largest uploaded file in a multipart request (min 1024).',
   }),
   MAX_UPLOAD_TOTAL_BYTES: int({
+    fills: { maxUploadTotalBytes: true },
     min: 1_024,
     default: 64 * 1024 * 1024,
     note: '64 MiB',
@@ -416,6 +473,7 @@ export const SETTINGS = {
       "A whole multipart body (refused by its `Content-Length`, or as it arrives). Room for 16 images of 4 MiB. Parts are streamed to temp files (the gateway's `/tmp`) and a part that does not start like a PNG, JPEG or WebP is refused at its first bytes, so a request holds only a few chunks in memory whatever it sends; a refused body is not read further ([docs/security.md](security.md#uploads)).",
   }),
   MAX_JSON_BYTES: int({
+    fills: { maxJsonBytes: true },
     min: 1_024,
     default: 32 * 1024 * 1024,
     note: '32 MiB',
@@ -423,8 +481,15 @@ export const SETTINGS = {
     description:
       'Largest JSON body of `POST /v1/images/edits`, whose images come inline as data URLs; other JSON bodies are capped at 1 MiB (min 1024). Such a body is read whole (about six times its size in memory), so a gateway process reads at most this much of them at once; another gets `503 server_busy` ([docs/security.md](security.md#uploads)).',
   }),
-  IDEMPOTENCY_TTL_SECONDS: int({ min: 60, default: 86_400, readBy: ['gateway'], description: 'How long an `Idempotency-Key` is remembered (min 60).' }),
+  IDEMPOTENCY_TTL_SECONDS: int({
+    fills: { idempotencyTtlSeconds: true },
+    min: 60,
+    default: 86_400,
+    readBy: ['gateway'],
+    description: 'How long an `Idempotency-Key` is remembered (min 60).',
+  }),
   SHUTDOWN_TIMEOUT_MS: int({
+    fills: { shutdownTimeoutMs: true },
     min: 1_000,
     max: HOUR_MS,
     default: 30_000,
@@ -432,11 +497,13 @@ export const SETTINGS = {
     description: 'On SIGTERM, how long in-flight requests and jobs may finish before the process exits (1000 to 3600000).',
   }),
   FFMPEG_PATH: str({
+    fills: { ffmpegPath: true },
     readBy: ['generator'],
     description:
       'ffmpeg binary; unset uses the one from `@ffmpeg-installer/ffmpeg`. The openai-compatible backend also uses it, to check that a returned video decodes.',
   }),
   RATE_LIMIT_CREATE_PER_MINUTE: int({
+    fills: { rateLimitCreatePerMinute: true },
     min: 1,
     default: 300,
     readBy: ['gateway', 'admin'],
@@ -444,6 +511,7 @@ export const SETTINGS = {
       'Creation calls (`POST` image generations, edits, videos, remixes, callback recoveries and retries; `DELETE` of a video) one workspace may make per minute (min 1); `set-limits` overrides it per workspace.',
   }),
   RATE_LIMIT_READ_PER_MINUTE: int({
+    fills: { rateLimitReadPerMinute: true },
     min: 1,
     default: 1_200,
     readBy: ['gateway', 'admin'],
@@ -451,6 +519,7 @@ export const SETTINGS = {
       'Read and list calls (`GET /v1/images…`, `/v1/videos…`, `/v1/callbacks…`) one workspace may make per minute (min 1); `set-limits` overrides it per workspace.',
   }),
   MAX_WAITING_JOBS_PER_WORKSPACE: int({
+    fills: { maxWaitingJobsPerWorkspace: true },
     min: 1,
     default: 1_000,
     readBy: ['gateway', 'admin'],
@@ -458,6 +527,7 @@ export const SETTINGS = {
       'Jobs one workspace may have accepted and not finished; past it creation calls answer `429 too_many_pending_jobs` (min 1); `set-limits` overrides it per workspace.',
   }),
   AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: int({
+    fills: { authFailuresPerAddressPerMinute: true },
     min: 1,
     default: 100,
     readBy: ['gateway'],
@@ -465,6 +535,7 @@ export const SETTINGS = {
       "Wrong or missing API keys one client address may send per minute; past it, every API call from that address is answered `429 too_many_failed_authentications` until the minute is over, a valid key's included. Other addresses are not affected. Set `TRUST_PROXY` so the client's address is counted, not the Ingress's.",
   }),
   HTTP_MAX_CONNECTIONS: int({
+    fills: { httpMaxConnections: true },
     min: 1,
     default: 10_000,
     readBy: ['gateway'],
@@ -472,6 +543,7 @@ export const SETTINGS = {
       "Connections the gateway's public port holds at once; past it, new ones are closed at once (logged). Below the process's file-descriptor limit.",
   }),
   HTTP_MAX_CONNECTIONS_PER_ADDRESS: int({
+    fills: { httpMaxConnectionsPerAddress: true },
     min: 1,
     default: 256,
     readBy: ['gateway'],
@@ -479,6 +551,7 @@ export const SETTINGS = {
       'Connections one client address may hold at once; past it, its new ones are closed at once (logged). Not applied to the proxies `TRUST_PROXY` trusts, which carry many clients.',
   }),
   HTTP_HEADERS_TIMEOUT_MS: int({
+    fills: { httpHeadersTimeoutMs: true },
     min: 1_000,
     max: 120_000,
     default: 10_000,
@@ -487,6 +560,7 @@ export const SETTINGS = {
       "How long a connection may take to send a request's headers; an idle connection that never sends one is closed after about this long (1000–120000).",
   }),
   HTTP_MIN_BODY_BYTES_PER_SECOND: int({
+    fills: { httpMinBodyBytesPerSecond: true },
     min: 0,
     default: 16_384,
     readBy: ['gateway'],
@@ -494,6 +568,7 @@ export const SETTINGS = {
       'The slowest a request body may arrive on average once its first 10 s have passed; a slower one is answered `408 request_timeout` and its connection closed. 0 turns it off.',
   }),
   MAX_CONCURRENT_UPLOADS_PER_WORKSPACE: int({
+    fills: { maxConcurrentUploadsPerWorkspace: true },
     min: 1,
     default: 8,
     readBy: ['gateway'],
@@ -502,6 +577,10 @@ export const SETTINGS = {
   }),
   // Empty (off), a hop count, or addresses/CIDRs: config.ts tells them apart.
   TRUST_PROXY: str({
+    fills: {
+      /** Express's `trust proxy`: false (unset), a hop count, or the proxies' addresses/CIDRs. */
+      trustProxy: (text): boolean | number | string[] => (text === '' ? false : /^\d+$/.test(text) ? Number(text) : splitList(text)),
+    },
     default: '',
     check: (s) => s.pattern(/^(\d+|[0-9A-Fa-f:./,\s]+)$/).allow(''),
     note: 'off',
@@ -510,6 +589,7 @@ export const SETTINGS = {
       "Which proxies' `X-Forwarded-For` names the client: a hop count (`1` behind one Ingress) or the proxies' addresses/CIDRs, comma-separated. Set it behind a load balancer, or every client shares the balancer's address and the dashboard's sign-in limit per address (50 failures in 15 min) applies to everyone at once.",
   }),
   FAULT_CRASH_POINTS: list({
+    fills: { faultCrashPoints: true },
     entry: (point): point is CrashPoint => CRASH_POINTS.includes(point as CrashPoint),
     problem: 'has unknown crash points',
     readBy: ['gateway', 'generator', 'dispatcher'],
@@ -517,12 +597,14 @@ export const SETTINGS = {
       'Tests only, never in production: comma-separated crash points (`libs/common/src/faults.ts`) at which a service kills itself, to prove a crash there loses and duplicates nothing.',
   }),
   OPS_PORT: port({
+    fills: { opsPort: true },
     default: 9464,
     readBy: ['gateway', 'generator', 'dispatcher', 'npm start'],
     description:
       "Each service's operations port: `/healthz` (liveness; fails when a worker is wedged), `/readyz` (fails while Redis is unreachable), `/metrics` (Prometheus). `/metrics` is never on the public port; the gateway also keeps `/healthz` and `/readyz` on `PORT`. `npm start` gives gateway, generator and dispatcher `OPS_PORT`, `+1`, `+2` and prints them.",
   }),
   OPS_HOST: str({
+    fills: { opsHost: true },
     default: '127.0.0.1',
     check: (s) =>
       s.ip({ cidr: 'forbidden' }).messages({
@@ -535,6 +617,10 @@ export const SETTINGS = {
   }),
   // IP addresses and localhost are always accepted (the kubelet and Prometheus use the pod's address).
   OPS_ALLOWED_HOSTS: list({
+    fills: {
+      /** Lower-cased, without a trailing dot (`localhost.` names `localhost`): `Host` headers are compared so. */
+      opsAllowedHosts: (hosts) => hosts.map((host) => host.toLowerCase().replace(/\.$/, '')),
+    },
     entry: (name) => HOST_NAME.test(name),
     problem: 'has entries that are not host names (no port, no scheme)',
     readBy: ['gateway', 'generator', 'dispatcher'],
@@ -542,6 +628,7 @@ export const SETTINGS = {
       "Host names, comma-separated, that a request to the operations port may carry in its `Host` header besides IP addresses (any port) and `localhost`, which are always served; any other name is answered `421` and logged, so a DNS-rebinding page cannot read `/metrics` or Bull Board. Add a name only when the port is reached by it (a Service, a scrape by name); the manifests' probes and PodMonitor reach pods by address.",
   }),
   WORKER_LIVENESS_BOUND_MS: int({
+    fills: { workerLivenessBoundMs: true },
     min: 1_000,
     max: DAY_MS,
     default: 120_000,
@@ -568,12 +655,14 @@ export const SETTINGS = {
       '`npm start` only: port of the [local callback receiver](development.md#the-local-stack-npm-start) on 127.0.0.1 (`0`: any free port, printed).',
   }),
   OPERATOR_USERNAME: str({
+    fills: { operatorUsername: true },
     default: 'operator',
     check: (s) => s.pattern(/^[^:]+$/),
     readBy: ['gateway', 'npm start'],
     description: 'User name for Bull Board (HTTP Basic).',
   }),
   OPERATOR_PASSWORD: str({
+    fills: { operatorPassword: true },
     // Long enough that Basic auth over the ops port is not guessable in practice.
     check: (s) => notThePlaceholder(s, 'replace-me-with-a-long-operator-password').min(16),
     readBy: ['gateway', 'npm start'],
@@ -582,6 +671,10 @@ export const SETTINGS = {
   }),
   // Base64 of 32 random bytes each (`openssl rand -base64 32`), newest first.
   SECRETS_ENCRYPTION_KEYS: list({
+    fills: {
+      /** The keys' 32 bytes each, newest first; none: secrets are stored as they are. */
+      secretsEncryptionKeys: (keys): Buffer[] => keys.map((key) => Buffer.from(key, 'base64')),
+    },
     entry: (key) => /^[A-Za-z0-9+/]{43}=$/.test(key),
     problem: 'must list base64 keys of 32 bytes each (openssl rand -base64 32)',
     secret: true,
@@ -593,6 +686,7 @@ export const SETTINGS = {
   }),
   // http://host:port of a forward proxy that takes CONNECT; credentials in it would be logged, so none.
   CALLBACK_EGRESS_PROXY: str({
+    fills: { callbackEgressProxy: true },
     check: (s) =>
       s
         .uri({ scheme: ['http'] })
@@ -634,12 +728,29 @@ export type SettingValues = { readonly [K in SettingName]: ValueOf<(typeof SETTI
 
 export const SETTING_NAMES = Object.keys(SETTINGS) as SettingName[];
 
+/** Every member of a union at once: `A | B` → `A & B`. */
+type AllOf<U> = (U extends unknown ? (all: U) => void : never) extends (all: infer I) => void ? I : never;
+
+/**
+ * The fields of `AppConfig` that one setting fills by itself, each declared by its setting's
+ * `fills` entry and typed by the value it puts there.
+ */
+export type SettingFields = AllOf<{ [K in SettingName]: FieldsOf<(typeof SETTINGS)[K]> }[SettingName]>;
+
 /** The typed values of what the schema accepted (`accepted`: Joi's output for the whole environment). */
 export function settingValues(accepted: Readonly<Record<string, unknown>>): SettingValues {
   const values: Partial<Record<SettingName, unknown>> = {};
   for (const name of SETTING_NAMES) values[name] = SETTINGS[name].read(accepted[name]);
   // Each entry is its own setting's read, so it has its setting's type.
   return values as SettingValues;
+}
+
+/** The fields the settings fill by themselves, from their typed values. */
+export function settingFields(values: SettingValues): SettingFields {
+  const fields: Record<string, unknown> = {};
+  for (const name of SETTING_NAMES) for (const [field, value] of fieldEntries(SETTINGS[name], values[name])) fields[field] = value;
+  // Each field is its own setting's entry applied to that setting's value, so it has the type FieldsOf gives it.
+  return fields as SettingFields;
 }
 
 /** The setting's row of docs/configuration.md's settings table. */

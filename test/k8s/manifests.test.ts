@@ -205,7 +205,7 @@ describe('the code serves what the probes ask for', () => {
     expect(loadConfig({}).opsPort).toBe(9464);
     const ops = source('libs/common/src/ops-server.ts');
     for (const path of ['/healthz', '/readyz', '/metrics']) expect(ops).toContain(`app.get('${path}'`);
-    for (const service of Object.keys(COMMANDS)) expect(source(`services/${service}/src/main.ts`)).toMatch(/startOpsServer\(\{\s*port: config\.opsPort/);
+    for (const service of Object.keys(COMMANDS)) expect(source(`services/${service}/src/service.ts`)).toMatch(/startOpsServer\(\{\s*port: config\.opsPort/);
   });
 });
 

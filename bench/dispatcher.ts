@@ -16,7 +16,8 @@
 import { Agent as HttpsAgent } from 'node:https';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import { Queue } from 'bullmq';
-import { bullPrefix, jobIds } from '@media/common';
+import { bullPrefix } from '@media/common';
+import { jobIds } from '@media/queues';
 import { newIdBeside, type ImageJob } from '@media/domain';
 import { JobRepository } from '@media/jobs';
 import { BenchStack, createWorkspace, dropPrefix, envNumber, newPrefix, serviceEnv, waitUntil, type BenchContext } from './support';

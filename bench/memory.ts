@@ -8,7 +8,8 @@
  * the marginal cost of one more pending callback, broken down by key kind.
  */
 import type { Redis } from 'ioredis';
-import { bullKey, scheduleKey, storeShards, type QueueName } from '@media/common';
+import { bullKey, scheduleKey, storeShards } from '@media/common';
+import type { QueueName } from '@media/queues';
 import { BenchStack, createWorkspace, dropPrefix, envNumber, newPrefix, serviceEnv, sleep, submitImage, waitUntil, type BenchContext } from './support';
 import { allKeys } from '../test/support/store-keys';
 

@@ -1,5 +1,6 @@
 import { Webhook } from 'standardwebhooks';
-import { bullKey, jobIds } from '@media/common';
+import { bullKey } from '@media/common';
+import { jobIds } from '@media/queues';
 import { callbackIdFor, LEGACY_SHARD, newIdBeside, shardOfId, STORE_SHARDS } from '@media/domain';
 import { destinationOf } from '@media/callbacks';
 import { api, BLOB_STORES, eventually } from '../support/stack';

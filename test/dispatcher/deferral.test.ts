@@ -4,7 +4,8 @@
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { bullPrefix, createLogger, jobIds, loadConfig } from '@media/common';
+import { bullPrefix, createLogger, loadConfig } from '@media/common';
+import { jobIds } from '@media/queues';
 import { attemptKey, CallbackRepository, destinationOf, QUIET_SIGNAL } from '@media/callbacks';
 import { createAccounts } from '@media/accounts';
 import { JobRepository } from '@media/jobs';

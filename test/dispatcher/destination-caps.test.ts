@@ -4,7 +4,8 @@
 // slow lane and back-pressure lower the cap, every parked attempt is still made, and a deferred
 // attempt's next_attempt_at says when. Jobs are written to the store as finished and announced on
 // the job-events queue, as the generator does, so the only timing in play is the dispatchers'.
-import { createLogger, JobQueue } from '@media/common';
+import { createLogger } from '@media/common';
+import { JobQueue } from '@media/queues';
 import { CallbackRepository, DestinationGate, destinationOf, headroomOf } from '@media/callbacks';
 import { eventually, TestStack, type TestWorkspace } from '../support/stack';
 import { baseEnv } from './support/harness';

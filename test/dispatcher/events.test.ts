@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { Webhook } from 'standardwebhooks';
-import { createLogger, jobIds, JobQueue } from '@media/common';
+import { createLogger } from '@media/common';
+import { jobIds, JobQueue } from '@media/queues';
 import { verify } from '@media/callback-signing';
 import { CallbackNotFoundError } from '@media/callbacks';
 import { eventually } from '../support/stack';

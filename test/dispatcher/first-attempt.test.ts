@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { bullPrefix, createLogger, jobIds, loadConfig } from '@media/common';
+import { bullPrefix, createLogger, loadConfig } from '@media/common';
+import { jobIds } from '@media/queues';
 import { createAccounts } from '@media/accounts';
 import { CallbackRepository } from '@media/callbacks';
 import { JobRepository } from '@media/jobs';

@@ -1,5 +1,6 @@
 import { UnrecoverableError, Worker } from 'bullmq';
-import { bullPrefix, createLogger, JobQueue, SchedulePromoter } from '@media/common';
+import { bullPrefix, createLogger } from '@media/common';
+import { JobQueue, SchedulePromoter } from '@media/queues';
 import { PrivateRedis } from '../support/private-redis';
 import { eventually } from '../support/stack';
 import { DispatcherHarness } from './support/harness';

@@ -1,4 +1,4 @@
-import { jobIds } from '@media/common';
+import { jobIds } from '@media/queues';
 import { eventually } from '../support/stack';
 import { DispatcherHarness } from './support/harness';
 import { shardOfId } from '@media/domain';

@@ -4,7 +4,8 @@
 // idle stack, give or take a few of A's render times, instead of waiting behind A's whole backlog.
 // Every bound is stated in figures measured here, on this machine, in this run.
 import sharp from 'sharp';
-import { ASYNC_PRIORITY_BAND, createLogger, JobQueue } from '@media/common';
+import { ASYNC_PRIORITY_BAND, JobQueue } from '@media/queues';
+import { createLogger } from '@media/common';
 import { newIdBeside, type ImageJob } from '@media/domain';
 import { INTAKE_GRACE_MS, IntakeRepair } from '../../services/generator/src/intake-repair';
 import type { ServiceProcess } from '../support/stack';

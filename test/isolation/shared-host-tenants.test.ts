@@ -5,7 +5,8 @@
 // at equal rates, and the host never has more attempts in flight than its cap. Jobs are written to
 // the store as finished and announced on the job-events queue, as the generator does, so the only
 // timing in play is the dispatchers'.
-import { createLogger, JobQueue } from '@media/common';
+import { createLogger } from '@media/common';
+import { JobQueue } from '@media/queues';
 import { DestinationGate, destinationOf } from '@media/callbacks';
 import { eventually, TestStack, type TestWorkspace } from '../support/stack';
 import { baseEnv } from '../dispatcher/support/harness';

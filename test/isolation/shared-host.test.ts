@@ -7,7 +7,8 @@
 // B's callbacks must arrive as fast as before A's trouble (a ratio to B's baseline measured here),
 // both while A's first attempts hang and while A is in its own slow lane; every one of A's six
 // attempts must still be made, each once; and the host never has more attempts in flight than its cap.
-import { createLogger, JobQueue } from '@media/common';
+import { createLogger } from '@media/common';
+import { JobQueue } from '@media/queues';
 import { DestinationGate, destinationOf, headroomOf, leaseMsFor } from '@media/callbacks';
 import { eventually, TestStack, type TestWorkspace } from '../support/stack';
 import { isolationBound, p99, sixFailedAttempts, timedRun } from './support';

@@ -205,7 +205,7 @@ describe('the code serves what the probes ask for', () => {
     expect(loadConfig({}).opsPort).toBe(9464);
     const ops = source('libs/common/src/ops-server.ts');
     for (const path of ['/healthz', '/readyz', '/metrics']) expect(ops).toContain(`app.get('${path}'`);
-    for (const service of Object.keys(COMMANDS)) expect(source(`services/${service}/src/main.ts`)).toMatch(/startOpsServer\(\{\s*port: config\.opsPort/);
+    for (const service of Object.keys(COMMANDS)) expect(source(`services/${service}/src/service.ts`)).toMatch(/startOpsServer\(\{\s*port: config\.opsPort/);
   });
 });
 
@@ -302,7 +302,7 @@ describe('Dockerfile', () => {
           .sort();
       const packages = ['libs', 'services', 'tools'].flatMap((top) => readdirSync(resolve(ROOT, top)).map((name) => `${top}/${name}`));
       const withLua = packages.filter((pkg) => existsSync(resolve(ROOT, pkg, 'lua')));
-      expect(withLua).toEqual(expect.arrayContaining(['libs/common', 'libs/storage']));
+      expect(withLua).toEqual(expect.arrayContaining(['libs/queues', 'libs/storage', 'libs/callbacks', 'libs/jobs', 'libs/accounts']));
       for (const pkg of withLua) {
         expect(existsSync(join(out, pkg, 'dist'))).toBe(true);
         expect({ pkg, files: luaFiles(join(out, pkg, 'lua')) }).toEqual({ pkg, files: luaFiles(resolve(ROOT, pkg, 'lua')) });

@@ -3,7 +3,8 @@
 // a service reports not-ready while its Redis is away.
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { createLogger, JobQueue, QueueConsumer } from '@media/common';
+import { createLogger } from '@media/common';
+import { JobQueue, QueueConsumer } from '@media/queues';
 import { PrivateRedis } from '../support/private-redis';
 import { eventually, freePort, ServiceProcess, TestStack } from '../support/stack';
 

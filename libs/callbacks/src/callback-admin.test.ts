@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import type { JobQueue } from '@media/common';
+import type { JobQueue } from '@media/queues';
 import { CallbackRepository } from './callback-store';
 import type { CallbackRecord } from '@media/domain';
 import { IdempotencyRepository } from '@media/jobs';

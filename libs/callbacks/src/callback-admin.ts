@@ -1,4 +1,4 @@
-import { jobIds, type JobQueue } from '@media/common';
+import { jobIds, type JobQueue } from '@media/queues';
 import { destinationOf } from './destination-policy';
 import { RECOVERY_ATTEMPTS_PER_SECOND } from './retry-ladder';
 import { type CallbackAttempt, type CallbackRecord, newId } from '@media/domain';

@@ -1,5 +1,6 @@
 import { CallbackUrlRejectedError, type CheckedTarget } from '@media/callback-guard';
-import { FaultInjector, jobIds, NO_CALLBACK_METRICS, PermanentJobError, type CallbackMetrics, type GaveUpJob, type JobQueue, type Logger } from '@media/common';
+import { FaultInjector, NO_CALLBACK_METRICS, PermanentJobError, type CallbackMetrics, type Logger } from '@media/common';
+import { jobIds, type GaveUpJob, type JobQueue } from '@media/queues';
 import {
   type AttemptTrigger,
   type CallbackAttempt,

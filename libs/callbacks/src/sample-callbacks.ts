@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { JobQueue } from '@media/common';
+import type { JobQueue } from '@media/queues';
 import { newId } from '@media/domain';
 import type { TestCallbackOutcome, TestCallbackRepository } from './sample-callback-store';
 

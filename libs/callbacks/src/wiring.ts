@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import { JobQueue, type AppConfig, type Logger } from '@media/common';
+import { JobQueue } from '@media/queues';
+import type { AppConfig, Logger } from '@media/common';
 import { CallbackUrlGuard } from '@media/callback-guard';
 import { CallbackRepository } from './callback-store';
 import { TestCallbackRepository } from './sample-callback-store';

@@ -36,9 +36,9 @@ export {
   PromGenerationMetrics,
   PromHttpMetrics,
   PromRetentionMetrics,
-  registerQueueGauges,
   registerScrapedGauge,
   replicaWaitShortCounter,
+  SCRAPE_READ_TIMEOUT_MS,
   type CallbackMetrics,
   type GenerationMetrics,
   type HttpMetrics,
@@ -48,24 +48,4 @@ export { startOpsServer, type HealthCheck, type OpsServer, type OpsServerOptions
 export { drainWithin, every } from './shutdown';
 export { checkScratchDir, removeScratchDir, scratchDir, sweepStaleScratch } from './scratch';
 export { assertWritableDirectory, UnwritableDirectoryError } from './writable';
-export {
-  ASYNC_PRIORITY_BAND,
-  generationPriority,
-  generationQueueEntry,
-  hasSchedule,
-  JOB_SCHEDULERS,
-  jobIds,
-  QUEUE_DEFAULTS,
-  QUEUE_NAMES,
-  QUEUE_SCHEDULES,
-  type JobCatalogue,
-  type JobNameOf,
-  type JobScheduler,
-  type PayloadOf,
-  type QueueName,
-  type ScheduledJob,
-  type ScheduledQueue,
-} from './queues/catalogue';
-export { JobQueue, QueueConsumer, type ConsumerHealth, type ConsumerOptions, type GaveUpJob, type Handlers } from './queues/queue';
-export { QUEUE_STATES, QueueDepth, withTimeout, type QueueDepthReading, type QueueState } from './queues/depth';
-export { SchedulePromoter, type ScheduleTarget } from './queues/schedule';
+export { withTimeout } from './timeout';

@@ -1,5 +1,4 @@
 import { LEGACY_SHARD, STORE_SHARDS } from '@media/domain';
-import type { QueueName } from './queues/catalogue';
 
 /**
  * How keys map to Redis Cluster slots. The same layout is used on a single Redis, where hash tags
@@ -73,10 +72,10 @@ export const storeShards = (keyPrefix: string): readonly number[] =>
   hasHashTag(keyPrefix) ? [LEGACY_SHARD] : [LEGACY_SHARD, ...Array.from({ length: STORE_SHARDS }, (_, i) => i)];
 
 /** BullMQ's `prefix` option for one queue: BullMQ then names its keys `<prefix>:<queue>:<suffix>`. */
-export const bullPrefix = (keyPrefix: string, queue: QueueName): string => (hasHashTag(keyPrefix) ? `${keyPrefix}:bull` : `${keyPrefix}:bull:{queue:${queue}}`);
+export const bullPrefix = (keyPrefix: string, queue: string): string => (hasHashTag(keyPrefix) ? `${keyPrefix}:bull` : `${keyPrefix}:bull:{queue:${queue}}`);
 
 /** One of BullMQ's own keys of a queue (`wait`, `failed`, `meta`, a job id, …). */
-export const bullKey = (keyPrefix: string, queue: QueueName, suffix: string): string => `${bullPrefix(keyPrefix, queue)}:${queue}:${suffix}`;
+export const bullKey = (keyPrefix: string, queue: string, suffix: string): string => `${bullPrefix(keyPrefix, queue)}:${queue}:${suffix}`;
 
 /**
  * Where a queue's scheduled jobs wait (`SchedulePromoter`): one sorted-set entry each, member = the
@@ -85,4 +84,4 @@ export const bullKey = (keyPrefix: string, queue: QueueName, suffix: string): st
  * its last). Outside BullMQ's own key space,
  * so no BullMQ job id or internal key can ever collide with it.
  */
-export const scheduleKey = (keyPrefix: string, queue: QueueName, shard: number): string => `${storeShardPrefix(keyPrefix, shard)}:schedule:${queue}`;
+export const scheduleKey = (keyPrefix: string, queue: string, shard: number): string => `${storeShardPrefix(keyPrefix, shard)}:schedule:${queue}`;

@@ -1,7 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Logger } from './logger';
-import { QUEUE_STATES, withTimeout, type QueueDepth } from './queues/depth';
-import type { QueueName } from './queues/catalogue';
+import { withTimeout } from './timeout';
 
 /**
  * Prometheus metrics. The names are a contract (design section 2, the KEDA scalers and the
@@ -165,55 +164,8 @@ export class PromCallbackMetrics implements CallbackMetrics {
   }
 }
 
-/**
- * `media_queue_jobs{queue,state}` and `media_queue_oldest_waiting_seconds{queue}`, read from
- * Redis when Prometheus scrapes (one round trip per queue), so they are as fresh as the scrape and
- * cost nothing between scrapes.
- */
-export function registerQueueGauges(registry: Registry, depth: QueueDepth, queues: readonly QueueName[], logger: Logger): void {
-  let reading: Promise<Map<QueueName, Awaited<ReturnType<QueueDepth['read']>>>> | undefined;
-  // Both gauges are collected in one scrape; they share one read of each queue.
-  const readAll = () => {
-    reading ??= (async () => {
-      // A scrape must not hang on a Redis that is away (worker connections retry for ever).
-      const entries = await Promise.all(queues.map(async (q) => [q, await withTimeout(depth.read(q), SCRAPE_READ_TIMEOUT_MS)] as const));
-      return new Map(entries);
-    })().finally(() => setImmediate(() => (reading = undefined)));
-    return reading;
-  };
-  new Gauge({
-    name: 'media_queue_jobs',
-    help: 'BullMQ jobs per queue and state; delayed_due = delayed jobs whose time has come (a subset of delayed).',
-    labelNames: ['queue', 'state'],
-    registers: [registry],
-    async collect() {
-      this.reset();
-      try {
-        for (const [queue, reading] of await readAll()) {
-          for (const state of QUEUE_STATES) this.set({ queue, state }, reading.jobs[state]);
-        }
-      } catch (err) {
-        logger.warn('queue gauges unavailable', { error: String(err) });
-      }
-    },
-  });
-  new Gauge({
-    name: 'media_queue_oldest_waiting_seconds',
-    help: 'Age of the oldest job that could run now (waiting, prioritized, or delayed and due), per queue.',
-    labelNames: ['queue'],
-    registers: [registry],
-    async collect() {
-      this.reset();
-      try {
-        for (const [queue, reading] of await readAll()) this.set({ queue }, reading.oldestWaitingSeconds);
-      } catch {
-        // Logged once by media_queue_jobs above.
-      }
-    },
-  });
-}
-
-const SCRAPE_READ_TIMEOUT_MS = 2_000;
+/** How long a scrape waits for one read from Redis (a queue's depth, a gauge's count) before it reports none. */
+export const SCRAPE_READ_TIMEOUT_MS = 2_000;
 
 /**
  * The retention sweep's counters. What is due and not yet removed is a gauge read at scrape time

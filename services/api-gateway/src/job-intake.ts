@@ -1,5 +1,6 @@
 import { createHash, randomInt } from 'node:crypto';
-import { FaultInjector, generationQueueEntry, type JobQueue } from '@media/common';
+import { FaultInjector } from '@media/common';
+import { generationQueueEntry, type JobQueue } from '@media/queues';
 import { CallbackUrlGuard, CallbackUrlRejectedError } from '@media/callback-guard';
 import { blobFolderOf, findModel, isFinished, newIdBeside, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
 import type { BlobStore, ImageExtension } from '@media/blob-store';

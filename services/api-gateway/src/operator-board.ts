@@ -5,7 +5,8 @@ import { ExpressAdapter } from '@bull-board/express';
 import { Queue } from 'bullmq';
 import type { Express, RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
-import { bullPrefix, logRedisErrors, QUEUE_NAMES, type Logger } from '@media/common';
+import { bullPrefix, logRedisErrors, type Logger } from '@media/common';
+import { QUEUE_NAMES } from '@media/queues';
 
 export const BOARD_PATH = '/queues';
 

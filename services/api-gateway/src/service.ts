@@ -11,9 +11,6 @@ import {
   STARTING,
   StoreReachability,
   PromHttpMetrics,
-  QUEUE_NAMES,
-  QueueDepth,
-  registerQueueGauges,
   replicaWaitShortCounter,
   startOpsServer,
   warnIfCallbackChecksRelaxed,
@@ -21,6 +18,7 @@ import {
   type AppConfig,
   type Logger,
 } from '@media/common';
+import { QUEUE_NAMES, QueueDepth, registerQueueGauges } from '@media/queues';
 import { checkBlobStoreWritable } from '@media/blob-store';
 import { ReplicaWait } from '@media/storage';
 import { startTracing } from '@media/tracing';

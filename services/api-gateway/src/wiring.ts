@@ -4,7 +4,8 @@ import { API_KEY_CACHE_MS, createAccounts, WorkspaceRepository } from '@media/ac
 import { createBlobStore } from '@media/blob-store';
 import { CallbackUrlGuard } from '@media/callback-guard';
 import { CallbackRepository, createCallbackAdmin, DestinationGate, destinationLimits } from '@media/callbacks';
-import { createRedis, FaultInjector, JobQueue, storeAnswers, type AppConfig, type Logger } from '@media/common';
+import { createRedis, FaultInjector, storeAnswers, type AppConfig, type Logger } from '@media/common';
+import { JobQueue } from '@media/queues';
 import { JobPresenter, LinkSigner } from '@media/domain';
 import { configuredLimits, IdempotencyRepository, JobRepository, LimitRepository } from '@media/jobs';
 import { OverviewRepository, loadLinkSigningKey, ReplicaWait, StoreKeys, SecretBox } from '@media/storage';

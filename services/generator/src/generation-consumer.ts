@@ -1,4 +1,5 @@
-import { PermanentJobError, QueueConsumer, type ConsumerOptions } from '@media/common';
+import { PermanentJobError } from '@media/common';
+import { QueueConsumer, type ConsumerOptions } from '@media/queues';
 import type { GenerationService } from './generation-service';
 
 /**

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { FaultInjector, jobIds, NO_GENERATION_METRICS, PermanentJobError, scratchDir, type GenerationMetrics, type JobQueue, type Logger } from '@media/common';
+import { FaultInjector, NO_GENERATION_METRICS, PermanentJobError, scratchDir, type GenerationMetrics, type Logger } from '@media/common';
+import { jobIds, type JobQueue } from '@media/queues';
 import { blobFolderOf, isFinished, type ImageJob, type JobError, type JobRecord, type LedgerEntry, type VideoJob } from '@media/domain';
 import { extensionOf, type BlobStore } from '@media/blob-store';
 import { chargeFor, CorruptRecordError, UnpricedJobError, type JobRepository } from '@media/jobs';

@@ -1,4 +1,5 @@
-import { generationQueueEntry, type JobQueue, type Logger } from '@media/common';
+import { generationQueueEntry, type JobQueue } from '@media/queues';
+import type { Logger } from '@media/common';
 import { isFinished } from '@media/domain';
 import type { JobRepository } from '@media/jobs';
 

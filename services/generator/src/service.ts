@@ -7,19 +7,16 @@ import {
   drainWithin,
   every,
   FaultInjector,
-  JobQueue,
   StoreReachability,
   PromGenerationMetrics,
   PromRetentionMetrics,
-  QueueConsumer,
-  QueueDepth,
-  registerQueueGauges,
   registerScrapedGauge,
   replicaWaitShortCounter,
   startOpsServer,
   type AppConfig,
   type Logger,
 } from '@media/common';
+import { JobQueue, QueueConsumer, QueueDepth, registerQueueGauges } from '@media/queues';
 import { checkBlobStoreWritable, createBlobStore } from '@media/blob-store';
 import { CallbackRepository } from '@media/callbacks';
 import { JobRepository } from '@media/jobs';

@@ -7,9 +7,6 @@ import {
   STARTING,
   StoreReachability,
   PromCallbackMetrics,
-  QueueConsumer,
-  QueueDepth,
-  registerQueueGauges,
   registerScrapedGauge,
   startOpsServer,
   warnIfCallbackChecksRelaxed,
@@ -17,6 +14,7 @@ import {
   type AppConfig,
   type Logger,
 } from '@media/common';
+import { QueueConsumer, QueueDepth, registerQueueGauges } from '@media/queues';
 import { registerDestinationGauges } from './destination-gauges';
 import { startTracing } from '@media/tracing';
 import { createCallbackService } from './wiring';

@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
-import { ConfigError, FaultInjector, JobQueue, type AppConfig, type CallbackMetrics, type Logger } from '@media/common';
+import { ConfigError, FaultInjector, type AppConfig, type CallbackMetrics, type Logger } from '@media/common';
+import { JobQueue } from '@media/queues';
 import { JobPresenter, LinkSigner } from '@media/domain';
 import { CallbackRepository, CallbackService, DestinationGate, destinationLimits, TestCallbackRepository, TestCallbackService } from '@media/callbacks';
 import { JobRepository } from '@media/jobs';

@@ -1,4 +1,4 @@
-import { jobIds, type JobQueue } from '@media/common';
+import { jobIds, type JobQueue } from '@media/queues';
 import { callbackIdFor, type ImageJob, newIdBeside } from '@media/domain';
 import type { TestStack } from '../../support/stack';
 

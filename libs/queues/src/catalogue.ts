@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { PRIORITY_LIMIT, type JobsOptions } from 'bullmq';
 import { type AttemptTrigger, generationJobName, isSynchronous, type JobRecord, parseScheduledAttempt, scheduledAttemptId } from '@media/domain';
-import type { AppConfig } from '../config';
+import type { AppConfig } from '@media/common';
 
 /**
  * The one job catalogue: every queue, the job names it carries and their payloads. Producers and

@@ -1,8 +1,6 @@
 import { Job, Queue, Worker, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { PermanentJobError } from '../errors';
-import type { Logger } from '../logger';
-import { QueueDepth, withTimeout } from './depth';
+import { QueueDepth } from './depth';
 import { SchedulePromoter } from './schedule';
 import {
   hasSchedule,
@@ -14,9 +12,7 @@ import {
   type QueueName,
   type ScheduledQueue,
 } from './catalogue';
-import type { AppConfig } from '../config';
-import { bullKey, bullPrefix } from '../keyspace';
-import { duplicateRedis, logRedisErrors } from '../redis';
+import { bullKey, bullPrefix, duplicateRedis, logRedisErrors, PermanentJobError, withTimeout, type AppConfig, type Logger } from '@media/common';
 
 /** A producer for one queue of the catalogue. */
 export class JobQueue<Q extends QueueName> {

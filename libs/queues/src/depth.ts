@@ -1,7 +1,6 @@
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { bullKey, scheduleKey, storeShards } from '../keyspace';
-import { LuaScript } from '../lua-script';
+import { bullKey, LuaScript, scheduleKey, storeShards } from '@media/common';
 import { hasSchedule, type QueueName } from './catalogue';
 
 /** The states of `media_queue_jobs`; `delayed_due` is part of `delayed`, not beside it. */
@@ -28,7 +27,7 @@ const DELAYED_SCORE_FACTOR = 0x1000;
 const MAX_PRIORITY_LEVELS = 5_000;
 
 // The prioritized job that has waited longest; the header of lua/queue-oldest-prioritized.lua says why it takes a script.
-const OLDEST_PRIORITIZED = LuaScript.load(join(__dirname, '..', '..', 'lua'), 'queue-oldest-prioritized');
+const OLDEST_PRIORITIZED = LuaScript.load(join(__dirname, '..', 'lua'), 'queue-oldest-prioritized');
 
 /**
  * Reads one queue's depth straight from BullMQ's keys in one round trip. BullMQ's own getCounts
@@ -155,15 +154,5 @@ export class QueueDepth {
       since = Math.min(since, Math.max(Number(timestamp) + delay, Number(processedOn ?? 0)));
     }
     return since;
-  }
-}
-
-/** Rejects when `work` has not settled within `ms` (the work itself goes on). */
-export async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms)))]);
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -1,7 +1,6 @@
 import type { JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { scheduleKey, storeShards } from '../keyspace';
-import type { Logger } from '../logger';
+import { scheduleKey, storeShards, type Logger } from '@media/common';
 import { QUEUE_SCHEDULES, type JobNameOf, type PayloadOf, type ScheduledJob, type ScheduledQueue } from './catalogue';
 
 /** Where a promoter adds the due jobs: the queue that runs it (`JobQueue.addBulk` in ./queue). */

@@ -1,6 +1,6 @@
 import { PRIORITY_LIMIT } from 'bullmq';
 import { scheduledAttemptId } from '@media/domain';
-import { asyncImage, syncImage, video } from '../../../domain/src/test-support/jobs';
+import { asyncImage, syncImage, video } from '../../domain/src/test-support/jobs';
 import { ASYNC_PRIORITY_BAND, generationPriority, generationQueueEntry, jobIds, QUEUE_SCHEDULES } from './catalogue';
 
 describe('generationPriority', () => {

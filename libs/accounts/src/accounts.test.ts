@@ -8,17 +8,20 @@ import { SIGN_IN_LIMITS, WorkspaceAccounts } from './accounts';
 import { AsymmetricSigningOffError, InvalidCredentialsError, LastOwnerError, MemberExistsError, MemberNotFoundError, SignInThrottledError } from './errors';
 import { hashPassword, verifyPassword } from './passwords';
 import { can } from './permissions';
+import { AuditLog } from './audit';
 import { allKeys } from '../../../test/support/store-keys';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const keys = allKeys(`test-${randomBytes(6).toString('hex')}`);
 const workspaces = new WorkspaceRepository(redis, keys);
 let clock = Date.now();
+const audit = new AuditLog(redis, keys, 86_400, () => clock);
 const accounts = new WorkspaceAccounts({
   workspaces,
   sessions: new SessionRepository(redis, keys),
   failures: new FailureCounter(redis, keys, SIGN_IN_LIMITS),
   rotationOverlapSeconds: 86_400,
+  audit,
   now: () => clock,
 });
 
@@ -275,6 +278,7 @@ describe('WorkspaceAccounts', () => {
         sessions: new SessionRepository(redis, keys),
         failures: new FailureCounter(redis, keys, SIGN_IN_LIMITS),
         rotationOverlapSeconds: 86_400,
+        audit,
         apiKeyCacheMs: cacheMs,
         now: () => clock,
       });
@@ -371,6 +375,7 @@ describe('WorkspaceAccounts', () => {
       sessions: new SessionRepository(redis, keys),
       failures: new FailureCounter(redis, keys, SIGN_IN_LIMITS),
       rotationOverlapSeconds: 86_400,
+      audit,
       now: () => clock,
     });
     const { workspace } = await sealing.createWorkspace('sealed-keys', 'o@sk.test');

@@ -25,6 +25,7 @@ import {
 import { mint, sha256 } from './mint';
 import { hashPassword, verifyPasswords } from './passwords';
 import { isRole } from './permissions';
+import { OPERATOR, type AuditActor, type AuditLog } from './audit';
 
 /** A session lasts this long without use; every authenticated request restarts the clock. */
 export const SESSION_IDLE_SECONDS = 12 * 3600;
@@ -93,6 +94,8 @@ export interface AccountsDeps {
   failures: FailureCounter;
   /** SECRET_ROTATION_OVERLAP_SECONDS. */
   rotationOverlapSeconds: number;
+  /** Where each change to members, API keys and signing secrets is recorded, with who made it. */
+  audit: AuditLog;
   /**
    * How long an authenticated API key is trusted without a new lookup, in ms; 0 (the default)
    * looks every key up every time. The gateway passes {@link API_KEY_CACHE_MS}.
@@ -128,6 +131,11 @@ export class WorkspaceAccounts {
     this.apiKeyCacheMs = deps.apiKeyCacheMs ?? 0;
   }
 
+  /** The workspace's audit: who changed its members, API keys and signing secrets (and its endpoints, through @media/callbacks). */
+  get audit(): AuditLog {
+    return this.deps.audit;
+  }
+
   /** A workspace with its first API key, signing secret and owner; every credential is shown this once. */
   async createWorkspace(name: string, ownerEmail: string): Promise<NewWorkspace> {
     const email = normalizeEmail(ownerEmail);
@@ -142,6 +150,7 @@ export class WorkspaceAccounts {
       { secret: signingSecret, created_ms: now, expires_ms: 0 },
       { email, role: 'owner', password_hash: await this.passwordHash(email, password), session_epoch: mint.sessionEpoch() },
     );
+    await this.deps.audit.record(workspace.id, 'workspace.created', OPERATOR, { type: 'workspace', id: workspace.id, name, owner: email, api_key: key.id });
     return { workspace, apiKey: key.key, signingSecret, owner: { email, password, role: 'owner' } };
   }
 
@@ -158,7 +167,7 @@ export class WorkspaceAccounts {
   }
 
   /** Adds a member with a generated password, returned this once. */
-  async addMember(workspaceId: string, email: string, role: Role): Promise<Credentials> {
+  async addMember(workspaceId: string, email: string, role: Role, actor: AuditActor = OPERATOR): Promise<Credentials> {
     const normalized = normalizeEmail(email);
     if (!isRole(role)) throw new InvalidAccountInputError('role must be owner, admin or member', 'role');
     await this.workspace(workspaceId);
@@ -171,6 +180,7 @@ export class WorkspaceAccounts {
       session_epoch: mint.sessionEpoch(),
     });
     if (!added) throw new MemberExistsError(normalized);
+    await this.deps.audit.record(workspaceId, 'member.added', actor, { type: 'member', id: normalized, role });
     return { email: normalized, password, role };
   }
 
@@ -180,17 +190,19 @@ export class WorkspaceAccounts {
    *
    * @throws LastOwnerError when this would leave no owner
    */
-  async setRole(workspaceId: string, email: string, role: Role): Promise<{ email: string; role: Role }> {
+  async setRole(workspaceId: string, email: string, role: Role, actor: AuditActor = OPERATOR): Promise<{ email: string; role: Role }> {
     if (!isRole(role)) throw new InvalidAccountInputError('role must be owner, admin or member', 'role');
     const normalized = email.trim().toLowerCase();
     this.check(await this.deps.workspaces.changeMember(workspaceId, normalized, { role, sessionEpoch: mint.sessionEpoch() }), normalized);
+    await this.deps.audit.record(workspaceId, 'member.role_changed', actor, { type: 'member', id: normalized, role });
     return { email: normalized, role };
   }
 
   /** Removes the member and ends their sessions, for good: added again, they get a new epoch. */
-  async removeMember(workspaceId: string, email: string): Promise<void> {
+  async removeMember(workspaceId: string, email: string, actor: AuditActor = OPERATOR): Promise<void> {
     const normalized = email.trim().toLowerCase();
     this.check(await this.deps.workspaces.changeMember(workspaceId, normalized, null), normalized);
+    await this.deps.audit.record(workspaceId, 'member.removed', actor, { type: 'member', id: normalized });
   }
 
   /**
@@ -330,11 +342,12 @@ export class WorkspaceAccounts {
   }
 
   /** A new key; the key itself is returned this once and only its hash is kept. */
-  async createApiKey(workspaceId: string): Promise<ApiKeyInfo & { key: string }> {
+  async createApiKey(workspaceId: string, actor: AuditActor = OPERATOR): Promise<ApiKeyInfo & { key: string }> {
     await this.workspace(workspaceId);
     const minted = mint.apiKey();
     const stored = { id: minted.id, hash: hashApiKey(minted.key), prefix: minted.prefix, created_ms: this.now() };
     await this.deps.workspaces.addApiKey(workspaceId, stored);
+    await this.deps.audit.record(workspaceId, 'api_key.created', actor, { type: 'api_key', id: stored.id, prefix: stored.prefix });
     return { ...stored, last_used_ms: null, key: minted.key };
   }
 
@@ -344,7 +357,7 @@ export class WorkspaceAccounts {
    *
    * @throws ApiKeyNotFoundError for an id that is not this workspace's
    */
-  async revokeApiKey(workspaceId: string, keyId: string): Promise<void> {
+  async revokeApiKey(workspaceId: string, keyId: string, actor: AuditActor = OPERATOR): Promise<void> {
     this.forgetApiKey(workspaceId, keyId);
     try {
       if (!(await this.deps.workspaces.revokeApiKey(workspaceId, keyId))) throw new ApiKeyNotFoundError(keyId);
@@ -352,6 +365,7 @@ export class WorkspaceAccounts {
       // Again once deleted: a lookup that raced the deletion must not keep the key alive here.
       this.forgetApiKey(workspaceId, keyId);
     }
+    await this.deps.audit.record(workspaceId, 'api_key.revoked', actor, { type: 'api_key', id: keyId });
   }
 
   private forgetApiKey(workspaceId: string, keyId: string): void {
@@ -371,16 +385,22 @@ export class WorkspaceAccounts {
   }
 
   /** A new current secret at once; the previous one keeps signing for the configured overlap. */
-  async rotateSecret(workspaceId: string): Promise<SecretsView> {
+  async rotateSecret(workspaceId: string, actor: AuditActor = OPERATOR): Promise<SecretsView> {
     await this.workspace(workspaceId);
     await this.deps.workspaces.rotateSecret(workspaceId, mint.signingSecret(), this.deps.rotationOverlapSeconds, this.now());
+    await this.deps.audit.record(workspaceId, 'signing_secret.rotated', actor, {
+      type: 'signing_secret',
+      id: workspaceId,
+      overlap_seconds: this.deps.rotationOverlapSeconds,
+    });
     return this.secrets(workspaceId);
   }
 
   /** The previous secret stops signing now (a leaked secret should not keep signing for a day). */
-  async endOverlap(workspaceId: string): Promise<SecretsView> {
+  async endOverlap(workspaceId: string, actor: AuditActor = OPERATOR): Promise<SecretsView> {
     await this.workspace(workspaceId);
     await this.deps.workspaces.endSecretOverlap(workspaceId);
+    await this.deps.audit.record(workspaceId, 'signing_secret.overlap_ended', actor, { type: 'signing_secret', id: workspaceId });
     return this.secrets(workspaceId);
   }
 
@@ -395,7 +415,7 @@ export class WorkspaceAccounts {
    * Deliveries carry a `v1a` (ed25519) entry beside `v1` from now on. Idempotent: when the
    * workspace has a key pair already it is kept (a receiver may hold its public key).
    */
-  async enableAsymmetricSigning(workspaceId: string): Promise<AsymmetricSigning> {
+  async enableAsymmetricSigning(workspaceId: string, actor: AuditActor = OPERATOR): Promise<AsymmetricSigning> {
     await this.workspace(workspaceId);
     const pair = mint.signingKeyPair();
     const enabled = await this.deps.workspaces.addFirstSigningKey(workspaceId, {
@@ -404,6 +424,7 @@ export class WorkspaceAccounts {
       created_ms: this.now(),
       expires_ms: 0,
     });
+    if (enabled) await this.deps.audit.record(workspaceId, 'signing_key.enabled', actor, { type: 'signing_key', id: workspaceId });
     return { enabled_now: enabled, keys: await this.publicSigningKeys(workspaceId) };
   }
 
@@ -413,7 +434,7 @@ export class WorkspaceAccounts {
    *
    * @throws AsymmetricSigningOffError when the workspace has no key pair to rotate
    */
-  async rotateSigningKey(workspaceId: string): Promise<PublicSigningKey[]> {
+  async rotateSigningKey(workspaceId: string, actor: AuditActor = OPERATOR): Promise<PublicSigningKey[]> {
     await this.workspace(workspaceId);
     if ((await this.publicSigningKeys(workspaceId)).length === 0) throw new AsymmetricSigningOffError(workspaceId);
     const pair = mint.signingKeyPair();
@@ -424,6 +445,11 @@ export class WorkspaceAccounts {
       this.deps.rotationOverlapSeconds,
       now,
     );
+    await this.deps.audit.record(workspaceId, 'signing_key.rotated', actor, {
+      type: 'signing_key',
+      id: workspaceId,
+      overlap_seconds: this.deps.rotationOverlapSeconds,
+    });
     return this.publicSigningKeys(workspaceId);
   }
 }

@@ -7,6 +7,7 @@
  * @packageDocumentation
  */
 export * from './accounts';
+export * from './audit';
 export * from './errors';
 export * from './mint';
 export * from './passwords';

@@ -27,4 +27,8 @@ export class AccountKeys {
   /** Failed sign-ins counted per client address, or per e-mail and address together (hashed), in the current window. */
   signInFailures = (scope: 'address' | 'pair', hash: string) => `${this.#store.prefix}:signin:${scope}:${hash}`;
   apiKey = (hash: string) => `${this.#store.prefix}:apikey:${hash}`;
+  /** The workspace's audit events by time (Unix ms), newest last; trimmed to AUDIT_RETENTION_SECONDS at each event. */
+  workspaceAudit = (id: string) => `${this.#store.prefix}:ws:${id}:audit`;
+  /** One audit event (JSON); expires after AUDIT_RETENTION_SECONDS. */
+  auditEvent = (id: string) => `${this.#store.prefix}:audit:${id}`;
 }

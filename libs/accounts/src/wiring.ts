@@ -4,10 +4,14 @@ import { FailureCounter, SessionRepository } from './session-store';
 import { WorkspaceRepository } from './workspace-store';
 import { SecretBox, StoreKeys } from '@media/storage';
 import { SIGN_IN_LIMITS, WorkspaceAccounts, type AccountsDeps } from './accounts';
+import { AuditLog } from './audit';
+
+/** AUDIT_RETENTION_SECONDS's default, for callers that pass a partial config (tests, tools). */
+const DEFAULT_AUDIT_RETENTION_SECONDS = 7_776_000;
 
 /** Builds workspace accounts from the validated config, the same way for the gateway, the admin CLI and tests. */
 export function createAccounts(
-  config: Pick<AppConfig, 'keyPrefix' | 'secretRotationOverlapSeconds'> & Partial<Pick<AppConfig, 'secretsEncryptionKeys'>>,
+  config: Pick<AppConfig, 'keyPrefix' | 'secretRotationOverlapSeconds'> & Partial<Pick<AppConfig, 'secretsEncryptionKeys' | 'auditRetentionSeconds'>>,
   redis: Redis,
   options: Pick<AccountsDeps, 'apiKeyCacheMs'> = {},
 ): WorkspaceAccounts {
@@ -17,6 +21,7 @@ export function createAccounts(
     sessions: new SessionRepository(redis, keys),
     failures: new FailureCounter(redis, keys, SIGN_IN_LIMITS),
     rotationOverlapSeconds: config.secretRotationOverlapSeconds,
+    audit: new AuditLog(redis, keys, config.auditRetentionSeconds ?? DEFAULT_AUDIT_RETENTION_SECONDS),
     ...options,
   });
 }

@@ -330,6 +330,13 @@ export const SETTINGS = {
     readBy: ['gateway', 'admin'],
     description: 'How long a rotated-out signing secret keeps signing beside the new one.',
   }),
+  AUDIT_RETENTION_SECONDS: int({
+    fills: { auditRetentionSeconds: true },
+    min: 60,
+    default: 7_776_000,
+    readBy: ['gateway', 'dispatcher', 'admin'],
+    description: "How long a workspace's audit events (who changed its endpoints, API keys, signing secrets and members) are kept: 90 days by default.",
+  }),
   CALLBACK_ALLOW_HTTP: bool({
     fills: { callbackAllowHttp: true },
     default: false,

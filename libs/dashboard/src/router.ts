@@ -15,6 +15,7 @@ import {
   LastOwnerError,
   MemberExistsError,
   MemberNotFoundError,
+  type AuditActor,
   type PublicSigningKey,
   type Role,
   type SecretsView,
@@ -246,6 +247,8 @@ function apiRouter(deps: DashboardDeps): Router {
   api.use((req, res, next) => (req.method === 'GET' || req.method === 'HEAD' ? read : write)(req, res, next));
 
   const session = (res: Response): Session => res.locals.dashboardSession!;
+  /** Who the audit says made a change: the signed-in member. */
+  const actor = (res: Response): AuditActor => ({ type: 'member', email: session(res).email });
   const allow = (res: Response, action: Action) => {
     if (!can(session(res).role, action))
       throw new ApiError(403, 'permission_error', `Your role (${session(res).role}) may not do this.`, null, 'permission_denied');
@@ -342,13 +345,13 @@ function apiRouter(deps: DashboardDeps): Router {
 
   api.post('/keys', async (_req, res) => {
     allow(res, 'manage_keys');
-    const created = await accounts.createApiKey(session(res).workspace.id);
+    const created = await accounts.createApiKey(session(res).workspace.id, actor(res));
     res.status(201).json({ ...keyRow(created), key: created.key });
   });
 
   api.delete('/keys/:id', async (req, res) => {
     allow(res, 'manage_keys');
-    await accounts.revokeApiKey(session(res).workspace.id, req.params.id).catch(toApiError);
+    await accounts.revokeApiKey(session(res).workspace.id, req.params.id, actor(res)).catch(toApiError);
     res.status(204).end();
   });
 
@@ -358,25 +361,25 @@ function apiRouter(deps: DashboardDeps): Router {
 
   api.post('/secrets/rotate', async (_req, res) => {
     allow(res, 'rotate_secret');
-    res.json(revealed(await accounts.rotateSecret(session(res).workspace.id)));
+    res.json(revealed(await accounts.rotateSecret(session(res).workspace.id, actor(res))));
   });
 
   api.post('/secrets/end-overlap', async (_req, res) => {
     allow(res, 'end_overlap');
-    res.json(revealed(await accounts.endOverlap(session(res).workspace.id)));
+    res.json(revealed(await accounts.endOverlap(session(res).workspace.id, actor(res))));
   });
 
   // Who may rotate the secret may turn on and rotate the ed25519 key pair: both change what receivers verify with.
   api.post('/signing-keys/enable', async (_req, res) => {
     allow(res, 'rotate_secret');
     const s = session(res);
-    res.json(asymmetricState((await accounts.enableAsymmetricSigning(s.workspace.id)).keys, s.role));
+    res.json(asymmetricState((await accounts.enableAsymmetricSigning(s.workspace.id, actor(res))).keys, s.role));
   });
 
   api.post('/signing-keys/rotate', async (_req, res) => {
     allow(res, 'rotate_secret');
     const s = session(res);
-    res.json(asymmetricState(await accounts.rotateSigningKey(s.workspace.id).catch(toApiError), s.role));
+    res.json(asymmetricState(await accounts.rotateSigningKey(s.workspace.id, actor(res)).catch(toApiError), s.role));
   });
 
   api.post('/test-callback', async (req, res) => {
@@ -404,7 +407,7 @@ function apiRouter(deps: DashboardDeps): Router {
     if (!isRole(body.role)) throw ApiError.invalid('role must be owner, admin or member.', 'role', 'invalid_value');
     // A JSON body may hold anything there: only a string is an address to check.
     if (typeof body.email !== 'string') throw ApiError.invalid('email must be an e-mail address.', 'email', 'invalid_value');
-    const created = await accounts.addMember(session(res).workspace.id, body.email, body.role).catch(toApiError);
+    const created = await accounts.addMember(session(res).workspace.id, body.email, body.role, actor(res)).catch(toApiError);
     res.status(201).json(created);
   });
 
@@ -412,12 +415,12 @@ function apiRouter(deps: DashboardDeps): Router {
     allow(res, 'manage_members');
     const role = ((req.body ?? {}) as Record<string, unknown>).role;
     if (!isRole(role)) throw ApiError.invalid('role must be owner, admin or member.', 'role', 'invalid_value');
-    res.json(await accounts.setRole(session(res).workspace.id, req.params.email, role).catch(toApiError));
+    res.json(await accounts.setRole(session(res).workspace.id, req.params.email, role, actor(res)).catch(toApiError));
   });
 
   api.delete('/members/:email', async (req, res) => {
     allow(res, 'manage_members');
-    await accounts.removeMember(session(res).workspace.id, req.params.email).catch(toApiError);
+    await accounts.removeMember(session(res).workspace.id, req.params.email, actor(res)).catch(toApiError);
     res.status(204).end();
   });
 

@@ -19,6 +19,7 @@ import { dashboardRateLimits, rateLimits } from './http/rate-limit';
 import type { JobIntakeService } from './job-intake';
 import type { JobWaiter } from './job-waiter';
 import { OPENAPI_PATH } from './openapi/document';
+import { auditEventRoutes } from './routes/audit-events';
 import { callbackRoutes } from './routes/callbacks';
 import { fileRoutes } from './routes/files';
 import { imageRoutes } from './routes/images';
@@ -134,6 +135,7 @@ export function createApp(deps: GatewayDeps): Express {
   v1.use('/images', imageRoutes({ ...deps, syncTimeoutMs: deps.syncImageTimeoutMs, rateLimits: limits, bodies }));
   v1.use('/videos', videoRoutes({ ...deps, rateLimits: limits, bodies }));
   v1.use('/callbacks', callbackRoutes({ ...deps, rateLimits: limits, bodies }));
+  v1.use('/audit-events', auditEventRoutes({ audit: deps.accounts.audit, rateLimits: limits }));
   app.use('/v1', v1);
   // The dashboard: same origin as the API, its own session auth, and rate limits per member of its own.
   app.use('/dashboard', dashboardRouter({ ...deps, rateLimits: dashboardRateLimits(deps.limits), requireRedis: requireRedis(deps.redis) }));

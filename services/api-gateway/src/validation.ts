@@ -1,3 +1,4 @@
+import { AUDIT_ACTIONS, type AuditAction, type AuditQuery } from '@media/accounts';
 import Joi from 'joi';
 import {
   type CallbackState,
@@ -174,6 +175,19 @@ const callbackListQuery = Joi.object({
   created_before: unixSeconds,
 });
 
+const auditListQuery = Joi.object({
+  ...page,
+  action: Joi.string()
+    .max(1_000)
+    .custom((text: string, helpers) => {
+      const actions = text.split(',').map((a) => a.trim());
+      const unknown = actions.find((a) => !(AUDIT_ACTIONS as readonly string[]).includes(a));
+      return unknown === undefined
+        ? actions
+        : helpers.message({ custom: `{{#label}} has an unknown action '${unknown}'; actions are ${AUDIT_ACTIONS.join(', ')}` });
+    }),
+});
+
 const recoveryBody = Joi.object({
   since: unixSeconds.required(),
   until: unixSeconds,
@@ -214,6 +228,12 @@ export function parseCallbackListQuery(query: unknown): CallbackListQuery {
     createdAfterMs: raw.created_after === undefined ? undefined : raw.created_after * 1000,
     createdBeforeMs: raw.created_before === undefined ? undefined : raw.created_before * 1000,
   };
+}
+
+/** `GET /v1/audit-events`: a page, and optionally only some actions (`action=member.added,api_key.revoked`). */
+export function parseAuditListQuery(query: unknown): AuditQuery {
+  const raw = validate<{ limit: number; after?: string; action?: AuditAction[] }>(auditListQuery, query);
+  return { limit: raw.limit, after: raw.after, actions: raw.action };
 }
 
 /** How far ahead of the gateway's clock a client's may be. */

@@ -11,6 +11,7 @@ import type {
 } from 'openapi3-ts/oas31';
 import { OUTAGE_RETRY_AFTER_SECONDS, type AppConfig } from '@media/common';
 import { MEDIA_TYPES } from '@media/blob-store';
+import { AUDIT_ACTIONS } from '@media/accounts';
 import { MAX_RECOVERY, RECOVERY_ATTEMPTS_PER_SECOND } from '@media/callbacks';
 import { MAX_IMAGES } from '../uploads';
 import { ERROR_RESPONSES, errorResponse } from './errors';
@@ -28,6 +29,7 @@ export type OpenApiSettings = Pick<
   | 'webhookTimeoutMs'
   | 'webhookRetryScheduleMs'
   | 'secretRotationOverlapSeconds'
+  | 'auditRetentionSeconds'
   | 'syncImageTimeoutMs'
   | 'maxUploadBytes'
   | 'maxJsonBytes'
@@ -436,6 +438,27 @@ function paths(s: OpenApiSettings): Record<string, PathItemObject> {
         errors: [400],
       }),
     },
+    '/v1/audit-events': {
+      get: operation({
+        tag: 'Audit',
+        operationId: 'listAuditEvents',
+        summary: 'List audit events',
+        description: `Who changed what in the workspace: members, API keys, signing secrets and keys, webhook endpoints. Newest first; kept ${humanDuration(s.auditRetentionSeconds * 1000)} (\`AUDIT_RETENTION_SECONDS\`). Never holds a secret.`,
+        bucket: 'read',
+        parameters: [
+          param('limit'),
+          { ...param('after'), description: 'The `aud_` id of the last event seen; one that names no event of the list is a 400.' },
+          {
+            name: 'action',
+            in: 'query',
+            schema: { type: 'string' },
+            description: `Only these actions, comma-separated: ${AUDIT_ACTIONS.map((a) => `\`${a}\``).join(', ')}.`,
+          },
+        ],
+        ok: { 200: { description: 'A page of audit events.', content: json(ref('AuditEventList')) } },
+        errors: [400],
+      }),
+    },
     '/v1/callbacks/recover': {
       post: operation({
         tag: 'Callbacks',
@@ -544,6 +567,7 @@ export function buildOpenApiDocument(settings: OpenApiSettings): OpenAPIObject {
       { name: 'Files', description: 'Signed download links.' },
       { name: 'Callbacks', description: "What became of each job's callback; manual retries and bulk recovery." },
       { name: 'Webhooks', description: webhooksDescription(settings) },
+      { name: 'Audit', description: 'Who changed what in the workspace.' },
       { name: 'Health' },
       { name: 'Documentation' },
     ],

@@ -1,3 +1,4 @@
+import { AUDIT_ACTIONS } from '@media/accounts';
 import type { SchemaObject } from 'openapi3-ts/oas31';
 import type { ErrorType } from '@media/common';
 import {
@@ -408,6 +409,38 @@ const objects: Record<string, SchemaObject> = {
     { description: 'A callback with its attempts.' },
   ),
   CallbackList: list('Callback', 'Newest first.'),
+  AuditEvent: closedObject(
+    {
+      object: { type: 'string', const: 'audit_event' },
+      id: idOf('aud'),
+      action: { type: 'string', enum: [...AUDIT_ACTIONS], description: 'What was done.' },
+      actor: {
+        oneOf: [
+          closedObject({ type: { type: 'string', const: 'member' }, email: { type: 'string', description: 'The dashboard member who did it.' } }),
+          closedObject({ type: { type: 'string', const: 'api_key' }, id: { type: 'string', description: 'The id of the API key that did it.' } }),
+          closedObject({ type: { type: 'string', const: 'operator' } }, undefined, { description: 'The admin CLI or the local stack.' }),
+          closedObject({ type: { type: 'string', const: 'system' } }, undefined, { description: 'The service itself.' }),
+        ],
+        description: 'Who did it.',
+      },
+      target: {
+        type: 'object',
+        required: ['type', 'id'],
+        properties: {
+          type: { type: 'string', enum: ['workspace', 'member', 'api_key', 'signing_secret', 'signing_key', 'webhook_endpoint'] },
+          id: { type: 'string', description: "A member's e-mail, a key's or an endpoint's id, or the workspace's id for its secrets and keys." },
+        },
+        additionalProperties: {
+          oneOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }, { type: 'array', items: { type: 'string' } }, { type: 'null' }],
+        },
+        description: 'What was changed, and what it became (a role, a prefix); never a secret.',
+      },
+      created_at: unixSeconds('When'),
+    },
+    undefined,
+    { description: 'One change to the workspace, with who made it.' },
+  ),
+  AuditEventList: list('AuditEvent', 'Newest first.'),
   CallbackStatus: describedEnum(CALLBACK_STATES, 'Delivery state of a callback.'),
   EventType: { type: 'string', enum: [...EVENT_TYPES], description: 'The event a callback reports.' },
   CallbackRecovery: closedObject({

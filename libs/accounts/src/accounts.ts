@@ -23,7 +23,7 @@ import {
   WorkspaceNotFoundError,
 } from './errors';
 import { mint, sha256 } from './mint';
-import { hashPassword, verifyPasswords } from './passwords';
+import { hashPassword, SCRYPT_PARAMS, verifyPasswords, type ScryptParams } from './passwords';
 import { isRole } from './permissions';
 
 /** A session lasts this long without use; every authenticated request restarts the clock. */
@@ -98,6 +98,12 @@ export interface AccountsDeps {
    * looks every key up every time. The gateway passes {@link API_KEY_CACHE_MS}.
    */
   apiKeyCacheMs?: number;
+  /**
+   * The scrypt parameters new password hashes (and the decoy an unknown e-mail is checked against)
+   * are made with; {@link SCRYPT_PARAMS} unless given. Tests whose subject is not the cost pass a
+   * cheap set; production never sets it.
+   */
+  scrypt?: ScryptParams;
   now?: () => number;
 }
 
@@ -118,6 +124,7 @@ interface CachedApiKey {
 export class WorkspaceAccounts {
   private readonly now: () => number;
   private readonly apiKeyCacheMs: number;
+  private readonly scrypt: ScryptParams;
   /** By the key's SHA-256, never the key itself. */
   private readonly apiKeyCache = new Map<string, CachedApiKey>();
   /** Bumped by every revocation: a lookup that started before one may not fill the cache. */
@@ -126,6 +133,7 @@ export class WorkspaceAccounts {
   constructor(private readonly deps: AccountsDeps) {
     this.now = deps.now ?? Date.now;
     this.apiKeyCacheMs = deps.apiKeyCacheMs ?? 0;
+    this.scrypt = deps.scrypt ?? SCRYPT_PARAMS;
   }
 
   /** A workspace with its first API key, signing secret and owner; every credential is shown this once. */
@@ -199,7 +207,7 @@ export class WorkspaceAccounts {
    * that sign-in checks all of them with one scrypt.
    */
   private async passwordHash(email: string, password: string): Promise<string> {
-    return hashPassword(password, (await this.memberships(email))[0]?.member.password_hash);
+    return hashPassword(password, (await this.memberships(email))[0]?.member.password_hash, this.scrypt);
   }
 
   /** The e-mail's memberships, by workspace id: the first one's salt is the one sign-in derives with. */
@@ -236,6 +244,7 @@ export class WorkspaceAccounts {
     const matches = await verifyPasswords(
       password,
       candidates.map(({ member }) => member.password_hash),
+      this.scrypt,
     );
     const match = candidates.find((_, i) => matches[i]);
     const found = match && { workspaceId: match.workspaceId, role: match.member.role, epoch: match.member.session_epoch ?? '' };

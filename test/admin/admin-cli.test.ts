@@ -8,16 +8,20 @@ import { CONFIG_KEYS } from '@media/common';
 import { COMMANDS } from '../../tools/admin/src/admin';
 import { REDIS_URL } from '../support/stack';
 import { allKeys } from '../support/store-keys';
+import { adminInProcess, adminJson } from './support/admin-cli';
 
+// Each command runs at least once as the built CLI, a process (`admin`): its exit code and its output
+// through the real binary. The rest call the same main in this process (`inProcess`), with the same
+// environment, and read the same output and exit code.
 const run = promisify(execFile);
 const prefix = `test-${randomBytes(6).toString('hex')}`;
 const redis = new Redis(REDIS_URL);
+const ENV = { PATH: process.env.PATH, REDIS_URL, KEY_PREFIX: prefix, SECRET_ROTATION_OVERLAP_SECONDS: '3600' };
 const admin = async (...args: string[]) => {
-  const { stdout } = await run(process.execPath, [join(__dirname, '../../tools/admin/dist/main.js'), ...args], {
-    env: { PATH: process.env.PATH, REDIS_URL, KEY_PREFIX: prefix, SECRET_ROTATION_OVERLAP_SECONDS: '3600' },
-  });
+  const { stdout } = await run(process.execPath, [join(__dirname, '../../tools/admin/dist/main.js'), ...args], { env: ENV });
   return JSON.parse(stdout);
 };
+const inProcess = (...args: string[]) => adminJson(args, ENV);
 
 const accounts = () => createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 3600 }, redis);
 
@@ -42,7 +46,7 @@ it('create-workspace prints the workspace, its key, its secret and the owner’s
 });
 
 it('rotate-secret prints the new secret and when the previous one stops signing', async () => {
-  const ws = await admin('create-workspace', '--name', 'rot');
+  const ws = await inProcess('create-workspace', '--name', 'rot');
   const before = Date.now();
   const out = await admin('rotate-secret', '--workspace', ws.workspace_id);
   expect(out.signing_secret).toMatch(/^whsec_/);
@@ -55,12 +59,12 @@ it('rotate-secret prints the new secret and when the previous one stops signing'
 });
 
 it('enable-asymmetric-signing prints the public key (the same one when run again); rotate-signing-key keeps the previous one for the overlap', async () => {
-  const ws = await admin('create-workspace', '--name', 'ed');
-  await expect(admin('rotate-signing-key', '--workspace', ws.workspace_id)).rejects.toMatchObject({
+  const ws = await inProcess('create-workspace', '--name', 'ed');
+  await expect(inProcess('rotate-signing-key', '--workspace', ws.workspace_id)).rejects.toMatchObject({
     code: 2,
     stderr: expect.stringContaining('turn asymmetric signing on first'),
   });
-  await expect(admin('enable-asymmetric-signing', '--workspace', 'ws_nope')).rejects.toMatchObject({
+  await expect(inProcess('enable-asymmetric-signing', '--workspace', 'ws_nope')).rejects.toMatchObject({
     code: 2,
     stderr: expect.stringContaining('No workspace ws_nope'),
   });
@@ -71,7 +75,7 @@ it('enable-asymmetric-signing prints the public key (the same one when run again
     enabled_now: true,
     public_keys: [{ public_key: on.public_key, created_at: expect.stringMatching(/Z$/), expires_at: null }],
   });
-  expect(await admin('enable-asymmetric-signing', '--workspace', ws.workspace_id)).toEqual({ ...on, enabled_now: false });
+  expect(await inProcess('enable-asymmetric-signing', '--workspace', ws.workspace_id)).toEqual({ ...on, enabled_now: false });
 
   const before = Date.now();
   const rotated = await admin('rotate-signing-key', '--workspace', ws.workspace_id);
@@ -85,7 +89,7 @@ it('enable-asymmetric-signing prints the public key (the same one when run again
 });
 
 it('add-member prints credentials that sign in; remove-member removes; the last owner stays', async () => {
-  const ws = await admin('create-workspace', '--name', 'team');
+  const ws = await inProcess('create-workspace', '--name', 'team');
   const out = await admin('add-member', '--workspace', ws.workspace_id, '--email', 'Dev@Team.test', '--role', 'admin');
   expect(out).toEqual({ workspace_id: ws.workspace_id, dashboard: { email: 'dev@team.test', password: expect.any(String), role: 'admin' } });
   const signed = await accounts().signIn('dev@team.test', out.dashboard.password, '127.0.0.1');
@@ -95,11 +99,11 @@ it('add-member prints credentials that sign in; remove-member removes; the last 
     removed: 'dev@team.test',
   });
   expect(await accounts().resume(signed.token)).toBeUndefined();
-  await expect(admin('remove-member', '--workspace', ws.workspace_id, '--email', ws.dashboard.email)).rejects.toMatchObject({
+  await expect(inProcess('remove-member', '--workspace', ws.workspace_id, '--email', ws.dashboard.email)).rejects.toMatchObject({
     code: 2,
     stderr: expect.stringContaining('last owner'),
   });
-  await expect(admin('add-member', '--workspace', ws.workspace_id, '--email', 'x@team.test', '--role', 'boss')).rejects.toMatchObject({ code: 2 });
+  await expect(inProcess('add-member', '--workspace', ws.workspace_id, '--email', 'x@team.test', '--role', 'boss')).rejects.toMatchObject({ code: 2 });
 });
 
 it('says plainly that it cannot reach Redis, with no stack trace', async () => {
@@ -114,13 +118,17 @@ it('says plainly that it cannot reach Redis, with no stack trace', async () => {
 
 it('says so within seconds when a Redis Cluster or the Sentinels cannot be reached, whose clients would retry for good', async () => {
   const cli = join(__dirname, '../../tools/admin/dist/main.js');
-  for (const settings of [{ REDIS_CLUSTER_NODES: '127.0.0.1:1' }, { REDIS_SENTINELS: '127.0.0.1:1', REDIS_SENTINEL_NAME: 'mymaster' }]) {
-    const refused = run(process.execPath, [cli, 'list-keys', '--workspace', 'ws_x'], {
-      env: { PATH: process.env.PATH, KEY_PREFIX: prefix, ...settings },
-      timeout: 30_000,
-    });
-    await expect(refused).rejects.toMatchObject({ code: 1, stderr: expect.stringMatching(/^admin: cannot reach Redis [^\n]*\n$/) });
-  }
+  // The two processes at once: each waits on its own unreachable Redis.
+  const settings = [{ REDIS_CLUSTER_NODES: '127.0.0.1:1' }, { REDIS_SENTINELS: '127.0.0.1:1', REDIS_SENTINEL_NAME: 'mymaster' }];
+  await Promise.all(
+    settings.map(async (setting) => {
+      const refused = run(process.execPath, [cli, 'list-keys', '--workspace', 'ws_x'], {
+        env: { PATH: process.env.PATH, KEY_PREFIX: prefix, ...setting },
+        timeout: 30_000,
+      });
+      await expect(refused).rejects.toMatchObject({ code: 1, stderr: expect.stringMatching(/^admin: cannot reach Redis [^\n]*\n$/) });
+    }),
+  );
 });
 
 it('says that there is no link-signing key yet, on a deployment no service has started on, instead of calling it sealed', async () => {
@@ -136,47 +144,52 @@ it('refuses a ledger of a workspace that does not exist, as every other command 
 });
 
 it('refuses a flag the command does not take, or one given twice, rather than ignoring it', async () => {
-  const ws = await admin('create-workspace', '--name', 'flags');
+  const ws = await inProcess('create-workspace', '--name', 'flags');
   await expect(admin('set-limits', '--workspace', ws.workspace_id, '--max-waiting-job', '2')).rejects.toMatchObject({
     code: 2,
     stderr: expect.stringMatching(/^unknown flag --max-waiting-job\nusage: admin set-limits --workspace ID/),
   });
-  await expect(admin('rotate-secret', '--workspace', ws.workspace_id, '--workspace', 'ws_other')).rejects.toMatchObject({
+  await expect(inProcess('rotate-secret', '--workspace', ws.workspace_id, '--workspace', 'ws_other')).rejects.toMatchObject({
     code: 2,
     stderr: expect.stringContaining('--workspace is given twice'),
   });
 });
 
 it('makes a workspace with a long name, whose owner address stays an address', async () => {
-  const out = await admin('create-workspace', '--name', 'Long '.repeat(60));
+  const out = await inProcess('create-workspace', '--name', 'Long '.repeat(60));
   expect(out.dashboard.email).toBe(`owner@${'long-'.repeat(12)}lon.local`);
 });
 
 it('exits 2 with usage on bad input', async () => {
-  await expect(admin('rotate-secret')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--workspace is required') });
+  await expect(inProcess('rotate-secret')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--workspace is required') });
   await expect(admin('frobnicate')).rejects.toMatchObject({
     code: 2,
     stdout: '',
     stderr: expect.stringMatching(/^unknown command "frobnicate"\n\nusage: npm run -s admin -- <command>[\s\S]*\n {2}create-workspace {2,}/),
   });
-  await expect(admin()).rejects.toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(/^no command given\n\nusage: /) });
+  await expect(inProcess()).rejects.toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(/^no command given\n\nusage: /) });
   // Command names are looked up among the commands only, never on Object.prototype.
   for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
-    await expect(admin(name)).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('usage') });
+    await expect(inProcess(name)).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('usage') });
   }
 });
 
 describe('--help', () => {
-  /** The CLI run with only PATH and `env`: exit code and both outputs, whatever the code. */
-  const cli = async (args: string[], env: Record<string, string> = {}) =>
+  /** The CLI run as a process with only PATH and `env`: exit code and both outputs, whatever the code. */
+  const cliProcess = async (args: string[], env: Record<string, string> = {}) =>
     run(process.execPath, [join(__dirname, '../../tools/admin/dist/main.js'), ...args], { env: { PATH: process.env.PATH, ...env } }).then(
       ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
       (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
     );
+  /** The same, the CLI's main called in this process. */
+  const cliInProcess = (args: string[], env: Record<string, string> = {}) => adminInProcess(args, { PATH: process.env.PATH, ...env });
   /** Names like REDIS_URL in a text. */
   const settingsIn = (text: string) => [...new Set([...text.matchAll(/\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b/g)].map((m) => m[0]))];
 
-  it.each(['--help', '-h'])('%s lists every command in one line each, and the settings they read, with exit code 0', async (flag) => {
+  it.each([
+    ['--help', cliProcess],
+    ['-h', cliInProcess],
+  ])('%s lists every command in one line each, and the settings they read, with exit code 0', async (flag, cli) => {
     // Help reads nothing: not even a configuration that a command would refuse.
     const { code, stdout, stderr } = await cli([flag], { KEY_PREFIX: '{two}{tags}' });
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
@@ -199,7 +212,7 @@ describe('--help', () => {
       [name, '--help'],
       [name, '--workspace', 'ws_help', '-h'],
     ];
-    const runs = await Promise.all(variants.map((args) => cli(args, { REDIS_URL, KEY_PREFIX: prefix })));
+    const runs = await Promise.all(variants.map((args) => cliInProcess(args, { REDIS_URL, KEY_PREFIX: prefix })));
     expect(runs[1]).toEqual(runs[0]);
     for (const [i, { code, stdout, stderr }] of runs.entries()) {
       expect({ args: variants[i], code, stderr }).toEqual({ args: variants[i], code: 0, stderr: '' });

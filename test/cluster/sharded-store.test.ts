@@ -1,5 +1,5 @@
 import { loadConfig } from '@media/common';
-import { hashApiKey, mint, WorkspaceRepository } from '@media/accounts';
+import { FailureCounter, hashApiKey, mint, SessionRepository, SIGN_IN_LIMITS, WorkspaceAccounts, WorkspaceRepository } from '@media/accounts';
 import { callbackIdFor, type ImageJob, LEGACY_SHARD, newId, newIdBeside, shardOfId, STORE_SHARDS } from '@media/domain';
 import { JobRepository } from '@media/jobs';
 import { SecretBox } from '@media/storage';
@@ -30,10 +30,21 @@ describe('a store spread over a cluster by workspace', () => {
       { redisCluster: cluster },
     );
     const byShard = new Map<number, TestWorkspace>([[shardOfId(h.workspace.workspaceId), h.workspace]]);
+    // Workspaces made as the stack makes them, but with a cheap scrypt for their owners' passwords,
+    // which nothing here signs in with: about fifty are made, at tens of milliseconds each otherwise.
+    const accounts = new WorkspaceAccounts({
+      workspaces: h.stack.workspaces,
+      sessions: new SessionRepository(h.stack.redis, h.stack.keys),
+      failures: new FailureCounter(h.stack.redis, h.stack.keys, SIGN_IN_LIMITS),
+      rotationOverlapSeconds: 86_400,
+      audit: h.stack.accounts.audit,
+      scrypt: { N: 2 ** 10, r: 8, p: 1, keylen: 32 },
+    });
     // Shards are drawn at random: make workspaces until every shard has one (about 50 draws).
     for (let i = 0; byShard.size < STORE_SHARDS; i++) {
       if (i > 1_000) throw new Error('workspace shards are not drawn over all shards');
-      const ws = await h.stack.createWorkspace(`ws${i}`);
+      const { workspace, apiKey, signingSecret, owner } = await accounts.createWorkspace(`ws${i}`, `owner@ws${i}.test`);
+      const ws: TestWorkspace = { workspaceId: workspace.id, apiKey, signingSecret, owner };
       if (!byShard.has(shardOfId(ws.workspaceId))) byShard.set(shardOfId(ws.workspaceId), ws);
     }
     workspaces.push(...[...byShard.entries()].sort(([a], [b]) => a - b).map(([, ws]) => ws));

@@ -19,22 +19,31 @@ let browser: Browser;
 let failingJob: string;
 
 beforeAll(async () => {
-  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '1s,10m,10m,10m,10m' }, { inProcess: true });
-  h.receiver.script(FAILING_PATH, () => ({ status: 503, body: `upstream ${'unavailable '.repeat(40)}` }));
-  browser = await launchChromium();
-  const jobs = await Promise.all([
-    h.jobs.image(h.receiver.url(LONG_PATH), `a ${'very '.repeat(60)}long prompt about a lighthouse`),
-    h.jobs.image(h.receiver.url(FAILING_PATH), 'a failing one'),
-    h.jobs.video(h.receiver.url(LONG_PATH), 'waves on a beach'),
-  ]);
-  failingJob = jobs[1]!;
-  await h.attempts(await h.messageIdOf(failingJob), 2);
-  await h.settled(await h.messageIdOf(jobs[0]!), ['delivered']);
-  const owner = await DashboardClient.signedIn(h.stack.baseUrl, h.workspace.owner.email, h.workspace.owner.password);
-  for (let i = 0; i < 12; i++) expect((await owner.call('POST', '/keys')).status).toBe(201);
-  for (const role of ['admin', 'member', 'member']) {
-    const email = `${role}.with.a.rather.long.name.${Math.random().toString(36).slice(2)}@subsidiary.example-enterprise.com`;
-    expect((await owner.call('POST', '/members', { json: { email, role } })).status).toBe(201);
+  // Chromium starts while the stack and its data are made: neither needs the other.
+  const launching = launchChromium();
+  try {
+    h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '1s,10m,10m,10m,10m' }, { inProcess: true });
+    h.receiver.script(FAILING_PATH, () => ({ status: 503, body: `upstream ${'unavailable '.repeat(40)}` }));
+    const jobs = await Promise.all([
+      h.jobs.image(h.receiver.url(LONG_PATH), `a ${'very '.repeat(60)}long prompt about a lighthouse`),
+      h.jobs.image(h.receiver.url(FAILING_PATH), 'a failing one'),
+      h.jobs.video(h.receiver.url(LONG_PATH), 'waves on a beach'),
+    ]);
+    failingJob = jobs[1]!;
+    // The keys and members are made while the failing callback waits for its second attempt.
+    const owner = await DashboardClient.signedIn(h.stack.baseUrl, h.workspace.owner.email, h.workspace.owner.password);
+    const made = await Promise.all([
+      ...Array.from({ length: 12 }, () => owner.call('POST', '/keys')),
+      ...['admin', 'member', 'member'].map((role) => {
+        const email = `${role}.with.a.rather.long.name.${Math.random().toString(36).slice(2)}@subsidiary.example-enterprise.com`;
+        return owner.call('POST', '/members', { json: { email, role } });
+      }),
+    ]);
+    expect(made.map((res) => res.status)).toEqual(Array(15).fill(201));
+    await h.attempts(await h.messageIdOf(failingJob), 2);
+    await h.settled(await h.messageIdOf(jobs[0]!), ['delivered']);
+  } finally {
+    browser = await launching;
   }
 });
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { VideoJob } from '@media/domain';
 import { LimitRepository } from '@media/jobs';
+import { adminJson } from '../admin/support/admin-cli';
 import { expectApiError } from '../support/http';
 import { api, TestStack, type TestWorkspace } from '../support/stack';
 
@@ -24,13 +25,15 @@ afterAll(async () => {
 });
 
 const run = promisify(execFile);
-/** The admin CLI against this stack's Redis and prefix, with the same settings as the gateway. */
+/** The admin CLI's settings: this stack's Redis and prefix, and the same limits as the gateway. */
+const adminEnv = () => ({ PATH: process.env.PATH, REDIS_URL: stack.redisUrl, KEY_PREFIX: stack.prefix, ...DEFAULTS });
+/** The built admin CLI, run as a process: the binary's own wiring, exit code and output. */
 const admin = async (...args: string[]) => {
-  const { stdout } = await run(process.execPath, [join(__dirname, '../../tools/admin/dist/main.js'), ...args], {
-    env: { PATH: process.env.PATH, REDIS_URL: stack.redisUrl, KEY_PREFIX: stack.prefix, ...DEFAULTS },
-  });
+  const { stdout } = await run(process.execPath, [join(__dirname, '../../tools/admin/dist/main.js'), ...args], { env: adminEnv() });
   return JSON.parse(stdout);
 };
+/** The same CLI's main, called in this process (test/admin/support/admin-cli.ts): the same output and exit code. */
+const adminInProcess = (...args: string[]) => adminJson(args, adminEnv());
 
 async function workspace(name: string): Promise<{ ws: TestWorkspace; call: ReturnType<typeof api> }> {
   const ws = await stack.createWorkspace(name);
@@ -113,24 +116,29 @@ describe('admin set-limits', () => {
     expect(limitHeaders(await call('/v1/videos')).limit).toBe('10');
 
     // Raised: the calls already made in this window still count.
-    await admin('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', '5');
+    await adminInProcess('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', '5');
     const raised = await call('/v1/images/generations', { method: 'POST', json: {} });
     expect([raised.status, limitHeaders(raised).limit, limitHeaders(raised).remaining]).toEqual([400, '5', '2']);
 
-    const reset = await admin('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', 'default', '--read-per-minute', 'default');
+    const reset = await adminInProcess('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', 'default', '--read-per-minute', 'default');
     expect(reset.limits).toEqual({ create_per_minute: 3, read_per_minute: 4, max_waiting_jobs: 2 });
     expect(limitHeaders(await call('/v1/videos')).limit).toBe('4');
   });
 
   it('refuses bad values and unknown workspaces with a usage error', async () => {
     const { ws } = await workspace('bad-flags');
+    // The built CLI refuses with exit code 2 and the reason on stderr; the same main in this process refuses the rest.
+    await expect(admin('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', '0')).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--create-per-minute must be a positive integer'),
+    });
     for (const value of ['0', '-1', '1.5', 'lots', '']) {
-      await expect(admin('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', value)).rejects.toMatchObject({
+      await expect(adminInProcess('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', value)).rejects.toMatchObject({
         code: 2,
         stderr: expect.stringContaining('--create-per-minute must be a positive integer'),
       });
     }
-    await expect(admin('set-limits', '--workspace', 'ws_missing', '--read-per-minute', '5')).rejects.toMatchObject({
+    await expect(adminInProcess('set-limits', '--workspace', 'ws_missing', '--read-per-minute', '5')).rejects.toMatchObject({
       code: 2,
       stderr: expect.stringContaining('No workspace ws_missing.'),
     });
@@ -140,7 +148,7 @@ describe('admin set-limits', () => {
 describe('waiting jobs', () => {
   it('answers 429 too_many_pending_jobs at the cap, counts replays once, and frees a place when a job finishes', async () => {
     const { ws, call } = await workspace('waiting');
-    await admin('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', '100');
+    await adminInProcess('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', '100');
     const headers = { 'idempotency-key': 'waiting-1' };
     const first = await call('/v1/videos', { method: 'POST', json: video, headers });
     const second = await call('/v1/images/generations', {
@@ -157,7 +165,7 @@ describe('waiting jobs', () => {
     const replay = await call('/v1/videos', { method: 'POST', json: video, headers });
     expect([replay.status, replay.json.id, replay.headers.get('idempotent-replayed')]).toEqual([200, first.json.id, 'true']);
 
-    await admin('set-limits', '--workspace', ws.workspaceId, '--max-waiting-jobs', '3');
+    await adminInProcess('set-limits', '--workspace', ws.workspaceId, '--max-waiting-jobs', '3');
     expect((await call('/v1/videos', { method: 'POST', json: video })).status).toBe(200);
     expect((await call('/v1/videos', { method: 'POST', json: video })).status).toBe(429);
     expect(await stack.jobs.unfinishedCount(ws.workspaceId)).toBe(3);
@@ -177,7 +185,7 @@ describe('waiting jobs', () => {
 
   it('holds no place for a refused call, nor for a job whose uploads could not be stored', async () => {
     const { ws, call } = await workspace('refused');
-    await admin('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', '100');
+    await adminInProcess('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', '100');
     await call('/v1/videos', { method: 'POST', json: { ...video, callback_url: 'https://127.0.0.1/hook' } });
     await call('/v1/images/edits', { method: 'POST', json: { prompt: 'x', image: 'data:image/png;base64,AAAA' } });
     expect(await stack.jobs.unfinishedCount(ws.workspaceId)).toBe(0);
@@ -198,7 +206,7 @@ describe('waiting jobs', () => {
 describe('remixes', () => {
   it('count as POST /v1/videos does: a creation call each, and a waiting job under the cap', async () => {
     const { ws, call } = await workspace('remix-limits');
-    await admin('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', '100');
+    await adminInProcess('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', '100');
     const created = await call('/v1/videos', { method: 'POST', json: video });
     // The generator's part: the source finishes, which frees its place.
     const source = (await stack.jobs.get(created.json.id)) as VideoJob;
@@ -219,7 +227,7 @@ describe('remixes', () => {
     expect(await stack.jobs.unfinishedCount(ws.workspaceId)).toBe(2);
 
     // Five creation calls so far in this window.
-    await admin('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', '5', '--max-waiting-jobs', '10');
+    await adminInProcess('set-limits', '--workspace', ws.workspaceId, '--create-per-minute', '5', '--max-waiting-jobs', '10');
     const over = await remix();
     expectApiError(over, 429, { type: 'rate_limit_error', code: 'rate_limit_exceeded' });
     expect(Number(over.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);

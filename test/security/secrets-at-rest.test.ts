@@ -5,23 +5,22 @@
 // Afterwards a dump of the whole Redis holds no `whsec_`, no secret's bytes, no `whsk_` nor an
 // ed25519 secret key's bytes, and no link key, while deliveries (v1 and v1a) still verify, and
 // the dashboard and the admin CLI still show the secrets.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { SecretBox } from '@media/storage';
 import { WorkspaceRepository } from '@media/accounts';
 import { generateKeyPair, publicKeyOf, verify } from '@media/callback-signing';
 import { DispatcherHarness } from '../dispatcher/support/harness';
 import { DashboardClient } from '../dashboard/support/api-client';
+import { adminJson } from '../admin/support/admin-cli';
 import { freePort, redisAnswers } from '../support/basics';
 import { allKeys } from '../support/store-keys';
 
-const run = promisify(execFile);
 const KEY = randomBytes(32).toString('base64');
 const PLAIN_LINK_KEY = randomBytes(32).toString('base64url');
 
@@ -51,16 +50,16 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const admin = async (env: Record<string, string>, ...args: string[]) => {
-  const { stdout } = await run(process.execPath, [join(__dirname, '../../tools/admin/dist/main.js'), ...args], {
-    env: { PATH: process.env.PATH, REDIS_URL: `redis://127.0.0.1:${port}`, KEY_PREFIX: h.stack.prefix, ...env },
-  });
-  return JSON.parse(stdout);
-};
+// The admin CLI's main in this process, with the environment its process would get
+// (test/admin/admin-cli.test.ts runs each command as the built CLI): what it writes to the store is
+// what this test reads.
+const admin = (env: Record<string, string>, ...args: string[]) =>
+  adminJson(args, { PATH: process.env.PATH, REDIS_URL: `redis://127.0.0.1:${port}`, KEY_PREFIX: h.stack.prefix, ...env });
 
 it('keeps plain records working, seals them, and leaves nothing to read in a dump', async () => {
   // A workspace made as before encryption (the tests' own accounts seal nothing): its secret is plain.
-  h = await DispatcherHarness.start({ REDIS_URL: `redis://127.0.0.1:${port}`, SECRETS_ENCRYPTION_KEYS: KEY });
+  // The services run in this process: what they seal and what a dump holds are the same as a process's.
+  h = await DispatcherHarness.start({ REDIS_URL: `redis://127.0.0.1:${port}`, SECRETS_ENCRYPTION_KEYS: KEY }, { inProcess: true });
   const prefix = h.stack.prefix;
   const plainSecret = h.workspace.signingSecret;
   expect(await redis.get(allKeys(prefix).workspaceSecrets(h.workspace.workspaceId))).toContain(plainSecret);

@@ -6,7 +6,7 @@ import { SecretBox } from '@media/storage';
 import { publicKeyOf } from '@media/callback-signing';
 import { SIGN_IN_LIMITS, WorkspaceAccounts } from './accounts';
 import { AsymmetricSigningOffError, InvalidCredentialsError, LastOwnerError, MemberExistsError, MemberNotFoundError, SignInThrottledError } from './errors';
-import { hashPassword, verifyPassword } from './passwords';
+import { hashPassword, SCRYPT_PARAMS, verifyPassword } from './passwords';
 import { can } from './permissions';
 import { AuditLog } from './audit';
 import { allKeys } from '../../../test/support/store-keys';
@@ -16,12 +16,19 @@ const keys = allKeys(`test-${randomBytes(6).toString('hex')}`);
 const workspaces = new WorkspaceRepository(redis, keys);
 let clock = Date.now();
 const audit = new AuditLog(redis, keys, 86_400, () => clock);
+/**
+ * scrypt at 1/32 of production's N: the same code path (one scrypt per sign-in, shared salts, the
+ * decoy) for about a millisecond a hash instead of tens, since most tests here sign in dozens of
+ * times. That production uses SCRYPT_PARAMS is checked on its own, below.
+ */
+const CHEAP_SCRYPT = { N: 2 ** 10, r: 8, p: 1, keylen: 32 };
 const accounts = new WorkspaceAccounts({
   workspaces,
   sessions: new SessionRepository(redis, keys),
   failures: new FailureCounter(redis, keys, SIGN_IN_LIMITS),
   rotationOverlapSeconds: 86_400,
   audit,
+  scrypt: CHEAP_SCRYPT,
   now: () => clock,
 });
 
@@ -58,6 +65,37 @@ describe('WorkspaceAccounts', () => {
     const { scryptSync } = await import('node:crypto');
     const salt = randomBytes(16);
     expect(await verifyPassword('old', `scrypt$${salt.toString('base64')}$${scryptSync('old', salt, 32).toString('base64')}`)).toBe(true);
+  });
+
+  it('hashes members’ passwords, and checks an unknown e-mail against a decoy, with the production parameters unless told otherwise', async () => {
+    expect(SCRYPT_PARAMS).toEqual({ N: 2 ** 15, r: 8, p: 1, keylen: 32 });
+    const production = new WorkspaceAccounts({
+      workspaces,
+      sessions: new SessionRepository(redis, keys),
+      failures: new FailureCounter(redis, keys, SIGN_IN_LIMITS),
+      rotationOverlapSeconds: 86_400,
+      audit,
+      now: () => clock,
+    });
+    const { workspace, owner } = await production.createWorkspace('production-cost', 'owner@prod.test');
+    const stored = (await workspaces.member(workspace.id, owner.email))!.password_hash;
+    expect(stored).toMatch(/^scrypt\$32768\$8\$1\$/);
+    expect(Buffer.from(stored.split('$')[5]!, 'base64')).toHaveLength(32);
+    const scrypt = jest.spyOn(crypto, 'scrypt');
+    let calls: unknown[][];
+    try {
+      const signed = await production.signIn(owner.email, owner.password, '10.6.0.1');
+      expect(signed.session.workspace.id).toBe(workspace.id);
+      await production.signOut(signed.token);
+      await expect(production.signIn('nobody@prod.test', 'wrong password', '10.6.0.1')).rejects.toBeInstanceOf(InvalidCredentialsError);
+      calls = [...scrypt.mock.calls];
+    } finally {
+      scrypt.mockRestore();
+    }
+    // The owner's sign-in, the decoy (made on first use; nothing here used production's before) and the unknown e-mail's sign-in.
+    const options = calls.map(([, , keylen, opts]) => ({ keylen, ...(opts as object) }));
+    expect(options).toHaveLength(3);
+    for (const used of options) expect(used).toMatchObject({ keylen: 32, N: 2 ** 15, r: 8, p: 1 });
   });
 
   it('signs members in, resumes and ends sessions, and ends a member’s sessions when their role changes or they are removed', async () => {
@@ -184,7 +222,9 @@ describe('WorkspaceAccounts', () => {
       scrypt.mockRestore();
     }
     const one = costs.single![0]!;
-    expect(JSON.parse(one)).toHaveLength(1);
+    expect(JSON.parse(one)).toEqual([
+      { keylen: CHEAP_SCRYPT.keylen, options: expect.objectContaining({ N: CHEAP_SCRYPT.N, r: CHEAP_SCRYPT.r, p: CHEAP_SCRYPT.p }) },
+    ]);
     expect(costs).toEqual({ unknown: Array(5).fill(one), single: Array(5).fill(one), triple: Array(5).fill(one) });
   });
 
@@ -280,6 +320,7 @@ describe('WorkspaceAccounts', () => {
         rotationOverlapSeconds: 86_400,
         audit,
         apiKeyCacheMs: cacheMs,
+        scrypt: CHEAP_SCRYPT,
         now: () => clock,
       });
     const gateway = cached();
@@ -376,6 +417,7 @@ describe('WorkspaceAccounts', () => {
       failures: new FailureCounter(redis, keys, SIGN_IN_LIMITS),
       rotationOverlapSeconds: 86_400,
       audit,
+      scrypt: CHEAP_SCRYPT,
       now: () => clock,
     });
     const { workspace } = await sealing.createWorkspace('sealed-keys', 'o@sk.test');

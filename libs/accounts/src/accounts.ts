@@ -23,7 +23,7 @@ import {
   WorkspaceNotFoundError,
 } from './errors';
 import { mint, sha256 } from './mint';
-import { hashPassword, verifyPasswords } from './passwords';
+import { hashPassword, SCRYPT_PARAMS, verifyPasswords, type ScryptParams } from './passwords';
 import { isRole } from './permissions';
 import { OPERATOR, type AuditActor, type AuditLog } from './audit';
 
@@ -101,6 +101,12 @@ export interface AccountsDeps {
    * looks every key up every time. The gateway passes {@link API_KEY_CACHE_MS}.
    */
   apiKeyCacheMs?: number;
+  /**
+   * The scrypt parameters new password hashes (and the decoy an unknown e-mail is checked against)
+   * are made with; {@link SCRYPT_PARAMS} unless given. Tests whose subject is not the cost pass a
+   * cheap set; production never sets it.
+   */
+  scrypt?: ScryptParams;
   now?: () => number;
 }
 
@@ -121,6 +127,7 @@ interface CachedApiKey {
 export class WorkspaceAccounts {
   private readonly now: () => number;
   private readonly apiKeyCacheMs: number;
+  private readonly scrypt: ScryptParams;
   /** By the key's SHA-256, never the key itself. */
   private readonly apiKeyCache = new Map<string, CachedApiKey>();
   /** Bumped by every revocation: a lookup that started before one may not fill the cache. */
@@ -129,6 +136,7 @@ export class WorkspaceAccounts {
   constructor(private readonly deps: AccountsDeps) {
     this.now = deps.now ?? Date.now;
     this.apiKeyCacheMs = deps.apiKeyCacheMs ?? 0;
+    this.scrypt = deps.scrypt ?? SCRYPT_PARAMS;
   }
 
   /** The workspace's audit: who changed its members, API keys and signing secrets (and its endpoints, through @media/callbacks). */
@@ -211,7 +219,7 @@ export class WorkspaceAccounts {
    * that sign-in checks all of them with one scrypt.
    */
   private async passwordHash(email: string, password: string): Promise<string> {
-    return hashPassword(password, (await this.memberships(email))[0]?.member.password_hash);
+    return hashPassword(password, (await this.memberships(email))[0]?.member.password_hash, this.scrypt);
   }
 
   /** The e-mail's memberships, by workspace id: the first one's salt is the one sign-in derives with. */
@@ -248,6 +256,7 @@ export class WorkspaceAccounts {
     const matches = await verifyPasswords(
       password,
       candidates.map(({ member }) => member.password_hash),
+      this.scrypt,
     );
     const match = candidates.find((_, i) => matches[i]);
     const found = match && { workspaceId: match.workspaceId, role: match.member.role, epoch: match.member.session_epoch ?? '' };

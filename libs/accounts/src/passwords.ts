@@ -5,7 +5,19 @@ import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } 
  * is OWASP's recommended floor. The parameters are written into every hash, so raising them later
  * leaves existing passwords verifiable.
  */
-export const SCRYPT_PARAMS = { N: 2 ** 15, r: 8, p: 1, keylen: 32 } as const;
+export const SCRYPT_PARAMS: ScryptParams = { N: 2 ** 15, r: 8, p: 1, keylen: 32 };
+
+/**
+ * The work factors and key length new hashes are made with. Production uses {@link SCRYPT_PARAMS};
+ * another set is for tests whose subject is not the cost itself (a cheap N makes a hash take about
+ * a millisecond instead of tens, with the same code path).
+ */
+export interface ScryptParams {
+  readonly N: number;
+  readonly r: number;
+  readonly p: number;
+  readonly keylen: number;
+}
 // Node's default maxmem (32 MiB) is exactly what N=2^15, r=8 needs; the headroom avoids a refusal.
 const MAXMEM = 64 * 1024 * 1024;
 
@@ -40,13 +52,13 @@ function derivedAlike(a: ScryptHash, b: ScryptHash): boolean {
  * `scrypt$N$r$p$salt$hash`, salt and hash in base64. Given `like` (another hash of the same
  * e-mail), its salt and parameters are reused, so that one scrypt checks a password against every
  * membership of that e-mail (see {@link verifyPasswords}); otherwise a new salt and the current
- * parameters.
+ * parameters (`params`, {@link SCRYPT_PARAMS} unless given).
  */
-export async function hashPassword(password: string, like?: string): Promise<string> {
+export async function hashPassword(password: string, like?: string, params: ScryptParams = SCRYPT_PARAMS): Promise<string> {
   const base = like === undefined ? undefined : parseHash(like);
-  const { N, r, p } = base ?? SCRYPT_PARAMS;
+  const { N, r, p } = base ?? params;
   const salt = base?.salt ?? randomBytes(16);
-  const hash = await scrypt(password, salt, base?.key.length ?? SCRYPT_PARAMS.keylen, { N, r, p, maxmem: MAXMEM });
+  const hash = await scrypt(password, salt, base?.key.length ?? params.keylen, { N, r, p, maxmem: MAXMEM });
   return `scrypt$${N}$${r}$${p}$${salt.toString('base64')}$${hash.toString('base64')}`;
 }
 
@@ -64,21 +76,30 @@ export async function verifyPassword(password: string, stored: string): Promise<
  * many workspaces the e-mail belongs to. The key is derived with the first hash's salt and
  * parameters (with the decoy's when there is no usable first hash) and compared in constant time
  * with every hash made with the same ones; a hash with another salt (stored before memberships
- * shared one) cannot match.
+ * shared one) cannot match. The decoy is made with `params`, the parameters new hashes get, so
+ * that a miss costs what a hit does.
  *
  * @returns for each hash, whether the password matches it
  */
-export async function verifyPasswords(password: string, stored: readonly string[]): Promise<boolean[]> {
+export async function verifyPasswords(password: string, stored: readonly string[], params: ScryptParams = SCRYPT_PARAMS): Promise<boolean[]> {
   const hashes = stored.map(parseHash);
-  const reference = hashes[0] ?? parseHash(await decoyHash())!;
+  const reference = hashes[0] ?? parseHash(await decoyHash(params))!;
   const { N, r, p, salt, key } = reference;
   const derived = await scrypt(password, salt, key.length, { N, r, p, maxmem: MAXMEM });
   return hashes.map((hash) => hash !== undefined && derivedAlike(hash, reference) && timingSafeEqual(hash.key, derived));
 }
 
-/** A hash to compare against when the e-mail is unknown, so that a miss costs as long as a wrong password. */
-let decoy: Promise<string> | undefined;
-export function decoyHash(): Promise<string> {
-  decoy ??= hashPassword(randomBytes(16).toString('hex'));
+/**
+ * A hash to compare against when the e-mail is unknown, so that a miss costs as long as a wrong
+ * password: one per parameter set, made on first use.
+ */
+const decoys = new Map<string, Promise<string>>();
+export function decoyHash(params: ScryptParams = SCRYPT_PARAMS): Promise<string> {
+  const key = `${params.N}$${params.r}$${params.p}$${params.keylen}`;
+  let decoy = decoys.get(key);
+  if (!decoy) {
+    decoy = hashPassword(randomBytes(16).toString('hex'), undefined, params);
+    decoys.set(key, decoy);
+  }
   return decoy;
 }

@@ -1,5 +1,5 @@
 import { AccountsError, createAccounts, isRole, type PublicSigningKey, WorkspaceRepository } from '@media/accounts';
-import { createRedis, loadConfig } from '@media/common';
+import { ConfigError, createRedis, loadConfig } from '@media/common';
 import { configuredLimits, JobRepository, LIMIT_NAMES, LimitRepository, type LimitName } from '@media/jobs';
 import { resealLinkKey, SecretBox, StoreKeys } from '@media/storage';
 import { retryCallback } from './callback-commands';
@@ -309,7 +309,36 @@ export function adminHelp(argv: string[]): string | undefined {
   return undefined;
 }
 
-export async function runAdmin(argv: string[]): Promise<unknown> {
+/** Where the CLI reads its settings and writes its output: in main.ts, the process's own. */
+export interface AdminIo {
+  env: NodeJS.ProcessEnv;
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+}
+
+/**
+ * The CLI on `argv`, as main.ts runs it: help, or the command's answer as JSON, on stdout; a refusal
+ * (usage, configuration) or a failure on stderr. Resolves with the exit code: 0, 2 for a refusal, 1
+ * for a failure.
+ */
+export async function adminMain(argv: string[], io: AdminIo): Promise<number> {
+  const help = adminHelp(argv);
+  if (help !== undefined) {
+    io.stdout.write(help);
+    return 0;
+  }
+  try {
+    const result = await runAdmin(argv, io.env);
+    io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    return 0;
+  } catch (err) {
+    const known = err instanceof UsageError || err instanceof ConfigError;
+    io.stderr.write(`${known ? err.message : `admin: ${err instanceof Error ? err.message : String(err)}`}\n`);
+    return known ? 2 : 1;
+  }
+}
+
+export async function runAdmin(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<unknown> {
   const [name, ...rest] = argv;
   const command = name && Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!command) throw new UsageError(`${name ? `unknown command "${name}"` : 'no command given'}\n\n${overviewHelp(COMMANDS)}`);
@@ -318,7 +347,7 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
   const known = new Set([...command.usage.matchAll(/--([a-z-]+)/g)].map((m) => m[1]));
   const unknown = Object.keys(flags).filter((flag) => !known.has(flag));
   if (unknown.length > 0) throw new UsageError(`unknown flag ${unknown.map((f) => `--${f}`).join(', ')}\nusage: admin ${command.usage}`);
-  const config = loadConfig();
+  const config = loadConfig(env);
   const redis = createRedis(config.redis, 'request');
   // A connection error reaches the command that met it; kept to say so, instead of ioredis
   // printing a stack trace for every retry.

@@ -291,6 +291,17 @@ describe('real responses match the document', () => {
     expect((two.json as { data: unknown[] }).data).toHaveLength(2);
   });
 
+  it('the audit events: the changes the admin CLI made above, a page at a time, and 400 for an unknown action or cursor', async () => {
+    const ws = await h.stack.createWorkspace('audit-contract');
+    expect((await h.admin(['rotate-secret', '--workspace', ws.workspaceId])).code).toBe(0);
+    const audited = api(h.stack, ws.apiKey);
+    const page = await audited('/v1/audit-events?limit=1');
+    expectAnswer('GET /v1/audit-events', page, 200);
+    expectAnswer('GET /v1/audit-events', await audited(`/v1/audit-events?after=${(page.json as { last_id: string }).last_id}`), 200);
+    expectAnswer('GET /v1/audit-events', await audited('/v1/audit-events?action=nothing.happened'), 400, 'invalid_value');
+    expectAnswer('GET /v1/audit-events', await audited('/v1/audit-events?after=aud_nope'), 400, 'invalid_value');
+  });
+
   it('429 with Retry-After and the rate-limit headers once a workspace is over its limit', async () => {
     const ws = await h.stack.createWorkspace('limited');
     const lowered = await h.admin(['set-limits', '--workspace', ws.workspaceId, '--read-per-minute', '1']);

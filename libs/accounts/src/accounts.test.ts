@@ -49,7 +49,15 @@ describe('WorkspaceAccounts', () => {
     const everything = (await Promise.all(keys.patterns.map((pattern) => redis.keys(pattern)))).flat();
     for (const key of everything) {
       const type = await redis.type(key);
-      const dump = JSON.stringify(type === 'hash' ? await redis.hgetall(key) : type === 'string' ? await redis.get(key) : await redis.smembers(key));
+      const dump = JSON.stringify(
+        type === 'hash'
+          ? await redis.hgetall(key)
+          : type === 'string'
+            ? await redis.get(key)
+            : type === 'zset'
+              ? await redis.zrange(key, 0, -1)
+              : await redis.smembers(key),
+      );
       expect(dump).not.toContain(created.apiKey);
       expect(dump).not.toContain(created.owner.password);
     }

@@ -134,6 +134,9 @@ it('logs every answer with its full path, without the query, and the route patte
   await withKey('POST', '/v1/callbacks/recover', 202, '/v1/callbacks/recover', { json: { since: Math.floor(Date.now() / 1000) - 3600 } });
   await withKey('DELETE', `/v1/videos/${videoId}`, 200, '/v1/videos/:id');
 
+  // Who changed what: the audit.
+  await withKey('GET', '/v1/audit-events?action=workspace.created', 200, '/v1/audit-events/');
+
   // The dashboard: its page, and every call of its API.
   await open('GET', '/dashboard/', 200, '/dashboard/');
   const owner = new DashboardClient(h.stack.baseUrl);

@@ -3,11 +3,11 @@ import type { Role } from './workspace-store';
 export const ROLES: readonly Role[] = ['owner', 'admin', 'member'];
 
 /** Everything a dashboard member may be refused. Reading and retrying callbacks are open to every role. */
-export type Action = 'rotate_secret' | 'end_overlap' | 'manage_keys' | 'manage_members';
+export type Action = 'rotate_secret' | 'end_overlap' | 'manage_keys' | 'manage_members' | 'read_audit';
 
 /**
- * Who may do what: owners everything; admins rotate the secret and manage keys; members
- * read and retry. Ending the overlap cuts off receivers still on the old secret at once, so it is
+ * Who may do what: owners everything; admins rotate the secret, manage keys and read the audit;
+ * members read and retry. Ending the overlap cuts off receivers still on the old secret at once, so it is
  * the owner's call alone.
  */
 const ALLOWED: Record<Action, readonly Role[]> = {
@@ -15,6 +15,7 @@ const ALLOWED: Record<Action, readonly Role[]> = {
   manage_keys: ['owner', 'admin'],
   end_overlap: ['owner'],
   manage_members: ['owner'],
+  read_audit: ['owner', 'admin'],
 };
 
 export function can(role: Role, action: Action): boolean {

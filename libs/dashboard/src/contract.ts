@@ -8,6 +8,7 @@
  *
  * One workspace never sees another's data: any id of another workspace answers 404.
  */
+import type { AuditAction, AuditEventObject } from '@media/accounts';
 import type { CallbackDetailObject, CallbackObject, TestCallbackOutcome } from '@media/callbacks';
 
 export type Role = 'owner' | 'admin' | 'member';
@@ -405,3 +406,13 @@ export interface FilteredRecoveryPreview {
 export interface FilteredRecoveryStarted extends FilteredRecoveryPreview {
   id: string;
 }
+
+/** `GET /audit`: a page of the workspace's audit events, newest first (owners and admins). */
+export interface AuditList {
+  data: AuditEventObject[];
+  has_more: boolean;
+  /** Every action the audit records, for the filter. */
+  actions: readonly AuditAction[];
+}
+
+export type { AuditAction, AuditEventObject } from '@media/accounts';

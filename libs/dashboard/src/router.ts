@@ -15,7 +15,10 @@ import {
   LastOwnerError,
   MemberExistsError,
   MemberNotFoundError,
+  AUDIT_ACTIONS,
+  type AuditAction,
   type AuditActor,
+  presentAuditEvent,
   type PublicSigningKey,
   type Role,
   type SecretsView,
@@ -44,6 +47,7 @@ import type {
   AsymmetricSigningState,
   CallbackFilter,
   JobKind,
+  AuditList,
   KeysPage,
   OverviewWindow,
   RecoveryFilters,
@@ -353,6 +357,24 @@ function apiRouter(deps: DashboardDeps): Router {
     allow(res, 'manage_keys');
     await accounts.revokeApiKey(session(res).workspace.id, req.params.id, actor(res)).catch(toApiError);
     res.status(204).end();
+  });
+
+  // --- audit ------------------------------------------------------------------------------
+  api.get('/audit', async (req, res) => {
+    allow(res, 'read_audit');
+    const q = req.query as Record<string, unknown>;
+    const actions = typeof q.action === 'string' && q.action !== '' ? q.action.split(',') : [];
+    const unknown = actions.find((a) => !(AUDIT_ACTIONS as readonly string[]).includes(a));
+    if (unknown !== undefined) throw ApiError.invalid(`Invalid 'action': there is no action '${unknown}'.`, 'action', 'invalid_value');
+    const after = typeof q.after === 'string' && q.after !== '' ? q.after : undefined;
+    const page = await accounts.audit.list(session(res).workspace.id, {
+      limit: integer(q.limit, 'limit', 1, 100, 50),
+      after,
+      actions: actions as AuditAction[],
+    });
+    if (!page.cursorFound) throw ApiError.invalid("Invalid 'after': no audit event of this workspace has that id.", 'after', 'invalid_value');
+    const list: AuditList = { data: page.events.map(presentAuditEvent), has_more: page.hasMore, actions: AUDIT_ACTIONS };
+    res.json(list);
   });
 
   api.post('/secrets/reveal', async (_req, res) => {

@@ -4,6 +4,8 @@
  */
 import type {
   AsymmetricSigningState,
+  AuditAction,
+  AuditList,
   CreatedApiKey,
   CreatedMember,
   DestinationList,
@@ -153,6 +155,11 @@ export class DashboardApi {
   // Usage
   usage(days = 30): Promise<Usage> {
     return this.call('GET', `/usage${query({ days })}`);
+  }
+
+  // Audit
+  audit(actions: readonly AuditAction[] = [], after?: string): Promise<AuditList> {
+    return this.call('GET', `/audit${query({ action: actions.join(',') || undefined, after })}`);
   }
 
   // Members

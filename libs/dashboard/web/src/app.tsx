@@ -10,6 +10,7 @@ import { RequestDetailPage } from './pages/request-detail';
 import { KeysPage } from './pages/keys';
 import { UsagePage } from './pages/usage';
 import { MembersPage } from './pages/members';
+import { AuditPage } from './pages/audit';
 
 /** How long a page that could not reach the server at start waits before asking again. */
 const BOOT_RETRY_MS = 5_000;
@@ -22,6 +23,7 @@ const PAGE_TITLES: [RegExp, string][] = [
   [/^\/keys/, 'API keys'],
   [/^\/usage/, 'Usage'],
   [/^\/members/, 'Members'],
+  [/^\/audit/, 'Audit'],
   [/^\/sign-in/, 'Sign in'],
 ];
 
@@ -126,6 +128,7 @@ function Shell() {
           <NavLink href="/keys">API keys</NavLink>
           <NavLink href="/usage">Usage</NavLink>
           <NavLink href="/members">Members</NavLink>
+          {session.member.role !== 'member' ? <NavLink href="/audit">Audit</NavLink> : null}
         </nav>
         <div class="who">
           <span class="who-email" title={session.member.email}>
@@ -155,6 +158,7 @@ function Shell() {
           <Route path="/keys" component={KeysPage} />
           <Route path="/usage" component={UsagePage} />
           <Route path="/members" component={MembersPage} />
+          <Route path="/audit" component={AuditPage} />
           <Route path="/sign-in">
             <Redirect to="/overview" replace />
           </Route>

@@ -167,6 +167,7 @@ it('logs every answer with its full path, without the query, and the route patte
   await board(owner, 'POST', '/signing-keys/rotate', 200, '/dashboard/api/signing-keys/rotate');
   await board(owner, 'POST', '/test-callback', 200, '/dashboard/api/test-callback', { url: h.receiver.url('/ok') });
   await board(owner, 'GET', '/members', 200, '/dashboard/api/members');
+  await board(owner, 'GET', '/audit?action=api_key.created', 200, '/dashboard/api/audit');
   await board(owner, 'POST', '/members', 201, '/dashboard/api/members', { email: 'someone@access-log.test', role: 'member' });
   await board(owner, 'PATCH', '/members/someone@access-log.test', 200, '/dashboard/api/members/:email', { role: 'admin' });
   await board(owner, 'DELETE', '/members/someone@access-log.test', 204, '/dashboard/api/members/:email');

@@ -24,7 +24,7 @@ describe.each(BLOB_STORES)('the stack on Redis Cluster, media on %s', (blobStore
     // A low destination cap, so that attempts are deferred and woken through the cluster too.
     h = await DispatcherHarness.start(
       { WEBHOOK_RETRY_SCHEDULE: '10m,10m,10m,10m,10m', CALLBACK_DESTINATION_MAX_IN_FLIGHT: '2' },
-      { redisCluster: cluster, blobStore },
+      { redisCluster: cluster, blobStore, inProcess: true },
     );
   }, 120_000);
 

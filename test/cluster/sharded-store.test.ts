@@ -27,7 +27,7 @@ describe('a store spread over a cluster by workspace', () => {
     // callbacks are kept seconds, so retention sweeps every shard within the test.
     h = await DispatcherHarness.start(
       { WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s,1s,1s', MEDIA_RETENTION_SECONDS: '6', CALLBACK_RETENTION_SECONDS: '3', RETENTION_SWEEP_INTERVAL_SECONDS: '1' },
-      { redisCluster: cluster },
+      { redisCluster: cluster, inProcess: true },
     );
     const byShard = new Map<number, TestWorkspace>([[shardOfId(h.workspace.workspaceId), h.workspace]]);
     // Workspaces made as the stack makes them, but with a cheap scrypt for their owners' passwords,

@@ -18,7 +18,7 @@ import type { ReceivedRequest } from './support/receiver';
 let h: DispatcherHarness;
 
 beforeAll(async () => {
-  h = await DispatcherHarness.start({});
+  h = await DispatcherHarness.start({}, { inProcess: true });
   h.receiver.script('/v1a', () => ({ status: 204 }));
   h.receiver.script('/v1a-test', () => ({ status: 204 }));
 });

@@ -15,11 +15,14 @@ let h: DispatcherHarness;
 
 beforeAll(async () => {
   proxy = await ConnectProxy.start('127.0.0.2');
-  h = await DispatcherHarness.start({
-    CALLBACK_EGRESS_PROXY: proxy.url,
-    WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
-    WEBHOOK_RETRY_SCHEDULE: '300ms,300ms,300ms,300ms,300ms',
-  });
+  h = await DispatcherHarness.start(
+    {
+      CALLBACK_EGRESS_PROXY: proxy.url,
+      WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
+      WEBHOOK_RETRY_SCHEDULE: '300ms,300ms,300ms,300ms,300ms',
+    },
+    { inProcess: true },
+  );
 }, 60_000);
 
 afterAll(async () => {

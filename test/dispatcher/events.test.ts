@@ -16,7 +16,7 @@ import type { ReceivedRequest } from './support/receiver';
 let h: DispatcherHarness;
 
 beforeAll(async () => {
-  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '300ms,600ms,900ms,1200ms,1500ms', WEBHOOK_TIMEOUT_MS: '10000' });
+  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '300ms,600ms,900ms,1200ms,1500ms', WEBHOOK_TIMEOUT_MS: '10000' }, { inProcess: true });
 });
 
 afterAll(async () => {

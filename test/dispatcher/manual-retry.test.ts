@@ -10,7 +10,7 @@ import { shardOfId } from '@media/domain';
 let h: DispatcherHarness;
 
 beforeAll(async () => {
-  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '10m,10m,10m,10m,10m' });
+  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '10m,10m,10m,10m,10m' }, { inProcess: true });
   h.receiver.script('/manual-cancels', (n) => (n === 1 ? { status: 503 } : { status: 200 }));
 });
 

@@ -16,7 +16,7 @@ const jobs: Record<string, string> = {};
 let receiverHealthy = false;
 
 beforeAll(async () => {
-  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: SCHEDULE, WEBHOOK_TIMEOUT_MS: '500' });
+  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: SCHEDULE, WEBHOOK_TIMEOUT_MS: '500' }, { inProcess: true });
   h.receiver.script('/five-failures', (n) => (n <= 5 ? { status: 503, body: 'busy' } : { status: 204 }));
   h.receiver.script('/always-failing', (n) => (n <= 6 || !receiverHealthy ? { status: 500, body: 'boom' } : { status: 200, body: 'ok' }));
   h.receiver.script('/redirect', () => ({ status: 302, headers: { location: '/redirect-target' } }));

@@ -36,7 +36,7 @@ describe('the three services on a TLS-only Redis', () => {
   let h: DispatcherHarness;
 
   beforeAll(async () => {
-    h = await DispatcherHarness.start({}, { redisTls: tls });
+    h = await DispatcherHarness.start({}, { redisTls: tls, inProcess: true });
   }, 60_000);
 
   afterAll(async () => {

@@ -6,6 +6,22 @@ import { ApiError, type DashboardApi, type SessionInfo } from './api';
 import { ATTEMPT_ERROR_WORDS } from '../../src/contract';
 import { formatAbsolute, formatRelative } from './time';
 
+/**
+ * State a form field edits, starting from `value` and following it when `value` changes (the list
+ * was read again, the address changed). Only on a change: an effect that also ran after the first
+ * render would, on a slow machine, undo what was typed or chosen before it ran.
+ */
+export function useFollowingState<T>(value: T): [T, (next: T) => void] {
+  const [state, setState] = useState(value);
+  const followed = useRef(value);
+  useEffect(() => {
+    if (Object.is(followed.current, value)) return;
+    followed.current = value;
+    setState(value);
+  }, [value]);
+  return [state, setState];
+}
+
 export interface AppContextValue {
   api: DashboardApi;
   session: SessionInfo;

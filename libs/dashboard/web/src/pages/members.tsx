@@ -1,6 +1,6 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { CreatedMember, Role } from '../api';
-import { ConfirmButton, CopyButton, ErrorBanner, useApp, useLoad } from '../ui';
+import { ConfirmButton, CopyButton, ErrorBanner, useApp, useFollowingState, useLoad } from '../ui';
 
 const ROLES: Role[] = ['owner', 'admin', 'member'];
 
@@ -132,10 +132,9 @@ export function MembersPage() {
  * session the member has and may hand them more power (an arrow key on the list alone changed it).
  */
 function RoleChoice({ email, role, onChange }: { email: string; role: Role; onChange: (role: Role) => Promise<void> }) {
-  const [chosen, setChosen] = useState<Role>(role);
+  // The list read again shows another stored role (this change, or another owner's): show that.
+  const [chosen, setChosen] = useFollowingState<Role>(role);
   const [busy, setBusy] = useState(false);
-  // The list was read again (this change, or another owner's): show what is stored.
-  useEffect(() => setChosen(role), [role]);
   const question = `Make ${email} ${chosen === 'admin' || chosen === 'owner' ? 'an' : 'a'} ${chosen}? Their open sessions end.`;
   return (
     <>

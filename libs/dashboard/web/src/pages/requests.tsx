@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import type { CallbackFilter, FilteredRecoveryPreview, JobKind, RecoveryFilters, RequestList, RequestRow } from '../api';
 import { formatAbsolute, formatMoney, formatRelative } from '../time';
-import { CountThenRetry, EmptyRow, ErrorBanner, plural, StateBadge, Time, useApp, useLoad } from '../ui';
+import { CountThenRetry, EmptyRow, ErrorBanner, plural, StateBadge, Time, useApp, useFollowingState, useLoad } from '../ui';
 import { DestinationsPanel } from './destinations';
 
 const PAGE_SIZE = 25;
@@ -35,14 +35,11 @@ export function RequestsPage() {
   const createdBefore = params.get('created_before') ?? '';
   const q = params.get('q') ?? '';
   const after = params.get('after') ?? '';
-  const [qInput, setQInput] = useState(q);
-  useEffect(() => setQInput(q), [q]);
-  const [destinationInput, setDestinationInput] = useState(destination);
-  useEffect(() => setDestinationInput(destination), [destination]);
-  const [fromInput, setFromInput] = useState(toLocalInput(createdAfter));
-  useEffect(() => setFromInput(toLocalInput(createdAfter)), [createdAfter]);
-  const [toInput, setToInput] = useState(toLocalInput(createdBefore));
-  useEffect(() => setToInput(toLocalInput(createdBefore)), [createdBefore]);
+  // The fields follow the address (back and forward, a cleared filter), and keep what is typed meanwhile.
+  const [qInput, setQInput] = useFollowingState(q);
+  const [destinationInput, setDestinationInput] = useFollowingState(destination);
+  const [fromInput, setFromInput] = useFollowingState(toLocalInput(createdAfter));
+  const [toInput, setToInput] = useFollowingState(toLocalInput(createdBefore));
 
   const { data, error, loading, reload } = useLoad(
     () =>

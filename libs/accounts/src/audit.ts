@@ -32,6 +32,13 @@ export const AUDIT_ACTIONS = [
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
+/** A comma-separated list of actions (`member.added,api_key.revoked`, as the API and the dashboard take it), or the first name in it that is none. */
+export function splitAuditActions(text: string): { actions: AuditAction[]; unknown?: string } {
+  const names = text.split(',').map((name) => name.trim());
+  const unknown = names.find((name) => !(AUDIT_ACTIONS as readonly string[]).includes(name));
+  return unknown === undefined ? { actions: names as AuditAction[] } : { actions: [], unknown };
+}
+
 /**
  * What was changed: its kind, its id (a member's e-mail, a key's or an endpoint's id, the
  * workspace's id for its secrets), and a few words of what it became (a role, an endpoint's URL and

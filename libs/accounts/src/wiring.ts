@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { AppConfig } from '@media/common';
+import { SETTINGS, type AppConfig } from '@media/common';
 import { FailureCounter, SessionRepository } from './session-store';
 import { WorkspaceRepository } from './workspace-store';
 import { SecretBox, StoreKeys } from '@media/storage';
@@ -7,7 +7,7 @@ import { SIGN_IN_LIMITS, WorkspaceAccounts, type AccountsDeps } from './accounts
 import { AuditLog } from './audit';
 
 /** AUDIT_RETENTION_SECONDS's default, for callers that pass a partial config (tests, tools). */
-const DEFAULT_AUDIT_RETENTION_SECONDS = 7_776_000;
+const DEFAULT_AUDIT_RETENTION_SECONDS = Number(SETTINGS.AUDIT_RETENTION_SECONDS.default);
 
 /** Builds workspace accounts from the validated config, the same way for the gateway, the admin CLI and tests. */
 export function createAccounts(

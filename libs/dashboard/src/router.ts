@@ -16,9 +16,9 @@ import {
   MemberExistsError,
   MemberNotFoundError,
   AUDIT_ACTIONS,
-  type AuditAction,
   type AuditActor,
   presentAuditEvent,
+  splitAuditActions,
   type PublicSigningKey,
   type Role,
   type SecretsView,
@@ -363,14 +363,13 @@ function apiRouter(deps: DashboardDeps): Router {
   api.get('/audit', async (req, res) => {
     allow(res, 'read_audit');
     const q = req.query as Record<string, unknown>;
-    const actions = typeof q.action === 'string' && q.action !== '' ? q.action.split(',') : [];
-    const unknown = actions.find((a) => !(AUDIT_ACTIONS as readonly string[]).includes(a));
+    const { actions, unknown } = typeof q.action === 'string' && q.action !== '' ? splitAuditActions(q.action) : { actions: [], unknown: undefined };
     if (unknown !== undefined) throw ApiError.invalid(`Invalid 'action': there is no action '${unknown}'.`, 'action', 'invalid_value');
     const after = typeof q.after === 'string' && q.after !== '' ? q.after : undefined;
     const page = await accounts.audit.list(session(res).workspace.id, {
       limit: integer(q.limit, 'limit', 1, 100, 50),
       after,
-      actions: actions as AuditAction[],
+      actions,
     });
     if (!page.cursorFound) throw ApiError.invalid("Invalid 'after': no audit event of this workspace has that id.", 'after', 'invalid_value');
     const list: AuditList = { data: page.events.map(presentAuditEvent), has_more: page.hasMore, actions: AUDIT_ACTIONS };

@@ -1,4 +1,4 @@
-import { AUDIT_ACTIONS, type AuditAction, type AuditQuery } from '@media/accounts';
+import { AUDIT_ACTIONS, splitAuditActions, type AuditAction, type AuditQuery } from '@media/accounts';
 import Joi from 'joi';
 import {
   type CallbackState,
@@ -180,8 +180,7 @@ const auditListQuery = Joi.object({
   action: Joi.string()
     .max(1_000)
     .custom((text: string, helpers) => {
-      const actions = text.split(',').map((a) => a.trim());
-      const unknown = actions.find((a) => !(AUDIT_ACTIONS as readonly string[]).includes(a));
+      const { actions, unknown } = splitAuditActions(text);
       return unknown === undefined
         ? actions
         : helpers.message({ custom: `{{#label}} has an unknown action '${unknown}'; actions are ${AUDIT_ACTIONS.join(', ')}` });

@@ -73,7 +73,7 @@ const occupy = async (leaseId: string) => {
 
 it('defers attempt 1 as a delayed delivery job of its own when the destination is full, shows when it will be made, and wakes it when the slot comes back', async () => {
   await occupy('elsewhere.1');
-  const callback = (await handle.service.onJobFinished(await finishedJob('/deferred'), 'now'))!;
+  const callback = (await handle.service.onJobFinished(await finishedJob('/deferred'), 'now'))[0]!;
   expect(receiver.requestsTo('/deferred')).toHaveLength(0);
   const first = (await deliveries.getJob(jobIds.deferral(jobIds.delivery(callback.id, 1, 'scheduled'), 1)))!;
   expect(first.data).toEqual({ messageId: callback.id, attempt: 1, trigger: 'scheduled', deferrals: 1 });
@@ -94,7 +94,7 @@ it('defers attempt 1 as a delayed delivery job of its own when the destination i
 it('honours a slot handed to an attempt before its delayed job existed', async () => {
   await occupy('elsewhere.2');
   const jobId = await finishedJob('/early');
-  const callback = (await handle.service.onJobFinished(jobId, 'queued'))!;
+  const callback = (await handle.service.onJobFinished(jobId, 'queued'))[0]!;
   const leaseId = jobIds.delivery(callback.id, 1, 'scheduled');
   const parkAs = jobIds.deferral(leaseId, 1);
   // Parked (as an attempt is just before its delayed job is added)…
@@ -113,7 +113,7 @@ it('honours a slot handed to an attempt before its delayed job existed', async (
 
 it('gives a slot handed to an attempt that no longer needs it to the next in line', async () => {
   receiver.script('/done', () => ({ status: 200 }));
-  const callback = (await handle.service.onJobFinished(await finishedJob('/done'), 'now'))!;
+  const callback = (await handle.service.onJobFinished(await finishedJob('/done'), 'now'))[0]!;
   expect(await store.get(callback.id)).toMatchObject({ state: 'delivered' });
   const destination = destinationOf(callback.url);
   // A stale repeat of attempt 1 holding a slot in its name: it finds the callback delivered.
@@ -126,7 +126,7 @@ it('gives a slot handed to an attempt that no longer needs it to the next in lin
 
 it('records a deferred manual attempt under the id it was requested with, where the dashboard looks for it', async () => {
   receiver.script('/manual', () => ({ status: 200 }));
-  const callback = (await handle.service.onJobFinished(await finishedJob('/manual'), 'queued'))!;
+  const callback = (await handle.service.onJobFinished(await finishedJob('/manual'), 'queued'))[0]!;
   await occupy('elsewhere.3');
   const requestId = jobIds.delivery(callback.id, 1, 'manual');
   expect(await handle.service.deliver({ messageId: callback.id, attempt: 1, trigger: 'manual' }, requestId)).toBeUndefined();
@@ -139,7 +139,7 @@ it('records a deferred manual attempt under the id it was requested with, where 
 it("keeps a recovery's attempts on their workspace's pace when the destination is full, instead of in its line, so they never all go at once", async () => {
   receiver.script('/recovered', () => ({ status: 200 }));
   const callbacks = [];
-  for (let i = 0; i < 3; i++) callbacks.push((await handle.service.onJobFinished(await finishedJob('/recovered'), 'queued'))!);
+  for (let i = 0; i < 3; i++) callbacks.push((await handle.service.onJobFinished(await finishedJob('/recovered'), 'queued'))[0]!);
   await occupy('elsewhere.4');
   const destination = destinationOf(callbacks[0]!.url);
   const started = Date.now();

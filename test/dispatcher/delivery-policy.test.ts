@@ -5,7 +5,7 @@ import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
 import { createLogger, loadConfig } from '@media/common';
 import { jobIds } from '@media/queues';
 import { createAccounts } from '@media/accounts';
-import { CallbackRepository } from '@media/callbacks';
+import { CallbackRepository, EndpointRepository } from '@media/callbacks';
 import { JobRepository } from '@media/jobs';
 import { createCallbackService, type CallbackServiceHandle } from '../../services/webhook-dispatcher/src/wiring';
 import { deleteKeysUnder, freePort, REDIS_URL } from '../support/stack';
@@ -88,7 +88,7 @@ it('refuses a host that rebinds to loopback after acceptance: blocked_address, a
     addresses: [{ address: '93.184.215.14', family: 4 }],
   });
   const callbacks = await service('', resolver);
-  const callback = (await callbacks.onJobFinished(await finishedJob(url)))!;
+  const callback = (await callbacks.onJobFinished(await finishedJob(url)))[0]!;
   const attempt = await callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
 
   expect(attempt).toMatchObject({ ladder_attempt: 1, status: null, error: 'blocked_address', address: null });
@@ -102,10 +102,29 @@ it('refuses a host that rebinds to loopback after acceptance: blocked_address, a
   expect(after.next_attempt_ms).not.toBeNull();
 });
 
+it("checks a webhook endpoint's URL again at every attempt: one that rebinds to loopback after its creation is blocked_address", async () => {
+  const resolver = scriptedResolver([['93.184.215.14'], ['127.0.0.1']]);
+  const url = `https://rebind.test:${receiver.port}/endpoint`;
+  // Creation (what the API checks) sees a public address.
+  await expect(new CallbackUrlGuard({ allowHttp: false, allowedCidrs: [] }, resolver).check(url)).resolves.toBeDefined();
+  const endpoint = (await new EndpointRepository(redis, keys).create(workspaceId, { url, events: ['image.completed'], description: '', enabled: true }, Date.now()))!;
+  const job = finishedImageJob(workspaceId, '');
+  await jobs.create({ ...job, callback_url: null });
+  const before = receiver.connections;
+
+  const [callback, ...more] = await (await service('', resolver)).onJobFinished(job.id, 'now');
+  expect(more).toEqual([]);
+  expect(callback).toMatchObject({ endpoint_id: endpoint.id, url });
+  const attempts = await store.attempts(callback!.id);
+  expect(attempts).toEqual([expect.objectContaining({ ladder_attempt: 1, status: null, error: 'blocked_address', address: null })]);
+  expect(receiver.connections).toBe(before);
+  expect(await store.get(callback!.id)).toMatchObject({ state: 'pending', ladder_attempt: 1 });
+});
+
 it('connects to the address it checked, for a name the system resolver does not know', async () => {
   const resolver = scriptedResolver([['127.0.0.1']]);
   const callbacks = await service('127.0.0.0/8', resolver);
-  const callback = (await callbacks.onJobFinished(await finishedJob(`https://pinned.test:${receiver.port}/pinned`)))!;
+  const callback = (await callbacks.onJobFinished(await finishedJob(`https://pinned.test:${receiver.port}/pinned`)))[0]!;
   const attempt = await callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
 
   expect(attempt).toMatchObject({ status: 200, error: null, address: '127.0.0.1' });
@@ -120,7 +139,7 @@ it('with an endpoint exemption, delivers to that address and port only, checked 
   const resolver = scriptedResolver([['127.0.0.1'], ['127.0.0.2']]);
   const callbacks = await service('', resolver, `127.0.0.1:${receiver.port}`);
   const deliver = async (url: string) => {
-    const callback = (await callbacks.onJobFinished(await finishedJob(url)))!;
+    const callback = (await callbacks.onJobFinished(await finishedJob(url)))[0]!;
     return callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
   };
 
@@ -138,7 +157,7 @@ it('with an endpoint exemption, delivers to that address and port only, checked 
 
 it('fails TLS to a receiver whose certificate no trusted CA signed', async () => {
   const callbacks = await service('127.0.0.0/8');
-  const callback = (await callbacks.onJobFinished(await finishedJob(`https://localhost:${stranger.port}/hook`)))!;
+  const callback = (await callbacks.onJobFinished(await finishedJob(`https://localhost:${stranger.port}/hook`)))[0]!;
   const attempt = await callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
 
   expect(attempt).toMatchObject({ status: null, error: 'tls', address: '127.0.0.1' });
@@ -150,7 +169,7 @@ it('refuses a name that no longer resolves as a dns failure', async () => {
     throw Object.assign(new Error('getaddrinfo ENOTFOUND gone.test'), { code: 'ENOTFOUND' });
   };
   const callbacks = await service('', failing);
-  const callback = (await callbacks.onJobFinished(await finishedJob('https://gone.test/hook')))!;
+  const callback = (await callbacks.onJobFinished(await finishedJob('https://gone.test/hook')))[0]!;
   const attempt = await callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
   expect(attempt).toMatchObject({ status: null, error: 'dns', address: null });
 });
@@ -158,7 +177,7 @@ it('refuses a name that no longer resolves as a dns failure', async () => {
 it('records a connection nobody accepts as refused, naming the address it dialled', async () => {
   const port = await freePort();
   const callbacks = await service('127.0.0.0/8', scriptedResolver([['127.0.0.1']]));
-  const callback = (await callbacks.onJobFinished(await finishedJob(`https://closed.test:${port}/hook`)))!;
+  const callback = (await callbacks.onJobFinished(await finishedJob(`https://closed.test:${port}/hook`)))[0]!;
   const attempt = await callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
   expect(attempt).toMatchObject({ status: null, error: 'refused', address: '127.0.0.1' });
 });
@@ -166,7 +185,7 @@ it('records a connection nobody accepts as refused, naming the address it dialle
 it('counts a 2xx as delivered even when the body that follows never finishes', async () => {
   receiver.script('/stall', () => 'stall-body');
   const callbacks = await service('127.0.0.0/8', scriptedResolver([['127.0.0.1']]));
-  const callback = (await callbacks.onJobFinished(await finishedJob(`https://pinned.test:${receiver.port}/stall`)))!;
+  const callback = (await callbacks.onJobFinished(await finishedJob(`https://pinned.test:${receiver.port}/stall`)))[0]!;
   const attempt = await callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled'));
   expect(attempt).toMatchObject({ status: 200, error: null });
   expect((await store.get(callback.id))!.state).toBe('delivered');
@@ -176,7 +195,7 @@ it('treats a job record the store cannot decode as permanent: no endless retries
   const callbacks = await service('127.0.0.0/8');
   const url = `https://localhost:${receiver.port}/corrupt`;
   const delivering = await finishedJob(url);
-  const callback = (await callbacks.onJobFinished(delivering))!;
+  const callback = (await callbacks.onJobFinished(delivering))[0]!;
   await redis.set(keys.job(delivering), 'not json');
   await expect(
     callbacks.deliver({ messageId: callback.id, attempt: 1, trigger: 'scheduled' }, jobIds.delivery(callback.id, 1, 'scheduled')),

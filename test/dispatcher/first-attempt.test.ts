@@ -57,7 +57,7 @@ async function finishedJob(path: string, workspace = workspaceId): Promise<strin
 const queued = async (messageId: string, attempt: number) => deliveries.getJob(jobIds.delivery(messageId, attempt, 'scheduled'));
 
 it('delivers attempt 1 from the event itself: nothing goes through the deliveries queue', async () => {
-  const callback = (await handle.service.onJobFinished(await finishedJob('/now'), 'now'))!;
+  const callback = (await handle.service.onJobFinished(await finishedJob('/now'), 'now'))[0]!;
   expect(receiver.requestsTo('/now')).toHaveLength(1);
   expect(receiver.requestsTo('/now')[0]!.headers['webhook-id']).toBe(callback.id);
   expect(await store.get(callback.id)).toMatchObject({ state: 'delivered', attempt_count: 1, ladder_attempt: 1 });
@@ -68,7 +68,7 @@ it('delivers attempt 1 from the event itself: nothing goes through the deliverie
 it('schedules attempt 2 with a failed attempt 1, and a replayed event neither repeats attempt 1 nor adds a step', async () => {
   receiver.script('/fails', () => ({ status: 503 }));
   const jobId = await finishedJob('/fails');
-  const callback = (await handle.service.onJobFinished(jobId, 'now'))!;
+  const callback = (await handle.service.onJobFinished(jobId, 'now'))[0]!;
   const after = (await store.get(callback.id))!;
   expect(after).toMatchObject({ state: 'pending', attempt_count: 1, ladder_attempt: 1 });
   // Attempt 2 waits on the deliveries queue's schedule, due when the record says; nothing is queued yet.
@@ -86,7 +86,7 @@ it('schedules attempt 2 with a failed attempt 1, and a replayed event neither re
 
 it('makes a scheduled attempt once, however often its entry is promoted (two replicas, or a crash before the entry was removed)', async () => {
   receiver.script('/promoted', () => ({ status: 500 }));
-  const callback = (await handle.service.onJobFinished(await finishedJob('/promoted'), 'now'))!;
+  const callback = (await handle.service.onJobFinished(await finishedJob('/promoted'), 'now'))[0]!;
   const second = jobIds.delivery(callback.id, 2, 'scheduled');
   expect(await redis.zscore(keys.callbackSchedule(shardOfId(callback.id)), second)).not.toBeNull();
   // The first promotion's job ran to the end (and BullMQ removed it); the second finds it recorded.
@@ -102,14 +102,14 @@ it('makes a scheduled attempt once, however often its entry is promoted (two rep
 it('ends the callback as failed when attempt 1 can never be made, without failing the event', async () => {
   const jobId = await finishedJob('/no-secret');
   await redis.del(keys.workspaceSecrets(workspaceId));
-  const callback = (await handle.service.onJobFinished(jobId, 'now'))!;
+  const callback = (await handle.service.onJobFinished(jobId, 'now'))[0]!;
   expect(await store.get(callback.id)).toMatchObject({ state: 'failed', attempt_count: 0 });
   expect(receiver.requestsTo('/no-secret')).toHaveLength(0);
 });
 
 it("sends attempt 1 through the deliveries queue for an event given up on before ('queued')", async () => {
   const other = (await createAccounts({ keyPrefix: prefix, secretRotationOverlapSeconds: 86_400 }, redis).createWorkspace('q', 'owner@q.test')).workspace.id;
-  const callback = (await handle.service.onJobFinished(await finishedJob('/queued', other), 'queued'))!;
+  const callback = (await handle.service.onJobFinished(await finishedJob('/queued', other), 'queued'))[0]!;
   expect(await (await queued(callback.id, 1))?.isWaiting()).toBe(true);
   expect(receiver.requestsTo('/queued')).toHaveLength(0);
   expect(await store.get(callback.id)).toMatchObject({ state: 'pending', attempt_count: 0 });

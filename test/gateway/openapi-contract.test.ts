@@ -302,6 +302,49 @@ describe('real responses match the document', () => {
     expectAnswer('GET /v1/audit-events', await audited('/v1/audit-events?after=aud_nope'), 400, 'invalid_value');
   });
 
+  it('webhook endpoints: create, list, read, change, test, delete, a callback to one listed by endpoint_id, and their errors', async () => {
+    const ws = await h.stack.createWorkspace('endpoints-contract');
+    const endpoints = api(h.stack, ws.apiKey);
+    const body = { url: h.receiver.url('/hooks'), events: ['image.completed'], description: 'contract' };
+    expectDocumented('POST /v1/webhook-endpoints', body);
+    const created = await endpoints('/v1/webhook-endpoints', post(body));
+    expectAnswer('POST /v1/webhook-endpoints', created, 201);
+    const id = (created.json as { id: string }).id;
+    expectDocumented('POST /v1/webhook-endpoints', { url: h.receiver.url('/hooks'), events: ['image.started'] }, false);
+    expectAnswer('POST /v1/webhook-endpoints', await endpoints('/v1/webhook-endpoints', post({ url: h.receiver.url('/x'), events: ['image.started'] })), 400, 'invalid_value');
+    expectAnswer('POST /v1/webhook-endpoints', await endpoints('/v1/webhook-endpoints', post({ url: 'http://127.0.0.1/x' })), 400, 'invalid_callback_url');
+    const text = await endpoints('/v1/webhook-endpoints', { method: 'POST', body: 'url=x', headers: { 'content-type': 'text/plain' } });
+    expectAnswer('POST /v1/webhook-endpoints', text, 415, 'unsupported_media_type');
+    expectAnswer('GET /v1/webhook-endpoints', await endpoints('/v1/webhook-endpoints'), 200);
+    expectAnswer('GET /v1/webhook-endpoints/{id}', await endpoints(`/v1/webhook-endpoints/${id}`), 200);
+    expectAnswer('GET /v1/webhook-endpoints/{id}', await endpoints('/v1/webhook-endpoints/we_nope'), 404, 'not_found');
+    expectDocumented('PATCH /v1/webhook-endpoints/{id}', { enabled: false });
+    expectAnswer('PATCH /v1/webhook-endpoints/{id}', await endpoints(`/v1/webhook-endpoints/${id}`, { method: 'PATCH', json: { enabled: false } }), 200);
+    expectAnswer('PATCH /v1/webhook-endpoints/{id}', await endpoints(`/v1/webhook-endpoints/${id}`, { method: 'PATCH', json: { enabled: true } }), 200);
+    expectAnswer('PATCH /v1/webhook-endpoints/{id}', await endpoints(`/v1/webhook-endpoints/${id}`, { method: 'PATCH', json: { events: [] } }), 400, 'invalid_value');
+    expectAnswer('PATCH /v1/webhook-endpoints/{id}', await endpoints('/v1/webhook-endpoints/we_nope', { method: 'PATCH', json: {} }), 404, 'not_found');
+    expectAnswer('POST /v1/webhook-endpoints/{id}/test', await endpoints(`/v1/webhook-endpoints/${id}/test`, { method: 'POST' }), 200);
+    expectAnswer('POST /v1/webhook-endpoints/{id}/test', await endpoints(`/v1/webhook-endpoints/${id}/test`, post({ type: 'nope' })), 400, 'invalid_value');
+    expectAnswer('POST /v1/webhook-endpoints/{id}/test', await endpoints('/v1/webhook-endpoints/we_nope/test', { method: 'POST' }), 404, 'not_found');
+
+    // A job without callback_url: its only callback is the endpoint's, listed by endpoint_id.
+    const sync = await endpoints('/v1/images/generations', post({ model: 'pixel-1', prompt: 'an endpoint sample', size: '256x256' }));
+    expect(sync.status).toBe(200);
+    const listed = await eventually(
+      async () => {
+        const res = await endpoints(`/v1/callbacks?endpoint_id=${id}`);
+        return (res.json as { data: { status: string }[] }).data[0]?.status === 'delivered' ? res : undefined;
+      },
+      30_000,
+      'the endpoint callback to be delivered',
+    );
+    expectAnswer('GET /v1/callbacks', listed, 200);
+    expect((listed.json as { data: { endpoint_id: string }[] }).data[0]!.endpoint_id).toBe(id);
+
+    expectAnswer('DELETE /v1/webhook-endpoints/{id}', await endpoints(`/v1/webhook-endpoints/${id}`, { method: 'DELETE' }), 200);
+    expectAnswer('DELETE /v1/webhook-endpoints/{id}', await endpoints(`/v1/webhook-endpoints/${id}`, { method: 'DELETE' }), 404, 'not_found');
+  });
+
   it('429 with Retry-After and the rate-limit headers once a workspace is over its limit', async () => {
     const ws = await h.stack.createWorkspace('limited');
     const lowered = await h.admin(['set-limits', '--workspace', ws.workspaceId, '--read-per-minute', '1']);

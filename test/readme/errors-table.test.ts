@@ -22,11 +22,13 @@ function sourceFiles(dir: string): string[] {
 
 /** Every error the gateway raises, read from its source (constructors and the ApiError helpers). */
 function raisedByGateway(): Raised[] {
-  // The gateway's own, and what it mounts from @media/common: the error helpers and the JSON body parser.
+  // The gateway's own, and what it mounts from libraries: @media/common's error helpers and JSON
+  // body parser, and how @media/callbacks answers a refused change of a webhook endpoint.
   const files = [
     ...sourceFiles(join(ROOT, 'services/api-gateway/src')),
     join(ROOT, 'libs/common/src/api-error.ts'),
     join(ROOT, 'libs/common/src/json-body.ts'),
+    join(ROOT, 'libs/callbacks/src/webhook-endpoints.ts'),
   ];
   const text = files
     .map((f) => readFileSync(f, 'utf8'))

@@ -305,19 +305,24 @@ export class WorkspaceAccounts {
 
   // --- API keys -----------------------------------------------------------------------------
 
-  /**
-   * The workspace an API key belongs to, recording its use at most once per
-   * {@link API_KEY_TOUCH_INTERVAL_MS}: the read is needed anyway, the write is rare. With
-   * `apiKeyCacheMs`, a key found is trusted that long without another read (an unknown key is
-   * never remembered, so a new key works at once).
-   */
+  /** The workspace an API key belongs to (see {@link identifyApiKey}). */
   async authenticateApiKey(apiKey: string): Promise<string | undefined> {
+    return (await this.identifyApiKey(apiKey))?.workspaceId;
+  }
+
+  /**
+   * The workspace an API key belongs to and the key's id (what the audit names a change made with
+   * it by), recording its use at most once per {@link API_KEY_TOUCH_INTERVAL_MS}: the read is needed
+   * anyway, the write is rare. With `apiKeyCacheMs`, a key found is trusted that long without
+   * another read (an unknown key is never remembered, so a new key works at once).
+   */
+  async identifyApiKey(apiKey: string): Promise<{ workspaceId: string; keyId: string } | undefined> {
     const started = this.now();
     if (this.apiKeyCacheMs <= 0) {
       const owner = await this.deps.workspaces.lookupApiKey(apiKey);
       if (!owner) return undefined;
       if (owner.last_used_ms === null || started - owner.last_used_ms >= API_KEY_TOUCH_INTERVAL_MS) await this.deps.workspaces.touchApiKey(apiKey, started);
-      return owner.workspace_id;
+      return { workspaceId: owner.workspace_id, keyId: owner.key_id };
     }
     const hash = hashApiKey(apiKey);
     let entry = this.apiKeyCache.get(hash);
@@ -337,7 +342,7 @@ export class WorkspaceAccounts {
       entry.lastUsedMs = started;
       await this.deps.workspaces.touchApiKey(apiKey, started);
     }
-    return entry.workspaceId;
+    return { workspaceId: entry.workspaceId, keyId: entry.keyId };
   }
 
   private remember(hash: string, entry: CachedApiKey): void {

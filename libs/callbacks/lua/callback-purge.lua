@@ -17,7 +17,9 @@
     KEYS[9] its shard's part of the ladder's schedule
     KEYS[10] the removed set of the workspace's callbacks (includes/list-removed)
     KEYS[11] when each of its entries was removed (includes/list-removed)
-    KEYS[12..] the workspace's Overview buckets (includes/overview-buckets), with no cutoff: a
+    KEYS[12] the workspace's callbacks to its webhook endpoint (for a callback to an endpoint)
+    KEYS[13] its job's callbacks to webhook endpoints
+    KEYS[14..] the workspace's Overview buckets (includes/overview-buckets), with no cutoff: a
                pending callback removed with its job leaves pending without ending
 
     ARGV[1] callback id
@@ -63,5 +65,7 @@ remember_removed(KEYS[6], KEYS[10], KEYS[11], ARGV[1], tonumber(ARGV[6]), tonumb
 redis.call('ZREM', KEYS[6], ARGV[1])
 redis.call('ZREM', KEYS[7], ARGV[1])
 redis.call('ZREM', KEYS[8], ARGV[1])
-if withdrawn then overview_count(overview_count_withdrawn, overview_buckets(12, 7)) end
+redis.call('ZREM', KEYS[12], ARGV[1])
+redis.call('SREM', KEYS[13], ARGV[1])
+if withdrawn then overview_count(overview_count_withdrawn, overview_buckets(14, 7)) end
 return 1

@@ -7,6 +7,7 @@ import {
   callbackIdFor,
   type CallbackRecord,
   eventTypeFor,
+  type EventType,
   isFinished,
   type JobPresenter,
   type JobRecord,
@@ -15,7 +16,9 @@ import { destinationOf, leaseMsFor, QUIET_SIGNAL, signalOf, type Destination, ty
 import { LADDER_ATTEMPTS, nextAttemptAt, RECOVERY_ATTEMPTS_PER_SECOND, type RetrySchedule } from './retry-ladder';
 import { attemptKey, type CallbackRepository, type NewCallbackAttempt } from './callback-store';
 import type { DestinationGate } from './destination-slots';
-import type { ActiveSigners, WorkspaceRepository } from '@media/accounts';
+import type { ActiveSigners, AuditLog, WorkspaceRepository } from '@media/accounts';
+import type { EndpointRepository } from './endpoint-store';
+import { endpointWants } from './endpoints';
 import { CorruptRecordError, type JobRepository } from '@media/jobs';
 import { jobContext, linkTo, recordSpan, ROOT_CONTEXT, SpanKind, tracingEnabled, withContext, type Attributes, type Context } from '@media/tracing';
 import { classifyRejection, errorOf } from './classify';
@@ -65,6 +68,12 @@ export interface CallbackServiceDeps {
   /** Per-destination slots shared by every dispatcher: what keeps one receiver from holding everyone's workers. */
   destinations: Pick<DestinationGate, 'acquire' | 'release' | 'holds'>;
   deliveries: Pick<JobQueue<'callback-deliveries'>, 'add' | 'remove' | 'promote'>;
+  /** The workspace's webhook endpoints: every job's end goes to those subscribed to its event. */
+  endpoints?: Pick<EndpointRepository, 'list' | 'noteOutcome'>;
+  /** WEBHOOK_ENDPOINT_DISABLE_AFTER: how long an endpoint may fail every attempt before it is disabled. */
+  endpointDisableAfterMs?: number;
+  /** Where an endpoint disabled for failing is recorded. */
+  audit?: Pick<AuditLog, 'record'>;
   /** Where a given-up job-finished event is queued again. */
   events?: Pick<JobQueue<'job-events'>, 'add'>;
   logger: Logger;
@@ -103,6 +112,9 @@ const MANUAL_HOLD_RECHECK_MS = 1_000;
  */
 const MANUAL_HOLD_LEASES = 2;
 
+/** WEBHOOK_ENDPOINT_DISABLE_AFTER's default: five days, as Svix gives an endpoint before disabling it. */
+export const DEFAULT_ENDPOINT_DISABLE_AFTER_MS = 5 * 86_400_000;
+
 /** How many times a recovery's attempt that finds its destination full waits for a pace turn before it waits in the destination's line. */
 const PACED_DEFERRALS = 3;
 
@@ -130,54 +142,75 @@ export class CallbackService {
   }
 
   /**
-   * Handles a `job-finished` event: creates the job's callback (if it asked for one) and makes
-   * attempt 1 (whose record schedules attempt 2 if it failed). Returns the callback as created, or
-   * undefined when the job has no `callback_url`.
+   * Handles a `job-finished` event: creates the job's callbacks and makes attempt 1 of each (whose
+   * record schedules attempt 2 if it failed). A job has one callback per destination: its request's
+   * own `callback_url`, if it gave one, and each of its workspace's enabled webhook endpoints
+   * subscribed to the event. Returns the callbacks as created, the request's own first, then the
+   * endpoints' in the order they were made; none when nothing asked for the event.
    *
-   * With `firstAttempt: 'now'` (the dispatcher's normal path) attempt 1 is made right here, so a
-   * callback crosses one queue between the job's end and its first POST, not two. A crash at any
-   * line leaves the event to BullMQ's retry or stall recovery, which runs this again: the record
-   * says whether attempt 1 was recorded, and it is made only if not. With
-   * `'queued'` attempt 1 goes through the `callback-deliveries` queue instead: for an event BullMQ
-   * has given up on before, so an attempt that keeps failing the dispatcher ends up recorded as
-   * failed by that queue's give-up path rather than holding the callback at attempt 0.
+   * With `firstAttempt: 'now'` (the dispatcher's normal path) attempt 1 is made right here, for every
+   * destination at once, so a callback crosses one queue between the job's end and its first POST,
+   * not two. A crash at any line leaves the event to BullMQ's retry or stall recovery, which runs
+   * this again: each callback's id is derived from the job, the event and the endpoint, and its
+   * record says whether attempt 1 was recorded, so each is made once. With `'queued'` attempt 1 goes
+   * through the `callback-deliveries` queue instead: for an event BullMQ has given up on before, so
+   * an attempt that keeps failing the dispatcher ends up recorded as failed by that queue's give-up
+   * path rather than holding the callback at attempt 0.
    */
-  async onJobFinished(jobId: string, firstAttempt: 'now' | 'queued' = 'queued', enqueuedMs?: number): Promise<CallbackRecord | undefined> {
+  async onJobFinished(jobId: string, firstAttempt: 'now' | 'queued' = 'queued', enqueuedMs?: number): Promise<CallbackRecord[]> {
     const job = await this.readJob(jobId, () => new PermanentJobError('corrupt_record', `job ${jobId} cannot be read; no callback can be made`));
     if (!job) {
       // Events carry ids only; a job that is gone (deleted, or another deployment's) has nothing to send.
       this.deps.logger.warn('finished job has no record; no callback', { job_id: jobId });
-      return undefined;
+      return [];
     }
-    if (!job.callback_url) return undefined;
-    const trace = jobContext(job.traceparent);
-    if (enqueuedMs !== undefined && tracingEnabled()) {
-      const attributes = { 'messaging.system': 'bullmq', 'messaging.destination.name': 'job-events', 'media.job.id': job.id };
-      recordSpan('job-events wait', { kind: SpanKind.INTERNAL, attributes, startMs: enqueuedMs, endMs: Date.now() }, trace);
-    }
-    return withContext(trace, () => this.createCallback(job, job.callback_url!, firstAttempt));
-  }
-
-  /** {@link onJobFinished} for a finished job with a callback URL, in the job's trace. */
-  private async createCallback(job: JobRecord, callbackUrl: string, firstAttempt: 'now' | 'queued'): Promise<CallbackRecord | undefined> {
-    const jobId = job.id;
     if (!isFinished(job.status) || job.finished_ms === null) {
       // The generator announces only after the finish is stored, so this is a bug, not a race: let
       // BullMQ retry and then keep the event in its failed set for someone to look at.
       throw new Error(`job ${jobId} was announced finished but is ${job.status}`);
     }
     const type = eventTypeFor(job);
+    const endpoints = this.deps.endpoints ? (await this.deps.endpoints.list(job.workspace_id)).filter((e) => endpointWants(e, type)) : [];
+    const destinations: CallbackDestination[] = [
+      ...(job.callback_url ? [{ url: job.callback_url }] : []),
+      ...endpoints.map((e) => ({ url: e.url, endpointId: e.id })),
+    ];
+    if (destinations.length === 0) return [];
+    const trace = jobContext(job.traceparent);
+    if (enqueuedMs !== undefined && tracingEnabled()) {
+      const attributes = { 'messaging.system': 'bullmq', 'messaging.destination.name': 'job-events', 'media.job.id': job.id };
+      recordSpan('job-events wait', { kind: SpanKind.INTERNAL, attributes, startMs: enqueuedMs, endMs: Date.now() }, trace);
+    }
+    // Read beside the creates (one round trip for all): attempt 1 signs with them right after.
+    const secrets = this.deps.workspaces.activeSigners(job.workspace_id, this.now());
+    secrets.catch(() => undefined); // awaited (and its error thrown) only if an attempt 1 is made here
+    // Every destination at once: one that hangs holds none of the others' first attempts. Each
+    // settles before an error is thrown, so that a retry of the event finds the others' records.
+    const settled = await withContext(trace, () =>
+      Promise.allSettled(destinations.map((destination) => this.createCallback(job, type, destination, firstAttempt, secrets))),
+    );
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    return settled.map((s) => (s as PromiseFulfilledResult<CallbackRecord>).value);
+  }
+
+  /** {@link onJobFinished} for one destination of a finished job, in the job's trace. */
+  private async createCallback(
+    job: JobRecord,
+    type: EventType,
+    destination: CallbackDestination,
+    firstAttempt: 'now' | 'queued',
+    secrets: Promise<ActiveSigners>,
+  ): Promise<CallbackRecord> {
     const now = this.now();
-    // Read beside the create (one round trip for both): attempt 1 signs with them right after.
-    const secrets = this.deps.workspaces.activeSigners(job.workspace_id, now);
-    secrets.catch(() => undefined); // awaited (and its error thrown) only if attempt 1 is made here
     const { created, callback } = await this.deps.callbacks.create({
-      id: callbackIdFor(job.id, type),
+      id: callbackIdFor(job.id, type, destination.endpointId),
       workspace_id: job.workspace_id,
       job_id: job.id,
       type,
-      url: callbackUrl,
-      event_ms: job.finished_ms,
+      url: destination.url,
+      ...(destination.endpointId ? { endpoint_id: destination.endpointId } : {}),
+      event_ms: job.finished_ms!,
       created_ms: now,
       state: 'pending',
       attempt_count: 0,
@@ -189,7 +222,7 @@ export class CallbackService {
     });
     this.faults.at('callback.created');
     // Debug only: the attempt's own line follows at once and names the job and the event too.
-    if (created) this.deps.logger.debug('callback created', { message_id: callback.id, job_id: job.id, type });
+    if (created) this.deps.logger.debug('callback created', { message_id: callback.id, job_id: job.id, type, endpoint_id: destination.endpointId });
     // Also for an existing record: a crash between create and attempt 1 is repaired by the event's
     // retry. Once attempt 1 is recorded its follow-up is in the schedule (written with the record),
     // so a replayed event has nothing left to do.
@@ -303,6 +336,7 @@ export class CallbackService {
     );
 
     this.faults.at('delivery.recorded');
+    if (recorded && callback.endpoint_id) await this.noteEndpointOutcome(callback, callback.endpoint_id, attempt);
     if (recorded) {
       // Latencies from the job's end, which is what a customer waiting on the callback experiences.
       const sinceJobEnd = (ms: number) => (ms - callback.event_ms) / 1000;
@@ -417,6 +451,43 @@ export class CallbackService {
       { jobId: payload.jobId, requeue },
       { jobId: jobIds.jobFinished(payload.jobId, requeue), delay: this.deps.retryScheduleMs[0] ?? 0 },
     );
+  }
+
+  /**
+   * Tells the callback's endpoint how its attempt went: a delivered attempt ends the endpoint's
+   * failing stretch, a failed one may end with the endpoint disabled (every attempt failed for
+   * WEBHOOK_ENDPOINT_DISABLE_AFTER), which the workspace's audit records. Best effort: the attempt
+   * is recorded already, and a missed note only delays the disabling until the next failure.
+   */
+  private async noteEndpointOutcome(callback: CallbackRecord, endpointId: string, attempt: NewCallbackAttempt): Promise<void> {
+    const endpoints = this.deps.endpoints;
+    if (!endpoints) return;
+    try {
+      const detail = attempt.error === null ? '' : attempt.status !== null ? `${attempt.error}: HTTP ${attempt.status}` : `${attempt.error}${attempt.error_detail ? `: ${attempt.error_detail}` : ''}`;
+      const disabled = await endpoints.noteOutcome(
+        callback.workspace_id,
+        endpointId,
+        { delivered: attempt.error === null, atMs: attempt.sent_ms, error: detail.slice(0, 300) },
+        this.deps.endpointDisableAfterMs ?? DEFAULT_ENDPOINT_DISABLE_AFTER_MS,
+      );
+      if (!disabled) return;
+      this.deps.logger.warn('webhook endpoint disabled: every attempt failed', {
+        workspace_id: callback.workspace_id,
+        endpoint_id: endpointId,
+        host: safeHost(disabled.url),
+        failing_since: disabled.failing_since_ms === null ? null : new Date(disabled.failing_since_ms).toISOString(),
+        last_error: disabled.last_error,
+      });
+      await this.deps.audit?.record(callback.workspace_id, 'webhook_endpoint.disabled', { type: 'system' }, {
+        type: 'webhook_endpoint',
+        id: endpointId,
+        reason: 'failing',
+        failing_since: disabled.failing_since_ms === null ? null : Math.floor(disabled.failing_since_ms / 1000),
+        last_error: disabled.last_error,
+      });
+    } catch (err) {
+      this.deps.logger.warn('webhook endpoint not told of an attempt', { endpoint_id: endpointId, message_id: callback.id, error: String(err) });
+    }
   }
 
   /** The job record; one that cannot be decoded is a permanent failure (retrying reads the same bytes). */
@@ -596,6 +667,12 @@ export class CallbackService {
     const headers = buildHeaders({ messageId: callback.id, timestampSeconds, body, secrets, secretKeys, docsUrl: this.deps.docsUrl });
     return this.deps.sender.send(target, body, headers);
   }
+}
+
+/** Where one of a job's callbacks goes: the request's own `callback_url`, or one of the workspace's endpoints. */
+interface CallbackDestination {
+  url: string;
+  endpointId?: string;
 }
 
 /** What a caller of an attempt may have read already; each is read by the attempt otherwise. */

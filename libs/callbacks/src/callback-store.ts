@@ -46,9 +46,17 @@ export interface CallbackListQuery {
   state?: CallbackState;
   type?: EventType;
   jobId?: string;
+  /** Only the callbacks to this webhook endpoint. */
+  endpointId?: string;
   createdAfterMs?: number;
   createdBeforeMs?: number;
 }
+
+/**
+ * What stands for the endpoint of a callback to a request's own `callback_url` where a script names
+ * an endpoint's keys anyway (a script's keys are fixed): a name no endpoint id can be, never written.
+ */
+const NO_ENDPOINT = '-';
 
 /** Ids read per step while a combined state + type filter scans the state index. */
 const FILTER_SCAN_CHUNK = 100;
@@ -156,9 +164,11 @@ export class CallbackRepository {
         this.callbackKeys.workspaceCallbacksOfType(callback.workspace_id, callback.type),
         this.callbackKeys.workspaceCallbacksInState(callback.workspace_id, callback.state),
         this.keys.awaitingCallback(shardOfId(callback.id)),
+        this.callbackKeys.workspaceCallbacksOfEndpoint(callback.workspace_id, callback.endpoint_id ?? NO_ENDPOINT),
+        this.callbackKeys.jobEndpointCallbacks(callback.job_id),
         ...count.keys,
       ],
-      [encodeRecord(callback), callback.created_ms, callback.id, callback.job_id, ...count.args],
+      [encodeRecord(callback), callback.created_ms, callback.id, callback.job_id, callback.endpoint_id ? '1' : '', ...count.args],
     );
     if (reply === 1) return { created: true, callback };
     const existing = await this.get(callback.id);
@@ -349,6 +359,7 @@ export class CallbackRepository {
     // Its own id stands in for the workspace's: index keys that do not exist, on the callback's
     // shard (a script's keys must share one slot).
     const [workspaceId, type] = record ? [record.workspace_id, record.type] : [messageId, '-'];
+    const jobId = record?.job_id ?? messageId;
     const shard = shardOfId(messageId);
     const keys = [
       ...this.scriptKeys({ id: messageId, workspace_id: workspaceId }).slice(0, 5),
@@ -358,6 +369,8 @@ export class CallbackRepository {
       this.callbackKeys.callbackSchedule(shard),
       this.keys.removedFrom(this.callbackKeys.workspaceCallbacks(workspaceId)),
       this.keys.removedAt(this.callbackKeys.workspaceCallbacks(workspaceId)),
+      this.callbackKeys.workspaceCallbacksOfEndpoint(workspaceId, record?.endpoint_id ?? NO_ENDPOINT),
+      this.callbackKeys.jobEndpointCallbacks(jobId),
     ];
     // A pending callback going with its job leaves pending without ending: the Overview counts that
     // (in the bucket of now), or its pending line would read low for every earlier slot.
@@ -374,13 +387,14 @@ export class CallbackRepository {
   /**
    * A workspace's callbacks, newest first, filtered.
    *
-   * Status and type have index sets of their own (kept in step by the scripts that move the state),
-   * rather than a scan of the workspace index that filters records: a scan's cost grows with the
-   * callbacks the filter skips, and a status filter is what on-call looks at ("what failed?"),
-   * typically a few among very many delivered. So one filter, or none, reads exactly one page of
-   * one index. Both together read the state index and filter the type in chunks (four types, so
-   * roughly one in four matches); `job_id` names at most two callbacks (a job's id and its type
-   * give the callback id), and is answered from those records directly.
+   * Status, type and endpoint have index sets of their own (kept in step by the scripts that move
+   * the state), rather than a scan of the workspace index that filters records: a scan's cost grows
+   * with the callbacks the filter skips, and a status filter is what on-call looks at ("what
+   * failed?"), typically a few among very many delivered. So one filter, or none, reads exactly one
+   * page of one index. More than one reads the narrowest index (state, then endpoint, then type)
+   * and filters the rest in chunks; `job_id` names a handful of callbacks (its own `callback_url`'s,
+   * whose ids the job's id gives, and its endpoints', kept in a set beside the job), and is answered
+   * from those records directly.
    */
   async list(workspaceId: string, q: CallbackListQuery): Promise<CallbackPage> {
     const matches = (cb: CallbackRecord) =>
@@ -388,22 +402,25 @@ export class CallbackRepository {
       (q.state === undefined || cb.state === q.state) &&
       (q.type === undefined || cb.type === q.type) &&
       (q.jobId === undefined || cb.job_id === q.jobId) &&
+      (q.endpointId === undefined || cb.endpoint_id === q.endpointId) &&
       (q.createdAfterMs === undefined || cb.created_ms >= q.createdAfterMs) &&
       (q.createdBeforeMs === undefined || cb.created_ms < q.createdBeforeMs);
     const key =
       q.state !== undefined
         ? this.callbackKeys.workspaceCallbacksInState(workspaceId, q.state)
-        : q.type !== undefined
-          ? this.callbackKeys.workspaceCallbacksOfType(workspaceId, q.type)
-          : this.callbackKeys.workspaceCallbacks(workspaceId);
+        : q.endpointId !== undefined
+          ? this.callbackKeys.workspaceCallbacksOfEndpoint(workspaceId, q.endpointId)
+          : q.type !== undefined
+            ? this.callbackKeys.workspaceCallbacksOfType(workspaceId, q.type)
+            : this.callbackKeys.workspaceCallbacks(workspaceId);
     if (q.jobId !== undefined) {
-      const ids = callbackIdsFor(q.jobId);
+      const ids = [...callbackIdsFor(q.jobId), ...(await this.endpointCallbackIdsOf(q.jobId))];
       const records = (await this.getMany(ids)).filter(matches).sort((a, b) => b.created_ms - a.created_ms || (a.id < b.id ? 1 : -1));
       const start = q.after === undefined ? 0 : records.findIndex((cb) => cb.id === q.after) + 1;
       if (q.after !== undefined && start === 0) return { callbacks: [], hasMore: false, cursorFound: false };
       return { callbacks: records.slice(start, start + q.limit), hasMore: records.length > start + q.limit, cursorFound: true };
     }
-    const filterInMemory = q.state !== undefined && q.type !== undefined;
+    const filterInMemory = [q.state, q.type, q.endpointId].filter((f) => f !== undefined).length > 1;
     const found: CallbackRecord[] = [];
     let after = q.after;
     for (;;) {
@@ -433,6 +450,11 @@ export class CallbackRepository {
       if (!filterInMemory && found.length === q.limit) return { callbacks: found, hasMore: true, cursorFound: true };
       after = page.ids.at(-1);
     }
+  }
+
+  /** Ids of the callbacks a job made to webhook endpoints (a job's own callback's ids come from `callbackIdsFor`). */
+  async endpointCallbackIdsOf(jobId: string): Promise<string[]> {
+    return this.redis.smembers(this.callbackKeys.jobEndpointCallbacks(jobId));
   }
 
   async getMany(ids: string[]): Promise<CallbackRecord[]> {

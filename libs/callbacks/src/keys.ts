@@ -22,6 +22,15 @@ export class CallbackKeys {
   workspaceRecoveryPace = (id: string) => `${this.#store.beside(id)}:ws:${id}:recovery-pace`;
   /** The workspace's callbacks of one event type, scored by creation time. */
   workspaceCallbacksOfType = (id: string, type: string) => `${this.#store.beside(id)}:ws:${id}:callbacks:type:${type}`;
+  /** The workspace's webhook endpoints (hash: `we_…` id → the endpoint's JSON record). */
+  workspaceEndpoints = (id: string) => `${this.#store.beside(id)}:ws:${id}:endpoints`;
+  /** The workspace's callbacks to one of its webhook endpoints, scored by creation time (the `endpoint_id` filter reads it). */
+  workspaceCallbacksOfEndpoint = (id: string, endpointId: string) => `${this.#store.beside(id)}:ws:${id}:callbacks:endpoint:${endpointId}`;
+  /**
+   * The callbacks a job made to webhook endpoints (set of `msg_` ids), beside the job: a request's own
+   * callback has an id its job's id gives, an endpoint's does not, and the endpoint may since be gone.
+   */
+  jobEndpointCallbacks = (jobId: string) => `${this.#store.beside(jobId)}:job:${jobId}:endpoint-callbacks`;
   /** A test callback the dashboard asked for (its URL and workspace), and its outcome; both short-lived. */
   testCallback = (id: string) => `${this.#store.prefix}:testcb:${id}`;
   testCallbackResult = (id: string) => `${this.#store.prefix}:testcb:${id}:result`;

@@ -6,6 +6,8 @@ export interface CallbackObject {
   object: 'callback';
   type: EventType;
   job_id: string;
+  /** The workspace webhook endpoint it goes to; null for the request's own `callback_url`. */
+  endpoint_id: string | null;
   url: string;
   status: CallbackState;
   attempt_count: number;
@@ -41,6 +43,7 @@ export function presentCallback(cb: CallbackRecord): CallbackObject {
     object: 'callback',
     type: cb.type,
     job_id: cb.job_id,
+    endpoint_id: cb.endpoint_id ?? null,
     url: cb.url,
     status: cb.state,
     attempt_count: cb.attempt_count,

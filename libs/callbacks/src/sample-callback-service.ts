@@ -1,6 +1,6 @@
 import { CallbackUrlRejectedError, type CheckedTarget } from '@media/callback-guard';
 import { PermanentJobError, type Logger } from '@media/common';
-import { newId, type ImageRequestObject } from '@media/domain';
+import { newId, type EventType, type ImageRequestObject, type JobError, type VideoObject } from '@media/domain';
 import type { TestCallbackOutcome, TestCallbackRepository } from './sample-callback-store';
 import type { WorkspaceRepository } from '@media/accounts';
 import { classifyRejection, classifyStatus } from './classify';
@@ -35,7 +35,7 @@ export class TestCallbackService {
     // Expired before a dispatcher got to it: nobody is waiting any more.
     if (!request) return undefined;
     const webhookId = newId('msg');
-    const exchange = await this.exchange(request.workspace_id, request.url, webhookId);
+    const exchange = await this.exchange(request.workspace_id, request.url, webhookId, request.type ?? 'image.completed');
     const error = exchange.transportError ?? (exchange.status === null ? 'reset' : classifyStatus(exchange.status));
     const outcome: TestCallbackOutcome = {
       webhook_id: webhookId,
@@ -51,7 +51,7 @@ export class TestCallbackService {
     return outcome;
   }
 
-  private async exchange(workspaceId: string, url: string, webhookId: string): Promise<Exchange> {
+  private async exchange(workspaceId: string, url: string, webhookId: string, type: EventType): Promise<Exchange> {
     const checkedAt = this.now();
     let target: CheckedTarget;
     try {
@@ -74,26 +74,53 @@ export class TestCallbackService {
     const { secrets, secretKeys } = await this.deps.workspaces.activeSigners(workspaceId, sentMs);
     if (secrets.length === 0) throw new PermanentJobError('no_signing_secret', `workspace ${workspaceId} has no signing secret`);
     const timestampSeconds = Math.floor(sentMs / 1000);
-    const body = buildBody('image.completed', sentMs, sampleImage(timestampSeconds, this.deps.docsUrl, url));
+    const body = buildBody(type, sentMs, sampleObject(type, timestampSeconds, this.deps.docsUrl, url));
     const headers = buildHeaders({ messageId: webhookId, timestampSeconds, body, secrets, secretKeys, docsUrl: this.deps.docsUrl });
     return this.deps.sender.send(target, body, headers);
   }
 }
 
-/** A completed image request as the API renders one; its id says it is a test. */
-function sampleImage(nowSeconds: number, docsUrl: string, callbackUrl: string): ImageRequestObject {
+/** A finished image request or video of the event's type, as the API renders one; its id says it is a test. */
+function sampleObject(type: EventType, nowSeconds: number, docsUrl: string, callbackUrl: string): ImageRequestObject | VideoObject {
+  const completed = type.endsWith('.completed');
+  const error: JobError | null = completed ? null : { code: 'generation_failed', message: 'A sample failure: this is a test event.' };
+  const suffix = newId('x', 16).slice(2);
+  if (type.startsWith('video.')) {
+    return {
+      id: `video_test_${suffix}`,
+      object: 'video',
+      model: 'motion-1',
+      status: completed ? 'completed' : 'failed',
+      progress: 100,
+      created_at: nowSeconds - 30,
+      completed_at: nowSeconds,
+      expires_at: nowSeconds + 86_400,
+      seconds: 4,
+      resolution: '720p',
+      aspect_ratio: '16:9',
+      size: '1280x720',
+      generate_audio: false,
+      prompt: 'A test event',
+      remixed_from_video_id: null,
+      url: completed ? `${docsUrl}/webhooks/sample.mp4` : null,
+      url_expires_at: completed ? nowSeconds + 86_400 : null,
+      cost: completed ? 0 : null,
+      error,
+      callback_url: callbackUrl,
+    };
+  }
   return {
-    id: `req_test_${newId('x', 16).slice(2)}`,
+    id: `req_test_${suffix}`,
     object: 'image.generation',
     created: nowSeconds,
     model: 'pixel-1',
-    status: 'completed',
+    status: completed ? 'completed' : 'failed',
     created_at: nowSeconds - 3,
     completed_at: nowSeconds,
-    data: [{ url: `${docsUrl}/webhooks/sample.png` }],
-    url_expires_at: nowSeconds + 86_400,
-    cost: 0,
-    error: null,
+    data: completed ? [{ url: `${docsUrl}/webhooks/sample.png` }] : [],
+    url_expires_at: completed ? nowSeconds + 86_400 : null,
+    cost: completed ? 0 : null,
+    error,
     callback_url: callbackUrl,
   };
 }

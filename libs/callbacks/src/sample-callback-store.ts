@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { EventType } from '@media/domain';
 import type { StoreKeys } from '@media/storage';
 import { CallbackKeys } from './keys';
 
@@ -6,6 +7,8 @@ import { CallbackKeys } from './keys';
 export interface TestCallbackRequest {
   workspace_id: string;
   url: string;
+  /** The event it is a sample of; `image.completed` when not given. */
+  type?: EventType;
   created_ms: number;
 }
 

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JobQueue } from '@media/queues';
-import { newId } from '@media/domain';
+import { newId, type EventType } from '@media/domain';
 import type { TestCallbackOutcome, TestCallbackRepository } from './sample-callback-store';
 
 /** How often the outcome is looked for while waiting; a receiver's answer takes at least a TLS handshake. */
@@ -19,7 +19,7 @@ export interface TestCallbacksDeps {
 }
 
 /**
- * "Send test callback": a signed sample event to a URL the user gives, with the same URL
+ * "Send test callback": a signed sample event (an `image.completed`, or the type asked for) to a URL the user gives, with the same URL
  * rules and signing as real callbacks. Only the dispatcher calls receivers, so this stores the
  * request, queues a `test-callback` job and waits for the dispatcher's outcome. Nothing is written
  * to any callback's attempt log.
@@ -37,10 +37,10 @@ export class TestCallbacks {
    * @throws CallbackUrlRejectedError when the URL rules refuse it
    * @returns the outcome, or undefined when no dispatcher answered in time
    */
-  async send(workspaceId: string, url: string): Promise<TestCallbackOutcome | undefined> {
+  async send(workspaceId: string, url: string, type?: EventType): Promise<TestCallbackOutcome | undefined> {
     await this.deps.guard.check(url);
     const testId = newId('tcb');
-    await this.deps.store.request(testId, { workspace_id: workspaceId, url, created_ms: this.now() });
+    await this.deps.store.request(testId, { workspace_id: workspaceId, url, created_ms: this.now(), ...(type ? { type } : {}) });
     // lifo: someone is waiting on the page.
     await this.deps.deliveries.add('test-callback', { testId }, { jobId: `test.${testId}`, lifo: true });
     const deadline = this.now() + this.deps.webhookTimeoutMs + TEST_CALLBACK_PICKUP_ALLOWANCE_MS;

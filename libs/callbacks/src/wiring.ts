@@ -8,12 +8,18 @@ import { IdempotencyRepository } from '@media/jobs';
 import { StoreKeys } from '@media/storage';
 import { CallbackAdmin } from './callback-admin';
 import { TestCallbacks } from './sample-callbacks';
+import { AuditLog } from '@media/accounts';
+import { EndpointRepository } from './endpoint-store';
+import { MAX_ENDPOINTS_PER_WORKSPACE } from './endpoints';
+import { WebhookEndpoints } from './webhook-endpoints';
 
 /** A wired {@link CallbackAdmin}; `close` releases its queue producer, the Redis connection stays the caller's. */
 export interface CallbackAdminHandle {
   admin: CallbackAdmin;
   /** Test callbacks, queued on the same producer. */
   tests: TestCallbacks;
+  /** The workspace's webhook endpoints; their test events go through the same producer. */
+  endpoints: WebhookEndpoints;
   close(): Promise<void>;
 }
 
@@ -26,15 +32,18 @@ export function createCallbackAdmin(config: AppConfig, redis: Redis, logger: Log
     deliveries,
     idempotency: new IdempotencyRepository(redis, keys, config.idempotencyTtlSeconds),
   });
-  const tests = new TestCallbacks({
-    store: new TestCallbackRepository(redis, keys),
-    deliveries,
-    guard: new CallbackUrlGuard({
-      allowHttp: config.callbackAllowHttp,
-      allowedCidrs: config.callbackAllowedCidrs,
-      allowedEndpoints: config.callbackAllowedEndpoints,
-    }),
-    webhookTimeoutMs: config.webhookTimeoutMs,
+  const guard = new CallbackUrlGuard({
+    allowHttp: config.callbackAllowHttp,
+    allowedCidrs: config.callbackAllowedCidrs,
+    allowedEndpoints: config.callbackAllowedEndpoints,
   });
-  return { admin, tests, close: () => deliveries.close() };
+  const tests = new TestCallbacks({ store: new TestCallbackRepository(redis, keys), deliveries, guard, webhookTimeoutMs: config.webhookTimeoutMs });
+  const endpoints = new WebhookEndpoints({
+    store: new EndpointRepository(redis, keys),
+    audit: new AuditLog(redis, keys, config.auditRetentionSeconds),
+    guard,
+    tests,
+    maxPerWorkspace: MAX_ENDPOINTS_PER_WORKSPACE,
+  });
+  return { admin, tests, endpoints, close: () => deliveries.close() };
 }

@@ -45,6 +45,10 @@ export const DOCS_URL_PLACEHOLDER = 'https://docs.example.com';
  * The placeholders `k8s/base` ships in its Secret: a deployment that forgot to replace one would
  * run with a value anyone who has read the repository knows.
  */
+/** A duration setting's text: a whole number and a unit. */
+const DURATION = /^(\d+)(ms|s|m|h|d)$/;
+const DURATION_UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: HOUR_MS, d: DAY_MS };
+
 const notThePlaceholder = (text: Joi.StringSchema, placeholder: string) =>
   text.invalid(placeholder).messages({ 'any.invalid': "{{#label}} is k8s/base's placeholder: replace it with a secret of your own" });
 
@@ -329,6 +333,19 @@ export const SETTINGS = {
     default: 86_400,
     readBy: ['gateway', 'admin'],
     description: 'How long a rotated-out signing secret keeps signing beside the new one.',
+  }),
+  WEBHOOK_ENDPOINT_DISABLE_AFTER: parsed({
+    fills: { endpointDisableAfterMs: true },
+    default: '5d',
+    parse: (text) => {
+      const match = DURATION.exec(text.trim());
+      const ms = match ? Number(match[1]) * DURATION_UNIT_MS[match[2]!]! : NaN;
+      if (!(ms >= 1_000 && ms <= 365 * DAY_MS)) return new Refusal('must be a duration from 1s to 365d: a whole number and a unit (ms, s, m, h, d), e.g. 5d or 12h');
+      return ms;
+    },
+    readBy: ['dispatcher'],
+    description:
+      'How long every attempt to a webhook endpoint may fail, with none delivered, before the endpoint is disabled (its callbacks already made finish their ladders; enabling it again is one click or one API call): 5 days by default, as Svix does. A whole number and a unit: `ms`, `s`, `m`, `h`, `d`.',
   }),
   AUDIT_RETENTION_SECONDS: int({
     fills: { auditRetentionSeconds: true },

@@ -4,9 +4,12 @@ import { EVENT_TYPES, type EventType, type JobRecord } from './jobs';
 
 /**
  * The `msg_` id of a job's callback: derived, so a replayed job-finished event finds the same
- * callback, and on the job's shard, so the callback is stored beside its job and workspace.
+ * callback, and on the job's shard, so the callback is stored beside its job and workspace. One per
+ * destination: the request's own `callback_url` (no endpoint), and each of the workspace's webhook
+ * endpoints subscribed to the event.
  */
-export const callbackIdFor = (jobId: string, type: EventType): string => derivedIdBeside(jobId, 'msg', jobId, type);
+export const callbackIdFor = (jobId: string, type: EventType, endpointId?: string): string =>
+  endpointId === undefined ? derivedIdBeside(jobId, 'msg', jobId, type) : derivedIdBeside(jobId, 'msg', jobId, type, endpointId);
 
 /**
  * Every id a job's callback can have, one per event its kind can end with (of any kind when the
@@ -38,8 +41,10 @@ export interface CallbackRecord {
   workspace_id: string;
   job_id: string;
   type: EventType;
-  /** The destination, as the client gave it. */
+  /** The destination, as the client gave it (a request's `callback_url`, or the endpoint's URL when the callback was made). */
   url: string;
+  /** The workspace webhook endpoint (`we_…`) this callback goes to; absent for a request's own `callback_url`. */
+  endpoint_id?: string;
   /** When the job ended (Unix ms): the envelope's `timestamp`. */
   event_ms: number;
   created_ms: number;

@@ -21,7 +21,7 @@ export interface RetentionDeps {
     | 'forgetUploads'
     | 'forgetUnstored'
   >;
-  callbacks: Pick<CallbackRepository, 'get' | 'endedBefore' | 'countEndedBefore' | 'remove' | 'postponeRemoval'>;
+  callbacks: Pick<CallbackRepository, 'get' | 'getMany' | 'endpointCallbackIdsOf' | 'endedBefore' | 'countEndedBefore' | 'remove' | 'postponeRemoval'>;
   blobs: Pick<BlobStore, 'removeAll'>;
   logger: Logger;
   metrics?: RetentionMetrics;
@@ -188,8 +188,10 @@ export class MediaRetention {
     if (removed.record) report.jobsRemoved++;
   }
 
-  /** Whether the job's callback still has attempts to make, or is still to be created. */
+  /** Whether one of the job's callbacks (its own `callback_url`'s, or an endpoint's) still has attempts to make, or is still to be created. */
   private async stillNeeded(job: JobRecord): Promise<boolean> {
+    const toEndpoints = await this.deps.callbacks.getMany(await this.deps.callbacks.endpointCallbackIdsOf(job.id));
+    if (toEndpoints.some((callback) => callback.state === 'pending')) return true;
     if (!job.callback_url) return false;
     const callback = await this.deps.callbacks.get(callbackIdFor(job.id, eventTypeFor(job)));
     if (callback) return callback.state === 'pending';
@@ -255,17 +257,17 @@ export class MediaRetention {
  * without `dueBeforeMs` (now, whatever the retention, a pending callback included).
  */
 export async function removeJob(
-  deps: { jobs: Pick<JobRepository, 'remove'>; callbacks: Pick<CallbackRepository, 'remove'>; blobs: Pick<BlobStore, 'removeAll'> },
+  deps: { jobs: Pick<JobRepository, 'remove'>; callbacks: Pick<CallbackRepository, 'remove' | 'endpointCallbackIdsOf'>; blobs: Pick<BlobStore, 'removeAll'> },
   job: JobRecord,
   dueBeforeMs?: number,
 ): Promise<{ blobs: number; callbacks: number; record: boolean }> {
   const blobs = await deps.blobs.removeAll(blobFolderOf(job));
   let callbacks = 0;
-  if (job.callback_url) {
-    // Both event types: the job's end decides which one it has, and a record read earlier may be stale.
-    for (const id of callbackIdsFor(job.id, job.kind)) {
-      if (await deps.callbacks.remove(id, 'with-its-job')) callbacks++;
-    }
+  // Both event types of its own callback: the job's end decides which one it has, and a record read
+  // earlier may be stale. Then those to the workspace's endpoints.
+  const ids = [...(job.callback_url ? callbackIdsFor(job.id, job.kind) : []), ...(await deps.callbacks.endpointCallbackIdsOf(job.id))];
+  for (const id of ids) {
+    if (await deps.callbacks.remove(id, 'with-its-job')) callbacks++;
   }
   return { blobs, callbacks, record: await deps.jobs.remove(job, dueBeforeMs) };
 }

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { pingRedis, type Logger } from '@media/common';
 import { traceRequests } from './http/tracing';
 import type { WorkspaceAccounts, WorkspaceRepository } from '@media/accounts';
-import type { CallbackAdmin, CallbackRepository, DestinationGate, TestCallbacks } from '@media/callbacks';
+import type { CallbackAdmin, CallbackRepository, DestinationGate, TestCallbacks, WebhookEndpoints } from '@media/callbacks';
 import { dashboardRouter } from '@media/dashboard';
 import type { JobPresenter, LinkSigner } from '@media/domain';
 import type { BlobStore } from '@media/blob-store';
@@ -25,6 +25,7 @@ import { fileRoutes } from './routes/files';
 import { imageRoutes } from './routes/images';
 import { modelRoutes } from './routes/models';
 import { videoRoutes } from './routes/videos';
+import { webhookEndpointRoutes } from './routes/webhook-endpoints';
 import { webhookKeyRoutes } from './routes/webhook-keys';
 
 export interface GatewayDeps {
@@ -43,6 +44,8 @@ export interface GatewayDeps {
   callbackAdmin: CallbackAdmin;
   accounts: WorkspaceAccounts;
   testCallbacks: TestCallbacks;
+  /** The workspace's webhook endpoints (API and dashboard). */
+  endpoints: WebhookEndpoints;
   /** How callback destinations are doing, for the dashboard. */
   destinations: Pick<DestinationGate, 'ofWorkspace'>;
   /** The aggregates the dashboard's Overview reads. */
@@ -135,6 +138,7 @@ export function createApp(deps: GatewayDeps): Express {
   v1.use('/images', imageRoutes({ ...deps, syncTimeoutMs: deps.syncImageTimeoutMs, rateLimits: limits, bodies }));
   v1.use('/videos', videoRoutes({ ...deps, rateLimits: limits, bodies }));
   v1.use('/callbacks', callbackRoutes({ ...deps, rateLimits: limits, bodies }));
+  v1.use('/webhook-endpoints', webhookEndpointRoutes({ endpoints: deps.endpoints, rateLimits: limits, bodies }));
   v1.use('/audit-events', auditEventRoutes({ audit: deps.accounts.audit, rateLimits: limits }));
   app.use('/v1', v1);
   // The dashboard: same origin as the API, its own session auth, and rate limits per member of its own.

@@ -171,6 +171,7 @@ const callbackListQuery = Joi.object({
   status: Joi.string().valid('pending', 'delivered', 'failed'),
   type: Joi.string().valid(...EVENT_TYPES),
   job_id: Joi.string().max(64),
+  endpoint_id: Joi.string().max(64),
   created_after: unixSeconds,
   created_before: unixSeconds,
 });
@@ -210,6 +211,7 @@ export function parseCallbackListQuery(query: unknown): CallbackListQuery {
     status?: CallbackState;
     type?: EventType;
     job_id?: string;
+    endpoint_id?: string;
     created_after?: number;
     created_before?: number;
   }>(callbackListQuery, query);
@@ -224,6 +226,7 @@ export function parseCallbackListQuery(query: unknown): CallbackListQuery {
     state: raw.status,
     type: raw.type,
     jobId: raw.job_id,
+    endpointId: raw.endpoint_id,
     createdAfterMs: raw.created_after === undefined ? undefined : raw.created_after * 1000,
     createdBeforeMs: raw.created_before === undefined ? undefined : raw.created_before * 1000,
   };

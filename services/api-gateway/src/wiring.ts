@@ -74,6 +74,7 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
     // Keys are trusted for API_KEY_CACHE_MS: the bound on how long a revoked key keeps working here.
     accounts: createAccounts(config, redis, { apiKeyCacheMs: API_KEY_CACHE_MS }),
     testCallbacks: callbackAdmin.tests,
+    endpoints: callbackAdmin.endpoints,
     destinations: new DestinationGate(redis, keys, destinationLimits(config)),
     overview: new OverviewRepository(redis, keys, (workspaceId) => callbacks.pendingIndex(workspaceId)),
     retryScheduleMs: config.webhookRetryScheduleMs,

@@ -4,10 +4,18 @@ import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
 import { ConfigError, FaultInjector, type AppConfig, type CallbackMetrics, type Logger } from '@media/common';
 import { JobQueue } from '@media/queues';
 import { JobPresenter, LinkSigner } from '@media/domain';
-import { CallbackRepository, CallbackService, DestinationGate, destinationLimits, TestCallbackRepository, TestCallbackService } from '@media/callbacks';
+import {
+  CallbackRepository,
+  CallbackService,
+  DestinationGate,
+  destinationLimits,
+  EndpointRepository,
+  TestCallbackRepository,
+  TestCallbackService,
+} from '@media/callbacks';
 import { JobRepository } from '@media/jobs';
 import { loadLinkSigningKey, StoreKeys, SecretBox } from '@media/storage';
-import { WorkspaceRepository } from '@media/accounts';
+import { AuditLog, WorkspaceRepository } from '@media/accounts';
 import { egressProxyOf } from './egress-proxy';
 import { WebhookSender } from './webhook-sender';
 
@@ -74,6 +82,9 @@ export async function createCallbackService(config: AppConfig, redis: Redis, log
     destinations,
     deliveries,
     events,
+    endpoints: new EndpointRepository(redis, keys),
+    endpointDisableAfterMs: config.endpointDisableAfterMs,
+    audit: new AuditLog(redis, keys, config.auditRetentionSeconds),
     logger,
     retryScheduleMs: config.webhookRetryScheduleMs,
     attemptTimeoutMs: config.webhookTimeoutMs,

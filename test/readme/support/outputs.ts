@@ -7,7 +7,7 @@
  */
 
 /** Ids of the service's objects, as the README spells them (24 characters after the prefix, 25 for those that name their store shard): a printed id must have the length shown. */
-const ID = /\b(?:req|video|ws|msg|rcv)_[0-9a-z]{24,25}\b/;
+const ID = /\b(?:req|video|ws|msg|rcv|we)_[0-9a-z]{24,25}\b/;
 const ISO_TIME = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z/;
 const SIGNATURE_PARAM = /signature=[A-Za-z0-9_-]{43}/;
 const EXPIRES_PARAM = /expires=\d+/;

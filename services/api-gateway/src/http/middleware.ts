@@ -48,7 +48,7 @@ export function requestContext(logger: Logger): RequestHandler {
  * answered 429 before its key is looked at.
  */
 export function requireApiKey(
-  accounts: Pick<WorkspaceAccounts, 'authenticateApiKey'>,
+  accounts: Pick<WorkspaceAccounts, 'identifyApiKey'>,
   throttle?: Pick<FailedAuthThrottle, 'check' | 'failed'>,
 ): RequestHandler {
   return async (req, res, next) => {
@@ -60,12 +60,15 @@ export function requireApiKey(
       await throttle?.failed(address);
       throw new ApiError(401, 'authentication_error', 'Missing API key. Send it as "Authorization: Bearer <API_KEY>".', null, 'missing_api_key');
     }
-    const workspaceId = await accounts.authenticateApiKey(match[1]);
-    if (!workspaceId) {
+    const identity = await accounts.identifyApiKey(match[1]);
+    if (!identity) {
       await throttle?.failed(address);
       throw new ApiError(401, 'authentication_error', 'Incorrect API key provided.', null, 'invalid_api_key');
     }
+    const { workspaceId, keyId } = identity;
     res.locals.workspaceId = workspaceId;
+    // Who the audit says made a change with this request.
+    res.locals.apiKeyId = keyId;
     // The request's id now names its workspace's shard: an image request keeps it as its own id,
     // whose records are stored beside the workspace's (`rehomeId`).
     const requestId = rehomeId(res.locals.requestId, workspaceId);

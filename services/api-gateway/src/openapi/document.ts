@@ -12,10 +12,10 @@ import type {
 import { OUTAGE_RETRY_AFTER_SECONDS, type AppConfig } from '@media/common';
 import { MEDIA_TYPES } from '@media/blob-store';
 import { AUDIT_ACTIONS } from '@media/accounts';
-import { MAX_RECOVERY, RECOVERY_ATTEMPTS_PER_SECOND } from '@media/callbacks';
+import { MAX_ENDPOINTS_PER_WORKSPACE, MAX_RECOVERY, RECOVERY_ATTEMPTS_PER_SECOND } from '@media/callbacks';
 import { MAX_IMAGES } from '../uploads';
 import { ERROR_RESPONSES, errorResponse } from './errors';
-import { binary, humanDuration, ref } from './schema-kit';
+import { binary, closedObject, humanDuration, ref } from './schema-kit';
 import { componentSchemas } from './schemas';
 import { webhookItems, webhooksDescription } from './webhooks';
 
@@ -426,6 +426,7 @@ function paths(s: OpenApiSettings): Record<string, PathItemObject> {
           { name: 'status', in: 'query', schema: ref('CallbackStatus') },
           { name: 'type', in: 'query', schema: ref('EventType') },
           { name: 'job_id', in: 'query', schema: { type: 'string', maxLength: 64 }, description: 'The callbacks of one job.' },
+          { name: 'endpoint_id', in: 'query', schema: { type: 'string', maxLength: 64 }, description: 'The callbacks to one webhook endpoint.' },
           { name: 'created_after', in: 'query', schema: { type: 'integer', minimum: 0, maximum: 2 ** 40 }, description: 'Unix seconds, inclusive.' },
           {
             name: 'created_before',
@@ -436,6 +437,70 @@ function paths(s: OpenApiSettings): Record<string, PathItemObject> {
         ],
         ok: { 200: { description: 'A page of callbacks.', content: json(ref('CallbackList')) } },
         errors: [400],
+      }),
+    },
+    '/v1/webhook-endpoints': {
+      get: operation({
+        tag: 'Webhook endpoints',
+        operationId: 'listWebhookEndpoints',
+        summary: 'List webhook endpoints',
+        bucket: 'read',
+        ok: { 200: { description: "The workspace's endpoints.", content: json(ref('WebhookEndpointList')) } },
+      }),
+      post: operation({
+        tag: 'Webhook endpoints',
+        operationId: 'createWebhookEndpoint',
+        summary: 'Create a webhook endpoint',
+        description: `Every job of the workspace that ends with a subscribed event is sent to it, signed like any callback, whether or not the request gave a \`callback_url\` (which still gets its own). At most ${MAX_ENDPOINTS_PER_WORKSPACE} per workspace (400 \`endpoint_limit_reached\`); a refused URL is 400 \`invalid_callback_url\`, an unknown event type 400 \`invalid_value\`.`,
+        bucket: 'create',
+        requestBody: { required: true, content: json(ref('WebhookEndpointCreate')) },
+        ok: { 201: { description: 'The new endpoint.', content: json(ref('WebhookEndpoint')) } },
+        errors: [400, 413, 415],
+      }),
+    },
+    '/v1/webhook-endpoints/{id}': {
+      get: operation({
+        tag: 'Webhook endpoints',
+        operationId: 'retrieveWebhookEndpoint',
+        summary: 'Retrieve a webhook endpoint',
+        bucket: 'read',
+        parameters: [pathId('id', 'we', 'endpoint')],
+        ok: { 200: { description: 'The endpoint.', content: json(ref('WebhookEndpoint')) } },
+        errors: [404],
+      }),
+      patch: operation({
+        tag: 'Webhook endpoints',
+        operationId: 'updateWebhookEndpoint',
+        summary: 'Change a webhook endpoint',
+        description: "Only the fields given change. `enabled: true` turns an endpoint on again, also one disabled for failing. Callbacks already made keep the URL they were made with.",
+        bucket: 'create',
+        parameters: [pathId('id', 'we', 'endpoint')],
+        requestBody: { required: true, content: json(ref('WebhookEndpointUpdate')) },
+        ok: { 200: { description: 'The endpoint as it now is.', content: json(ref('WebhookEndpoint')) } },
+        errors: [400, 404, 413, 415],
+      }),
+      delete: operation({
+        tag: 'Webhook endpoints',
+        operationId: 'deleteWebhookEndpoint',
+        summary: 'Delete a webhook endpoint',
+        description: 'No new callbacks are made for it; those already made finish their ladders.',
+        bucket: 'create',
+        parameters: [pathId('id', 'we', 'endpoint')],
+        ok: { 200: { description: 'It is gone.', content: json(ref('WebhookEndpointDeleted')) } },
+        errors: [404],
+      }),
+    },
+    '/v1/webhook-endpoints/{id}/test': {
+      post: operation({
+        tag: 'Webhook endpoints',
+        operationId: 'testWebhookEndpoint',
+        summary: 'Send a test event to a webhook endpoint',
+        description: `A signed sample of \`type\` (by default the first event the endpoint is subscribed to), enabled or not, and the receiver's answer; waits up to \`WEBHOOK_TIMEOUT_MS\` (${s.webhookTimeoutMs} ms) and a few seconds more. 504 \`test_callback_timeout\` when no dispatcher sent it in time.`,
+        bucket: 'create',
+        parameters: [pathId('id', 'we', 'endpoint')],
+        requestBody: { required: false, content: json(closedObject({ type: ref('EventType') }, [])) },
+        ok: { 200: { description: "The receiver's answer.", content: json(ref('WebhookEndpointTest')) } },
+        errors: [400, 404, 413, 504],
       }),
     },
     '/v1/audit-events': {
@@ -567,6 +632,7 @@ export function buildOpenApiDocument(settings: OpenApiSettings): OpenAPIObject {
       { name: 'Files', description: 'Signed download links.' },
       { name: 'Callbacks', description: "What became of each job's callback; manual retries and bulk recovery." },
       { name: 'Webhooks', description: webhooksDescription(settings) },
+      { name: 'Webhook endpoints', description: 'Destinations every subscribed job end is sent to, as OpenAI\'s project webhooks.' },
       { name: 'Audit', description: 'Who changed what in the workspace.' },
       { name: 'Health' },
       { name: 'Documentation' },

@@ -1,4 +1,5 @@
 import { AUDIT_ACTIONS } from '@media/accounts';
+import { MAX_ENDPOINT_DESCRIPTION, MAX_ENDPOINTS_PER_WORKSPACE } from '@media/callbacks';
 import type { SchemaObject } from 'openapi3-ts/oas31';
 import type { ErrorType } from '@media/common';
 import {
@@ -293,7 +294,11 @@ const callbackFields: Record<string, Schema> = {
   object: { type: 'string', const: 'callback' },
   type: ref('EventType'),
   job_id: { type: 'string', description: 'The `video_…` or `req_…` id of the job.' },
-  url: { type: 'string', description: 'The destination, as the request gave it.' },
+  endpoint_id: {
+    ...orNull(idOf('we')),
+    description: "The workspace webhook endpoint the callback goes to; `null` for the request's own `callback_url`.",
+  },
+  url: { type: 'string', description: "The destination: the request's `callback_url`, or the endpoint's URL when the callback was made." },
   status: ref('CallbackStatus'),
   attempt_count: { type: 'integer', minimum: 0, description: 'Every attempt made, manual ones included.' },
   next_attempt_at: orNull(unixSeconds('When the next automatic attempt is due; `null` when none is')),
@@ -441,6 +446,64 @@ const objects: Record<string, SchemaObject> = {
     { description: 'One change to the workspace, with who made it.' },
   ),
   AuditEventList: list('AuditEvent', 'Newest first.'),
+  WebhookEndpoint: closedObject(
+    {
+      object: { type: 'string', const: 'webhook_endpoint' },
+      id: idOf('we'),
+      url: { type: 'string', description: 'Where its callbacks go; the rules of `callback_url` apply, at creation and at every attempt.' },
+      events: { type: 'array', minItems: 1, items: ref('EventType'), description: 'The event types it receives.' },
+      description: { type: 'string', maxLength: MAX_ENDPOINT_DESCRIPTION },
+      enabled: { type: 'boolean', description: 'Whether new callbacks are made for it; callbacks already made finish their ladders either way.' },
+      disabled_reason: {
+        ...orNull({ type: 'string', enum: ['manual', 'failing'] }),
+        description: '`manual`: turned off by a member or an API key; `failing`: every attempt failed for `WEBHOOK_ENDPOINT_DISABLE_AFTER`; `null` while enabled.',
+      },
+      created_at: unixSeconds('When it was created'),
+      updated_at: unixSeconds('When it last changed'),
+      failing_since: orNull(unixSeconds('When every attempt since began to fail; `null` once one delivers')),
+      last_error: {
+        ...orNull(closedObject({ message: { type: 'string', description: 'The error class and a short detail.' }, at: unixSeconds('When') })),
+        description: 'The latest failed attempt.',
+      },
+    },
+    undefined,
+    { description: 'A workspace webhook endpoint: every job end of a subscribed type is sent to it, with or without a `callback_url` on the request.' },
+  ),
+  WebhookEndpointList: list('WebhookEndpoint', 'Oldest first; a workspace has at most ' + MAX_ENDPOINTS_PER_WORKSPACE + '.'),
+  WebhookEndpointCreate: closedObject(
+    {
+      url: { type: 'string', maxLength: 2048, description: 'An https URL (the rules of `callback_url`).' },
+      events: { type: 'array', minItems: 1, items: ref('EventType'), description: 'All four when omitted.' },
+      description: { type: 'string', maxLength: MAX_ENDPOINT_DESCRIPTION },
+      enabled: { type: 'boolean', description: 'True when omitted.' },
+    },
+    ['url'],
+  ),
+  WebhookEndpointUpdate: closedObject(
+    {
+      url: { type: 'string', maxLength: 2048 },
+      events: { type: 'array', minItems: 1, items: ref('EventType') },
+      description: { type: 'string', maxLength: MAX_ENDPOINT_DESCRIPTION },
+      enabled: { type: 'boolean', description: 'True turns it back on (and forgets its failing stretch); false turns it off (`disabled_reason: manual`).' },
+    },
+    [],
+  ),
+  WebhookEndpointDeleted: closedObject({ id: idOf('we'), object: { type: 'string', const: 'webhook_endpoint.deleted' }, deleted: { type: 'boolean', const: true } }),
+  WebhookEndpointTest: closedObject(
+    {
+      object: { type: 'string', const: 'webhook_endpoint.test' },
+      type: ref('EventType'),
+      webhook_id: idOf('msg', 'The `webhook-id` the sample was sent with.'),
+      delivered: { type: 'boolean' },
+      status_code: orNull({ type: 'integer' }),
+      error: orNull({ type: 'string', description: 'The error class, as on a callback attempt.' }),
+      duration_ms: ms,
+      address: orNull({ type: 'string' }),
+      response_excerpt: { type: 'string' },
+    },
+    undefined,
+    { description: 'What the endpoint answered to a signed sample event. Nothing is recorded in any callback.' },
+  ),
   CallbackStatus: describedEnum(CALLBACK_STATES, 'Delivery state of a callback.'),
   EventType: { type: 'string', enum: [...EVENT_TYPES], description: 'The event a callback reports.' },
   CallbackRecovery: closedObject({

@@ -18,6 +18,7 @@ import { attemptKey, type CallbackRepository, type NewCallbackAttempt } from './
 import type { DestinationGate } from './destination-slots';
 import type { ActiveSigners, AuditLog, WorkspaceRepository } from '@media/accounts';
 import type { EndpointRepository } from './endpoint-store';
+import type { RelayDirectory, RelaySender } from './relay';
 import { endpointWants } from './endpoints';
 import { CorruptRecordError, type JobRepository } from '@media/jobs';
 import { jobContext, linkTo, recordSpan, ROOT_CONTEXT, SpanKind, tracingEnabled, withContext, type Attributes, type Context } from '@media/tracing';
@@ -70,6 +71,10 @@ export interface CallbackServiceDeps {
   deliveries: Pick<JobQueue<'callback-deliveries'>, 'add' | 'remove' | 'promote'>;
   /** The workspace's webhook endpoints: every job's end goes to those subscribed to its event. */
   endpoints?: Pick<EndpointRepository, 'list' | 'noteOutcome'>;
+  /** Callbacks to relay URLs go down a `media-callbacks listen` connection instead of over the network. */
+  relay?: Pick<RelaySender, 'handles' | 'send'>;
+  /** The workspace's relay listeners that subscribed to events: each job end of their types goes to the relay too. */
+  relayDirectory?: Pick<RelayDirectory, 'listeners' | 'existingRelayUrl'>;
   /** WEBHOOK_ENDPOINT_DISABLE_AFTER: how long an endpoint may fail every attempt before it is disabled. */
   endpointDisableAfterMs?: number;
   /** Where an endpoint disabled for failing is recorded. */
@@ -170,10 +175,15 @@ export class CallbackService {
       throw new Error(`job ${jobId} was announced finished but is ${job.status}`);
     }
     const type = eventTypeFor(job);
-    const endpoints = this.deps.endpoints ? (await this.deps.endpoints.list(job.workspace_id)).filter((e) => endpointWants(e, type)) : [];
+    const [endpoints, relayUrl] = await Promise.all([
+      this.deps.endpoints ? this.deps.endpoints.list(job.workspace_id).then((all) => all.filter((e) => endpointWants(e, type))) : [],
+      this.subscribedRelay(job.workspace_id, type),
+    ]);
     const destinations: CallbackDestination[] = [
       ...(job.callback_url ? [{ url: job.callback_url }] : []),
       ...endpoints.map((e) => ({ url: e.url, endpointId: e.id })),
+      // The job's own callback_url may be the relay already: one callback there is enough.
+      ...(relayUrl && relayUrl !== job.callback_url ? [{ url: relayUrl, relay: true }] : []),
     ];
     if (destinations.length === 0) return [];
     const trace = jobContext(job.traceparent);
@@ -203,23 +213,26 @@ export class CallbackService {
     secrets: Promise<ActiveSigners>,
   ): Promise<CallbackRecord> {
     const now = this.now();
-    const { created, callback } = await this.deps.callbacks.create({
-      id: callbackIdFor(job.id, type, destination.endpointId),
-      workspace_id: job.workspace_id,
-      job_id: job.id,
-      type,
-      url: destination.url,
-      ...(destination.endpointId ? { endpoint_id: destination.endpointId } : {}),
-      event_ms: job.finished_ms!,
-      created_ms: now,
-      state: 'pending',
-      attempt_count: 0,
-      ladder_attempt: 0,
-      next_attempt_ms: now,
-      delivered_ms: null,
-      last_attempt_ms: null,
-      ...(job.traceparent ? { traceparent: job.traceparent } : {}),
-    });
+    const { created, callback } = await this.deps.callbacks.create(
+      {
+        id: callbackIdFor(job.id, type, destination.relay ? RELAY_SUBSCRIPTION : destination.endpointId),
+        workspace_id: job.workspace_id,
+        job_id: job.id,
+        type,
+        url: destination.url,
+        ...(destination.endpointId ? { endpoint_id: destination.endpointId } : {}),
+        event_ms: job.finished_ms!,
+        created_ms: now,
+        state: 'pending',
+        attempt_count: 0,
+        ladder_attempt: 0,
+        next_attempt_ms: now,
+        delivered_ms: null,
+        last_attempt_ms: null,
+        ...(job.traceparent ? { traceparent: job.traceparent } : {}),
+      },
+      destination.endpointId !== undefined || destination.relay === true,
+    );
     this.faults.at('callback.created');
     // Debug only: the attempt's own line follows at once and names the job and the event too.
     if (created) this.deps.logger.debug('callback created', { message_id: callback.id, job_id: job.id, type, endpoint_id: destination.endpointId });
@@ -453,6 +466,14 @@ export class CallbackService {
     );
   }
 
+  /** The workspace's relay URL when one of its connected listeners subscribed to `type`. */
+  private async subscribedRelay(workspaceId: string, type: EventType): Promise<string | undefined> {
+    const directory = this.deps.relayDirectory;
+    if (!directory) return undefined;
+    const listeners = await directory.listeners(workspaceId, this.now());
+    return listeners.some((l) => l.events.includes(type)) ? directory.existingRelayUrl(workspaceId) : undefined;
+  }
+
   /**
    * Tells the callback's endpoint how its attempt went: a delivered attempt ends the endpoint's
    * failing stretch, a failed one may end with the endpoint disabled (every attempt failed for
@@ -463,7 +484,12 @@ export class CallbackService {
     const endpoints = this.deps.endpoints;
     if (!endpoints) return;
     try {
-      const detail = attempt.error === null ? '' : attempt.status !== null ? `${attempt.error}: HTTP ${attempt.status}` : `${attempt.error}${attempt.error_detail ? `: ${attempt.error_detail}` : ''}`;
+      const detail =
+        attempt.error === null
+          ? ''
+          : attempt.status !== null
+            ? `${attempt.error}: HTTP ${attempt.status}`
+            : `${attempt.error}${attempt.error_detail ? `: ${attempt.error_detail}` : ''}`;
       const disabled = await endpoints.noteOutcome(
         callback.workspace_id,
         endpointId,
@@ -478,13 +504,18 @@ export class CallbackService {
         failing_since: disabled.failing_since_ms === null ? null : new Date(disabled.failing_since_ms).toISOString(),
         last_error: disabled.last_error,
       });
-      await this.deps.audit?.record(callback.workspace_id, 'webhook_endpoint.disabled', { type: 'system' }, {
-        type: 'webhook_endpoint',
-        id: endpointId,
-        reason: 'failing',
-        failing_since: disabled.failing_since_ms === null ? null : Math.floor(disabled.failing_since_ms / 1000),
-        last_error: disabled.last_error,
-      });
+      await this.deps.audit?.record(
+        callback.workspace_id,
+        'webhook_endpoint.disabled',
+        { type: 'system' },
+        {
+          type: 'webhook_endpoint',
+          id: endpointId,
+          reason: 'failing',
+          failing_since: disabled.failing_since_ms === null ? null : Math.floor(disabled.failing_since_ms / 1000),
+          last_error: disabled.last_error,
+        },
+      );
     } catch (err) {
       this.deps.logger.warn('webhook endpoint not told of an attempt', { endpoint_id: endpointId, message_id: callback.id, error: String(err) });
     }
@@ -627,7 +658,11 @@ export class CallbackService {
     }
   }
 
-  /** One POST: check the URL afresh, render with fresh links, sign with every active secret and key, send. */
+  /**
+   * One POST: check the URL afresh, render with fresh links, sign with every active secret and key,
+   * send. A callback to a relay URL is not sent over the network: it goes down a listener's
+   * connection (RelaySender), so no address is checked or dialled for it.
+   */
   private async attempt(callback: CallbackRecord, known?: KnownInputs): Promise<Exchange> {
     const checkedAt = this.now();
     // The job, the secrets and the address check need nothing from each other: one wait for all.
@@ -636,6 +671,16 @@ export class CallbackService {
       known?.secrets ?? this.deps.workspaces.activeSigners(callback.workspace_id, checkedAt),
     ]);
     inputs.catch(() => undefined); // awaited below unless the address is refused first
+    const relay = this.deps.relay;
+    if (relay?.handles(callback.url)) {
+      const { body, headers } = this.signed(callback, ...(await inputs));
+      return relay.send(
+        callback.workspace_id,
+        callback.url,
+        { webhook_id: callback.id, event_type: callback.type, headers, body: body.toString('utf8') },
+        this.deps.attemptTimeoutMs,
+      );
+    }
     let target: CheckedTarget;
     try {
       // Checked again on every attempt: DNS may now point somewhere it did not at acceptance.
@@ -658,22 +703,34 @@ export class CallbackService {
         retryAfterMs: null,
       };
     }
-    const [job, { secrets, secretKeys }] = await inputs;
-    if (!job) throw new UndeliverableCallbackError(callback.id, `job ${callback.job_id} no longer exists`);
-    const sentMs = this.now();
-    if (secrets.length === 0) throw new UndeliverableCallbackError(callback.id, `workspace ${callback.workspace_id} has no signing secret`);
-    const timestampSeconds = Math.floor(sentMs / 1000);
-    const body = buildBody(callback.type, callback.event_ms, this.deps.presenter.render(job, timestampSeconds));
-    const headers = buildHeaders({ messageId: callback.id, timestampSeconds, body, secrets, secretKeys, docsUrl: this.deps.docsUrl });
+    const { body, headers } = this.signed(callback, ...(await inputs));
     return this.deps.sender.send(target, body, headers);
+  }
+
+  /** The callback's body, rendered now from its job, and its headers signed with every active secret and key. */
+  private signed(
+    callback: CallbackRecord,
+    job: JobRecord | undefined,
+    { secrets, secretKeys }: ActiveSigners,
+  ): { body: Buffer; headers: Record<string, string> } {
+    if (!job) throw new UndeliverableCallbackError(callback.id, `job ${callback.job_id} no longer exists`);
+    if (secrets.length === 0) throw new UndeliverableCallbackError(callback.id, `workspace ${callback.workspace_id} has no signing secret`);
+    const timestampSeconds = Math.floor(this.now() / 1000);
+    const body = buildBody(callback.type, callback.event_ms, this.deps.presenter.render(job, timestampSeconds));
+    return { body, headers: buildHeaders({ messageId: callback.id, timestampSeconds, body, secrets, secretKeys, docsUrl: this.deps.docsUrl }) };
   }
 }
 
-/** Where one of a job's callbacks goes: the request's own `callback_url`, or one of the workspace's endpoints. */
+/** Where one of a job's callbacks goes: the request's own `callback_url`, one of the workspace's endpoints, or its relay's listeners. */
 interface CallbackDestination {
   url: string;
   endpointId?: string;
+  /** The workspace's relay, for its listeners subscribed to the event. */
+  relay?: boolean;
 }
+
+/** What a relay listeners' callback's id is derived from in place of an endpoint's id: one per job and event, however many listeners. */
+const RELAY_SUBSCRIPTION = 'relay';
 
 /** What a caller of an attempt may have read already; each is read by the attempt otherwise. */
 interface KnownInputs {

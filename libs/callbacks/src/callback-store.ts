@@ -152,9 +152,11 @@ export class CallbackRepository {
 
   /**
    * Stores a new callback unless one with its id exists (SET NX), and indexes it under its
-   * workspace. Returns the stored record: the new one, or the one created earlier for a replayed event.
+   * workspace (and its job, with `fanOut`: a callback beyond its request's own `callback_url`, whose
+   * id the job's id does not give). Returns the stored record: the new one, or the one created
+   * earlier for a replayed event.
    */
-  async create(callback: CallbackRecord): Promise<{ created: boolean; callback: CallbackRecord }> {
+  async create(callback: CallbackRecord, fanOut = callback.endpoint_id !== undefined): Promise<{ created: boolean; callback: CallbackRecord }> {
     const count = this.overview.callbackEvent(callback.workspace_id, callback.created_ms);
     const reply = await CREATE.run(
       this.redis,
@@ -165,10 +167,10 @@ export class CallbackRepository {
         this.callbackKeys.workspaceCallbacksInState(callback.workspace_id, callback.state),
         this.keys.awaitingCallback(shardOfId(callback.id)),
         this.callbackKeys.workspaceCallbacksOfEndpoint(callback.workspace_id, callback.endpoint_id ?? NO_ENDPOINT),
-        this.callbackKeys.jobEndpointCallbacks(callback.job_id),
+        this.callbackKeys.jobFanOutCallbacks(callback.job_id),
         ...count.keys,
       ],
-      [encodeRecord(callback), callback.created_ms, callback.id, callback.job_id, callback.endpoint_id ? '1' : '', ...count.args],
+      [encodeRecord(callback), callback.created_ms, callback.id, callback.job_id, callback.endpoint_id ? '1' : '', fanOut ? '1' : '', ...count.args],
     );
     if (reply === 1) return { created: true, callback };
     const existing = await this.get(callback.id);
@@ -370,7 +372,7 @@ export class CallbackRepository {
       this.keys.removedFrom(this.callbackKeys.workspaceCallbacks(workspaceId)),
       this.keys.removedAt(this.callbackKeys.workspaceCallbacks(workspaceId)),
       this.callbackKeys.workspaceCallbacksOfEndpoint(workspaceId, record?.endpoint_id ?? NO_ENDPOINT),
-      this.callbackKeys.jobEndpointCallbacks(jobId),
+      this.callbackKeys.jobFanOutCallbacks(jobId),
     ];
     // A pending callback going with its job leaves pending without ending: the Overview counts that
     // (in the bucket of now), or its pending line would read low for every earlier slot.
@@ -414,7 +416,7 @@ export class CallbackRepository {
             ? this.callbackKeys.workspaceCallbacksOfType(workspaceId, q.type)
             : this.callbackKeys.workspaceCallbacks(workspaceId);
     if (q.jobId !== undefined) {
-      const ids = [...callbackIdsFor(q.jobId), ...(await this.endpointCallbackIdsOf(q.jobId))];
+      const ids = [...callbackIdsFor(q.jobId), ...(await this.fanOutCallbackIdsOf(q.jobId))];
       const records = (await this.getMany(ids)).filter(matches).sort((a, b) => b.created_ms - a.created_ms || (a.id < b.id ? 1 : -1));
       const start = q.after === undefined ? 0 : records.findIndex((cb) => cb.id === q.after) + 1;
       if (q.after !== undefined && start === 0) return { callbacks: [], hasMore: false, cursorFound: false };
@@ -452,9 +454,9 @@ export class CallbackRepository {
     }
   }
 
-  /** Ids of the callbacks a job made to webhook endpoints (a job's own callback's ids come from `callbackIdsFor`). */
-  async endpointCallbackIdsOf(jobId: string): Promise<string[]> {
-    return this.redis.smembers(this.callbackKeys.jobEndpointCallbacks(jobId));
+  /** Ids of the callbacks a job made beyond its own `callback_url`'s (to endpoints and the relay; its own callback's ids come from `callbackIdsFor`). */
+  async fanOutCallbackIdsOf(jobId: string): Promise<string[]> {
+    return this.redis.smembers(this.callbackKeys.jobFanOutCallbacks(jobId));
   }
 
   async getMany(ids: string[]): Promise<CallbackRecord[]> {

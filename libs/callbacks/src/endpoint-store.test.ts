@@ -71,7 +71,9 @@ describe('parseEndpointInput', () => {
       events: ['video.completed', 'video.failed', 'image.completed', 'image.failed'],
       description: '',
     });
-    expect(parseEndpointInput({ events: ['image.failed', 'video.completed', 'image.failed'] }, 'update')).toEqual({ events: ['video.completed', 'image.failed'] });
+    expect(parseEndpointInput({ events: ['image.failed', 'video.completed', 'image.failed'] }, 'update')).toEqual({
+      events: ['video.completed', 'image.failed'],
+    });
     expect(parseEndpointInput({}, 'update')).toEqual({});
   });
 

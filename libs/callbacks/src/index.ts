@@ -18,6 +18,8 @@ export * from './callback-store';
 export * from './endpoints';
 export * from './endpoint-store';
 export * from './webhook-endpoints';
+export * from './relay';
+export * from './relay-protocol';
 export * from './classify';
 export * from './envelope';
 export * from './exchange';

@@ -27,10 +27,19 @@ export class CallbackKeys {
   /** The workspace's callbacks to one of its webhook endpoints, scored by creation time (the `endpoint_id` filter reads it). */
   workspaceCallbacksOfEndpoint = (id: string, endpointId: string) => `${this.#store.beside(id)}:ws:${id}:callbacks:endpoint:${endpointId}`;
   /**
-   * The callbacks a job made to webhook endpoints (set of `msg_` ids), beside the job: a request's own
-   * callback has an id its job's id gives, an endpoint's does not, and the endpoint may since be gone.
+   * The callbacks a job made beyond its request's own `callback_url` (set of `msg_` ids): to the
+   * workspace's endpoints and its relay listeners' subscriptions. Beside the job: a request's own
+   * callback has an id its job's id gives, these do not, and their endpoint may since be gone.
    */
-  jobEndpointCallbacks = (jobId: string) => `${this.#store.beside(jobId)}:job:${jobId}:endpoint-callbacks`;
+  jobFanOutCallbacks = (jobId: string) => `${this.#store.beside(jobId)}:job:${jobId}:fan-out-callbacks`;
+  /** The workspace's relay token (the secret part of its relay URL); made at its first listener, then kept. */
+  workspaceRelayToken = (id: string) => `${this.#store.beside(id)}:ws:${id}:relay-token`;
+  /** The workspace's connected relay listeners (hash: `rls_…` session id → the listener's JSON record). */
+  workspaceRelayListeners = (id: string) => `${this.#store.beside(id)}:ws:${id}:relay-listeners`;
+  /** The Pub/Sub channel a gateway takes the deliveries for its listeners on. */
+  relayGatewayChannel = (gatewayId: string) => `${this.#store.prefix}:relay:gateway:${gatewayId}`;
+  /** The Pub/Sub channel a dispatcher takes the outcomes of its relayed attempts on. */
+  relayReplyChannel = (dispatcherId: string) => `${this.#store.prefix}:relay:reply:${dispatcherId}`;
   /** A test callback the dashboard asked for (its URL and workspace), and its outcome; both short-lived. */
   testCallback = (id: string) => `${this.#store.prefix}:testcb:${id}`;
   testCallbackResult = (id: string) => `${this.#store.prefix}:testcb:${id}:result`;

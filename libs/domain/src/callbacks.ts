@@ -30,9 +30,12 @@ export type CallbackState = 'pending' | 'delivered' | 'failed';
  * `http_error` is a non-2xx, non-3xx answer; `blocked_address` is a URL that failed the
  * delivery-time check (no connection was made); `dispatcher_error` is an attempt the dispatcher could
  * not make at all, after its own retries of it ran out (nothing was sent, or no answer was recorded);
- * `proxy` is an egress proxy (CALLBACK_EGRESS_PROXY) that could not be reached or refused the tunnel.
+ * `proxy` is an egress proxy (CALLBACK_EGRESS_PROXY) that could not be reached or refused the tunnel;
+ * `relay_offline` is a callback to a workspace's relay URL with no `media-callbacks listen` connected
+ * to take it (or whose listener went away before its handler answered).
  */
-export type AttemptErrorClass = 'timeout' | 'dns' | 'refused' | 'reset' | 'tls' | 'redirect' | 'blocked_address' | 'http_error' | 'dispatcher_error' | 'proxy';
+export type AttemptErrorClass =
+  'timeout' | 'dns' | 'refused' | 'reset' | 'tls' | 'redirect' | 'blocked_address' | 'http_error' | 'dispatcher_error' | 'proxy' | 'relay_offline';
 
 /** One callback: one finished job, one event, one `msg_` id for its whole life. */
 export interface CallbackRecord {

@@ -21,7 +21,7 @@ export interface RetentionDeps {
     | 'forgetUploads'
     | 'forgetUnstored'
   >;
-  callbacks: Pick<CallbackRepository, 'get' | 'getMany' | 'endpointCallbackIdsOf' | 'endedBefore' | 'countEndedBefore' | 'remove' | 'postponeRemoval'>;
+  callbacks: Pick<CallbackRepository, 'get' | 'getMany' | 'fanOutCallbackIdsOf' | 'endedBefore' | 'countEndedBefore' | 'remove' | 'postponeRemoval'>;
   blobs: Pick<BlobStore, 'removeAll'>;
   logger: Logger;
   metrics?: RetentionMetrics;
@@ -190,7 +190,7 @@ export class MediaRetention {
 
   /** Whether one of the job's callbacks (its own `callback_url`'s, or an endpoint's) still has attempts to make, or is still to be created. */
   private async stillNeeded(job: JobRecord): Promise<boolean> {
-    const toEndpoints = await this.deps.callbacks.getMany(await this.deps.callbacks.endpointCallbackIdsOf(job.id));
+    const toEndpoints = await this.deps.callbacks.getMany(await this.deps.callbacks.fanOutCallbackIdsOf(job.id));
     if (toEndpoints.some((callback) => callback.state === 'pending')) return true;
     if (!job.callback_url) return false;
     const callback = await this.deps.callbacks.get(callbackIdFor(job.id, eventTypeFor(job)));
@@ -257,7 +257,7 @@ export class MediaRetention {
  * without `dueBeforeMs` (now, whatever the retention, a pending callback included).
  */
 export async function removeJob(
-  deps: { jobs: Pick<JobRepository, 'remove'>; callbacks: Pick<CallbackRepository, 'remove' | 'endpointCallbackIdsOf'>; blobs: Pick<BlobStore, 'removeAll'> },
+  deps: { jobs: Pick<JobRepository, 'remove'>; callbacks: Pick<CallbackRepository, 'remove' | 'fanOutCallbackIdsOf'>; blobs: Pick<BlobStore, 'removeAll'> },
   job: JobRecord,
   dueBeforeMs?: number,
 ): Promise<{ blobs: number; callbacks: number; record: boolean }> {
@@ -265,7 +265,7 @@ export async function removeJob(
   let callbacks = 0;
   // Both event types of its own callback: the job's end decides which one it has, and a record read
   // earlier may be stale. Then those to the workspace's endpoints.
-  const ids = [...(job.callback_url ? callbackIdsFor(job.id, job.kind) : []), ...(await deps.callbacks.endpointCallbackIdsOf(job.id))];
+  const ids = [...(job.callback_url ? callbackIdsFor(job.id, job.kind) : []), ...(await deps.callbacks.fanOutCallbackIdsOf(job.id))];
   for (const id of ids) {
     if (await deps.callbacks.remove(id, 'with-its-job')) callbacks++;
   }

@@ -2,6 +2,7 @@ import { createHash, randomInt } from 'node:crypto';
 import { FaultInjector } from '@media/common';
 import { generationQueueEntry, type JobQueue } from '@media/queues';
 import { CallbackUrlGuard, CallbackUrlRejectedError } from '@media/callback-guard';
+import type { RelayDirectory } from '@media/callbacks';
 import { blobFolderOf, findModel, isFinished, newIdBeside, type ImageJob, type JobRecord, type VideoJob } from '@media/domain';
 import type { BlobStore, ImageExtension } from '@media/blob-store';
 import { idempotencyKeyHash, type HeldClaim, type IdempotencyEntry, type IdempotencyRepository, type JobRepository, type LimitRepository } from '@media/jobs';
@@ -60,6 +61,8 @@ export class JobIntakeService {
     private readonly callbackGuard: CallbackUrlGuard,
     private readonly waiting: Pick<LimitRepository, 'onJobAccepted' | 'onJobFinished' | 'reclaimUnstored' | 'defaults'>,
     private readonly faults: FaultInjector = FaultInjector.none(),
+    /** Relay URLs: taken only from the workspace they belong to. */
+    private readonly relays?: Pick<RelayDirectory, 'isRelayUrl' | 'ownsRelayUrl'>,
   ) {
     this.marks = new IntakeMarks(jobs);
   }
@@ -70,7 +73,7 @@ export class JobIntakeService {
   }
 
   async createImageJob(workspaceId: string, requestId: string, params: ImageParams, edit: EditInputs | null, idempotencyKey?: string): Promise<Intake> {
-    await this.checkCallbackUrl(params.callback_url);
+    await this.checkCallbackUrl(workspaceId, params.callback_url);
     const fingerprint = () => this.fingerprint(edit ? 'images.edit' : 'images.generate', { ...params, model: params.model.id }, edit);
     const admit = edit ? this.admitWithUploads.bind(this) : this.admit.bind(this);
     return admit(workspaceId, requestId, fingerprint, idempotencyKey, async (id) => {
@@ -156,7 +159,7 @@ export class JobIntakeService {
     remixedFrom: string | null,
     idempotencyKey: string | undefined,
   ): Promise<Intake> {
-    await this.checkCallbackUrl(params.callback_url);
+    await this.checkCallbackUrl(workspaceId, params.callback_url);
     const fingerprint = () => this.fingerprint(operation, { ...params, model: params.model.id, remixed_from_video_id: remixedFrom ?? undefined }, null);
     return this.admit(workspaceId, newIdBeside(workspaceId, 'video'), fingerprint, idempotencyKey, async (id) => {
       const job: VideoJob = {
@@ -388,8 +391,20 @@ export class JobIntakeService {
     return new ApiError(409, 'conflict_error', 'This Idempotency-Key was already used with different parameters.', null, 'idempotency_key_reused');
   }
 
-  private async checkCallbackUrl(url: string | null): Promise<void> {
+  /**
+   * The URL rules, or, for a relay URL (`media-callbacks listen`), that it is this workspace's own:
+   * a relay URL is never dialled, so its address is not what matters, its owner is.
+   */
+  private async checkCallbackUrl(workspaceId: string, url: string | null): Promise<void> {
     if (url === null) return;
+    if (this.relays?.isRelayUrl(url)) {
+      if (await this.relays.ownsRelayUrl(workspaceId, url)) return;
+      throw ApiError.invalid(
+        "The callback_url is a relay URL, but not this workspace's (see `media-callbacks listen`).",
+        'callback_url',
+        'invalid_callback_url',
+      );
+    }
     try {
       await this.callbackGuard.check(url);
     } catch (err) {

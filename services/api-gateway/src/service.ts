@@ -23,7 +23,8 @@ import { checkBlobStoreWritable } from '@media/blob-store';
 import { ReplicaWait } from '@media/storage';
 import { startTracing } from '@media/tracing';
 import { createStartingApp } from './app';
-import { createApiServer } from './http/api-server';
+import { createApiServer, refuseUpgrade } from './http/api-server';
+import { ApiError } from './http/api-error';
 import { guardConnections } from './http/connection-guard';
 import { isDependencyOutage } from './http/outage';
 import { measureRequests } from './http/request-metrics';
@@ -103,6 +104,11 @@ export async function startGatewayService(config: AppConfig, logger: Logger, hoo
     measureRequests(new PromHttpMetrics(registry), (req, res) => handler(req, res)),
     logger,
   );
+  // WebSocket upgrades (the relay's listeners) once the gateway is up; refused with a 503 before.
+  server.on('upgrade', (req, socket, head) => {
+    if (gateway && !stopping) gateway.upgrade(req, socket, head);
+    else refuseUpgrade(socket, ApiError.unavailable(), logger, stopping ? 'draining' : 'starting');
+  });
   guardConnections(
     server,
     {

@@ -1,15 +1,18 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Express, RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import { API_KEY_CACHE_MS, createAccounts, WorkspaceRepository } from '@media/accounts';
 import { createBlobStore } from '@media/blob-store';
 import { CallbackUrlGuard } from '@media/callback-guard';
-import { CallbackRepository, createCallbackAdmin, DestinationGate, destinationLimits } from '@media/callbacks';
+import { CallbackRepository, createCallbackAdmin, DestinationGate, destinationLimits, RelayDirectory, RelayHub } from '@media/callbacks';
 import { createRedis, FaultInjector, storeAnswers, type AppConfig, type Logger } from '@media/common';
 import { JobQueue } from '@media/queues';
 import { JobPresenter, LinkSigner } from '@media/domain';
 import { configuredLimits, IdempotencyRepository, JobRepository, LimitRepository } from '@media/jobs';
 import { OverviewRepository, loadLinkSigningKey, ReplicaWait, StoreKeys, SecretBox } from '@media/storage';
 import { createApp } from './app';
+import { relayKeyCheck, relayListenUpgrade } from './http/relay-listen';
 import { JobIntakeService } from './job-intake';
 import { JobWaiter } from './job-waiter';
 import { buildOpenApiDocument } from './openapi/document';
@@ -18,6 +21,8 @@ import { staticJson } from './routes/openapi';
 /** A wired gateway app and what it holds beside the caller's Redis connection. */
 export interface GatewayHandle {
   app: Express;
+  /** The public listener's WebSocket upgrades: `media-callbacks listen` (GET /v1/webhook-relay/listen). */
+  upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
   /** Sends the last intake marks, then releases the waiter's connection, the queue producers and the blob store; the Redis connection stays the caller's. */
   close(): Promise<void>;
 }
@@ -48,6 +53,18 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
   const generation = new JobQueue('generation', redis, config.keyPrefix, logger, { attempts: config.generationAttempts });
   const limits = new LimitRepository(redis, keys, configuredLimits(config));
   const callbackAdmin = createCallbackAdmin(config, redis, logger);
+  // Keys are trusted for API_KEY_CACHE_MS: the bound on how long a revoked key keeps working here.
+  const accounts = createAccounts(config, redis, { apiKeyCacheMs: API_KEY_CACHE_MS });
+  const relays = new RelayDirectory(redis, keys, config.publicBaseUrl);
+  const relayHub = new RelayHub({
+    redis,
+    subscriber: () => createRedis(config.redis, 'worker', logger),
+    keys,
+    directory: relays,
+    logger,
+    keyStillValid: relayKeyCheck(accounts),
+    timeoutMs: config.webhookTimeoutMs,
+  });
   const intake = new JobIntakeService(
     jobs,
     blobs,
@@ -56,6 +73,7 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
     new CallbackUrlGuard({ allowHttp: config.callbackAllowHttp, allowedCidrs: config.callbackAllowedCidrs, allowedEndpoints: config.callbackAllowedEndpoints }),
     limits,
     overrides.faults,
+    relays,
   );
   const callbacks = new CallbackRepository(redis, keys);
   const app = createApp({
@@ -71,8 +89,7 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
     intake,
     waiter,
     callbackAdmin: callbackAdmin.admin,
-    // Keys are trusted for API_KEY_CACHE_MS: the bound on how long a revoked key keeps working here.
-    accounts: createAccounts(config, redis, { apiKeyCacheMs: API_KEY_CACHE_MS }),
+    accounts,
     testCallbacks: callbackAdmin.tests,
     endpoints: callbackAdmin.endpoints,
     destinations: new DestinationGate(redis, keys, destinationLimits(config)),
@@ -93,7 +110,10 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
   });
   return {
     app,
+    upgrade: relayListenUpgrade({ hub: relayHub, directory: relays, accounts, logger, timeoutMs: config.webhookTimeoutMs }),
     close: async () => {
+      // Listeners first: their CLIs reconnect to another gateway while this one finishes.
+      await relayHub.close();
       // The intake marks of the last jobs queued go out before the connection closes.
       await intake.close();
       await waiter.close();

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import { CallbackUrlGuard, type HostResolver } from '@media/callback-guard';
-import { ConfigError, FaultInjector, type AppConfig, type CallbackMetrics, type Logger } from '@media/common';
+import { ConfigError, createRedis, FaultInjector, type AppConfig, type CallbackMetrics, type Logger } from '@media/common';
 import { JobQueue } from '@media/queues';
 import { JobPresenter, LinkSigner } from '@media/domain';
 import {
@@ -10,6 +10,8 @@ import {
   DestinationGate,
   destinationLimits,
   EndpointRepository,
+  RelayDirectory,
+  RelaySender,
   TestCallbackRepository,
   TestCallbackService,
 } from '@media/callbacks';
@@ -69,6 +71,15 @@ export async function createCallbackService(config: AppConfig, redis: Redis, log
   const events = new JobQueue('job-events', redis, config.keyPrefix, logger);
   const callbacks = new CallbackRepository(redis, keys);
   const destinations = new DestinationGate(redis, keys, destinationLimits(config));
+  const relayDirectory = new RelayDirectory(redis, keys, config.publicBaseUrl);
+  const relay = new RelaySender({
+    redis,
+    subscriber: () => createRedis(config.redis, 'worker', logger),
+    keys,
+    directory: relayDirectory,
+    logger,
+    now: overrides.now,
+  });
   const service = new CallbackService({
     callbacks,
     jobs: new JobRepository(redis, keys),
@@ -84,6 +95,8 @@ export async function createCallbackService(config: AppConfig, redis: Redis, log
     events,
     endpoints: new EndpointRepository(redis, keys),
     endpointDisableAfterMs: config.endpointDisableAfterMs,
+    relay,
+    relayDirectory,
     audit: new AuditLog(redis, keys, config.auditRetentionSeconds),
     logger,
     retryScheduleMs: config.webhookRetryScheduleMs,
@@ -112,7 +125,7 @@ export async function createCallbackService(config: AppConfig, redis: Redis, log
     destinations,
     close: async () => {
       sender.close();
-      await Promise.all([deliveries.close(), events.close()]);
+      await Promise.all([deliveries.close(), events.close(), relay.close()]);
     },
   };
 }

@@ -41,6 +41,18 @@ function answerAndClose(socket: Duplex, error: ApiError, logger: Logger, why: st
   socket.end([`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}`, ...head, '', body].join('\r\n'));
 }
 
+/** Refuses a WebSocket upgrade with an ordinary HTTP answer in the documented error shape, and closes the socket. */
+export function refuseUpgrade(socket: Duplex, error: ApiError, logger: Logger, why: string): void {
+  if (socket.destroyed) return;
+  if (error.retryAfterSeconds !== undefined) {
+    const { headers, body } = closingAnswer(error, logger, why);
+    const head = Object.entries({ ...headers, 'retry-after': String(error.retryAfterSeconds) }).map(([name, value]) => `${name}: ${value}`);
+    socket.end([`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}`, ...head, '', body].join('\r\n'));
+    return;
+  }
+  answerAndClose(socket, error, logger, why);
+}
+
 /**
  * Node answers a request it cannot parse (request line or headers over its limits, bytes that are
  * not HTTP) with a bare status line before any middleware runs. This answers in the documented

@@ -55,6 +55,7 @@ const ATTEMPT_ERRORS: Record<AttemptErrorClass, string> = {
   blocked_address: 'the URL failed the callback URL rules when checked again for this attempt; nothing was dialled',
   dispatcher_error: 'the dispatcher itself could not make the attempt, five times over',
   proxy: 'the egress proxy (CALLBACK_EGRESS_PROXY) could not be reached or refused the tunnel; nothing reached the receiver',
+  relay_offline: 'a callback to the relay URL with no `media-callbacks listen` connected to take it, or whose listener left before its handler answered',
 };
 
 const ATTEMPT_TRIGGERS: Record<AttemptTrigger, string> = {
@@ -456,7 +457,8 @@ const objects: Record<string, SchemaObject> = {
       enabled: { type: 'boolean', description: 'Whether new callbacks are made for it; callbacks already made finish their ladders either way.' },
       disabled_reason: {
         ...orNull({ type: 'string', enum: ['manual', 'failing'] }),
-        description: '`manual`: turned off by a member or an API key; `failing`: every attempt failed for `WEBHOOK_ENDPOINT_DISABLE_AFTER`; `null` while enabled.',
+        description:
+          '`manual`: turned off by a member or an API key; `failing`: every attempt failed for `WEBHOOK_ENDPOINT_DISABLE_AFTER`; `null` while enabled.',
       },
       created_at: unixSeconds('When it was created'),
       updated_at: unixSeconds('When it last changed'),
@@ -488,7 +490,11 @@ const objects: Record<string, SchemaObject> = {
     },
     [],
   ),
-  WebhookEndpointDeleted: closedObject({ id: idOf('we'), object: { type: 'string', const: 'webhook_endpoint.deleted' }, deleted: { type: 'boolean', const: true } }),
+  WebhookEndpointDeleted: closedObject({
+    id: idOf('we'),
+    object: { type: 'string', const: 'webhook_endpoint.deleted' },
+    deleted: { type: 'boolean', const: true },
+  }),
   WebhookEndpointTest: closedObject(
     {
       object: { type: 'string', const: 'webhook_endpoint.test' },

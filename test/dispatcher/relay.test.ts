@@ -195,6 +195,22 @@ describe('the relay', () => {
     expect((await call('/v1/images/generations', { method: 'POST', json })).status).toBe(202);
   });
 
+  it('takes the workspace’s own relay URL as a webhook endpoint, and sends its test event through the listener', async () => {
+    const listener = await listen(h.workspace.apiKey);
+    const other = await h.stack.createWorkspace('relay-endpoint-other');
+    const refused = await api(h.stack, other.apiKey)('/v1/webhook-endpoints', { method: 'POST', json: { url: listener.ready.relay_url } });
+    expectApiError(refused, 400, { param: 'url', code: 'invalid_callback_url' });
+    const created = await call('/v1/webhook-endpoints', { method: 'POST', json: { url: listener.ready.relay_url, events: ['image.failed'] } });
+    expect(created.status).toBe(201);
+    try {
+      const test = await call(`/v1/webhook-endpoints/${created.json.id}/test`, { method: 'POST' });
+      expect(test.json).toMatchObject({ type: 'image.failed', delivered: true, status_code: 200, address: null, response_excerpt: 'ok' });
+      expect(listener.deliveries.map((d) => d.webhook_id)).toContain(test.json.webhook_id);
+    } finally {
+      await call(`/v1/webhook-endpoints/${created.json.id}`, { method: 'DELETE' });
+    }
+  });
+
   it('refuses a sixth listener with 429, a missing or wrong key with 401 and an unknown event with 400, before the upgrade', async () => {
     for (let i = 0; i < 5; i++) await listen(h.workspace.apiKey);
     const sixth = await refusal(h.workspace.apiKey);

@@ -6,12 +6,17 @@ import type { WorkspaceRepository } from '@media/accounts';
 import { classifyRejection, classifyStatus } from './classify';
 import { buildBody, buildHeaders } from './envelope';
 import type { Exchange } from './exchange';
+import type { RelaySender } from './relay';
 
 export interface TestCallbackServiceDeps {
   store: Pick<TestCallbackRepository, 'getRequest' | 'saveOutcome'>;
   workspaces: Pick<WorkspaceRepository, 'activeSigners'>;
   guard: { check(url: string): Promise<CheckedTarget> };
   sender: { send(target: CheckedTarget, body: Buffer, headers: Record<string, string>): Promise<Exchange> };
+  /** A test to a relay URL goes down a listener's connection, as a real callback does. */
+  relay?: Pick<RelaySender, 'handles' | 'send'>;
+  /** WEBHOOK_TIMEOUT_MS, for a test through the relay. */
+  timeoutMs?: number;
   logger: Logger;
   docsUrl: string;
   now?: () => number;
@@ -53,6 +58,15 @@ export class TestCallbackService {
 
   private async exchange(workspaceId: string, url: string, webhookId: string, type: EventType): Promise<Exchange> {
     const checkedAt = this.now();
+    if (this.deps.relay?.handles(url)) {
+      const { body, headers } = await this.signed(workspaceId, url, webhookId, type);
+      return this.deps.relay.send(
+        workspaceId,
+        url,
+        { webhook_id: webhookId, event_type: type, headers, body: body.toString('utf8') },
+        this.deps.timeoutMs ?? 15_000,
+      );
+    }
     let target: CheckedTarget;
     try {
       // Checked again here, as for every real attempt: DNS may have changed since the dashboard checked.
@@ -70,13 +84,18 @@ export class TestCallbackService {
         retryAfterMs: null,
       };
     }
+    const { body, headers } = await this.signed(workspaceId, url, webhookId, type);
+    return this.deps.sender.send(target, body, headers);
+  }
+
+  /** A sample of `type`, signed now with the workspace's active secrets and keys. */
+  private async signed(workspaceId: string, url: string, webhookId: string, type: EventType): Promise<{ body: Buffer; headers: Record<string, string> }> {
     const sentMs = this.now();
     const { secrets, secretKeys } = await this.deps.workspaces.activeSigners(workspaceId, sentMs);
     if (secrets.length === 0) throw new PermanentJobError('no_signing_secret', `workspace ${workspaceId} has no signing secret`);
     const timestampSeconds = Math.floor(sentMs / 1000);
     const body = buildBody(type, sentMs, sampleObject(type, timestampSeconds, this.deps.docsUrl, url));
-    const headers = buildHeaders({ messageId: webhookId, timestampSeconds, body, secrets, secretKeys, docsUrl: this.deps.docsUrl });
-    return this.deps.sender.send(target, body, headers);
+    return { body, headers: buildHeaders({ messageId: webhookId, timestampSeconds, body, secrets, secretKeys, docsUrl: this.deps.docsUrl }) };
   }
 }
 

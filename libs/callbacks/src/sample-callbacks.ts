@@ -2,6 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { JobQueue } from '@media/queues';
 import { newId, type EventType } from '@media/domain';
 import type { TestCallbackOutcome, TestCallbackRepository } from './sample-callback-store';
+import { CallbackUrlRejectedError } from '@media/callback-guard';
+import type { RelayDirectory } from './relay';
 
 /** How often the outcome is looked for while waiting; a receiver's answer takes at least a TLS handshake. */
 const POLL_MS = 100;
@@ -13,6 +15,8 @@ export interface TestCallbacksDeps {
   deliveries: Pick<JobQueue<'callback-deliveries'>, 'add'>;
   /** The URL rules of real callbacks; throws `CallbackUrlRejectedError` for a refused URL. */
   guard: { check(url: string): Promise<unknown> };
+  /** Relay URLs: a test to the workspace's own goes through its listener, like a real callback. */
+  relays?: Pick<RelayDirectory, 'isRelayUrl' | 'ownsRelayUrl'>;
   /** WEBHOOK_TIMEOUT_MS: the receiver's time limit. */
   webhookTimeoutMs: number;
   now?: () => number;
@@ -38,7 +42,12 @@ export class TestCallbacks {
    * @returns the outcome, or undefined when no dispatcher answered in time
    */
   async send(workspaceId: string, url: string, type?: EventType): Promise<TestCallbackOutcome | undefined> {
-    await this.deps.guard.check(url);
+    if (this.deps.relays?.isRelayUrl(url)) {
+      if (!(await this.deps.relays.ownsRelayUrl(workspaceId, url)))
+        throw new CallbackUrlRejectedError('malformed', "The URL is a relay URL, but not this workspace's (see `media-callbacks listen`).");
+    } else {
+      await this.deps.guard.check(url);
+    }
     const testId = newId('tcb');
     await this.deps.store.request(testId, { workspace_id: workspaceId, url, created_ms: this.now(), ...(type ? { type } : {}) });
     // lifo: someone is waiting on the page.

@@ -3,6 +3,7 @@ import { CallbackUrlRejectedError } from '@media/callback-guard';
 import { ApiError } from '@media/common';
 import type { EventType } from '@media/domain';
 import type { EndpointChange, EndpointRepository } from './endpoint-store';
+import type { RelayDirectory } from './relay';
 import { EndpointInputError, type EndpointInput, type WebhookEndpointRecord } from './endpoints';
 import type { TestCallbackOutcome } from './sample-callback-store';
 import type { TestCallbacks } from './sample-callbacks';
@@ -30,6 +31,8 @@ export interface WebhookEndpointsDeps {
   audit: Pick<AuditLog, 'record'>;
   /** The URL rules of every callback; throws `CallbackUrlRejectedError` for a refused URL. */
   guard: { check(url: string): Promise<unknown> };
+  /** Relay URLs (`media-callbacks listen`): an endpoint may name its own workspace's, never another's. */
+  relays?: Pick<RelayDirectory, 'isRelayUrl' | 'ownsRelayUrl'>;
   /** Sends a signed sample event and waits for the receiver's answer. */
   tests: Pick<TestCallbacks, 'send'>;
   /** Most endpoints per workspace (the store's own limit; named in the error). */
@@ -66,7 +69,7 @@ export class WebhookEndpoints {
    */
   async create(workspaceId: string, input: EndpointInput, actor: AuditActor): Promise<WebhookEndpointRecord> {
     if (input.url === undefined) throw new EndpointInputError('url', 'Missing required parameter: url.', 'missing_required_parameter');
-    await this.deps.guard.check(input.url);
+    await this.checkUrl(workspaceId, input.url);
     const endpoint = await this.deps.store.create(
       workspaceId,
       { url: input.url, events: input.events ?? [], description: input.description ?? '', enabled: input.enabled ?? true },
@@ -86,7 +89,7 @@ export class WebhookEndpoints {
    */
   async update(workspaceId: string, id: string, input: EndpointInput, actor: AuditActor): Promise<WebhookEndpointRecord> {
     const before = await this.get(workspaceId, id);
-    if (input.url !== undefined && input.url !== before.url) await this.deps.guard.check(input.url);
+    if (input.url !== undefined && input.url !== before.url) await this.checkUrl(workspaceId, input.url);
     const change: EndpointChange = {};
     if (input.url !== undefined) change.url = input.url;
     if (input.events !== undefined) change.events = input.events;
@@ -109,6 +112,16 @@ export class WebhookEndpoints {
     if (!(await this.deps.store.delete(workspaceId, id))) throw new EndpointNotFoundError(id);
     await this.deps.audit.record(workspaceId, 'webhook_endpoint.deleted', actor, target(endpoint));
     return endpoint;
+  }
+
+  /** The rules of `callback_url`: the address rules, or, for a relay URL, that it is this workspace's. */
+  private async checkUrl(workspaceId: string, url: string): Promise<void> {
+    if (!this.deps.relays?.isRelayUrl(url)) {
+      await this.deps.guard.check(url);
+      return;
+    }
+    if (!(await this.deps.relays.ownsRelayUrl(workspaceId, url)))
+      throw new EndpointInputError('url', "The url is a relay URL, but not this workspace's (see `media-callbacks listen`).", 'invalid_callback_url');
   }
 
   /**

@@ -12,6 +12,7 @@ import { AuditLog } from '@media/accounts';
 import { EndpointRepository } from './endpoint-store';
 import { MAX_ENDPOINTS_PER_WORKSPACE } from './endpoints';
 import { WebhookEndpoints } from './webhook-endpoints';
+import { RelayDirectory } from './relay';
 
 /** A wired {@link CallbackAdmin}; `close` releases its queue producer, the Redis connection stays the caller's. */
 export interface CallbackAdminHandle {
@@ -37,11 +38,13 @@ export function createCallbackAdmin(config: AppConfig, redis: Redis, logger: Log
     allowedCidrs: config.callbackAllowedCidrs,
     allowedEndpoints: config.callbackAllowedEndpoints,
   });
-  const tests = new TestCallbacks({ store: new TestCallbackRepository(redis, keys), deliveries, guard, webhookTimeoutMs: config.webhookTimeoutMs });
+  const relays = new RelayDirectory(redis, keys, config.publicBaseUrl);
+  const tests = new TestCallbacks({ store: new TestCallbackRepository(redis, keys), deliveries, guard, relays, webhookTimeoutMs: config.webhookTimeoutMs });
   const endpoints = new WebhookEndpoints({
     store: new EndpointRepository(redis, keys),
     audit: new AuditLog(redis, keys, config.auditRetentionSeconds),
     guard,
+    relays,
     tests,
     maxPerWorkspace: MAX_ENDPOINTS_PER_WORKSPACE,
   });

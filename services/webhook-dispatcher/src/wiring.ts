@@ -114,6 +114,8 @@ export async function createCallbackService(config: AppConfig, redis: Redis, log
       overrides.resolver,
     ),
     sender,
+    relay,
+    timeoutMs: config.webhookTimeoutMs,
     logger,
     docsUrl: config.docsUrl,
     now: overrides.now,

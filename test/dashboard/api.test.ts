@@ -332,8 +332,12 @@ describe('requests, retry, usage and test callbacks', () => {
   it('shows a request as the API does, with every attempt as text, and retries its failed callback', async () => {
     const detail = await owner.call('GET', `/requests/${failedImage}`);
     expect(detail.json.job).toEqual(await h.jobs.get(failedImage).then((j) => ({ ...j, data: expect.any(Array), url_expires_at: expect.any(Number) })));
-    expect(detail.json.callback.attempts).toHaveLength(6);
-    expect(detail.json.callback.attempts[0]).toMatchObject({
+    // Its one callback, to its own callback_url (the workspace has no webhook endpoint).
+    expect(detail.json.callbacks).toHaveLength(1);
+    const [{ callback, endpoint }] = detail.json.callbacks;
+    expect([callback.endpoint_id, endpoint]).toEqual([null, null]);
+    expect(callback.attempts).toHaveLength(6);
+    expect(callback.attempts[0]).toMatchObject({
       number: 1,
       trigger: 'scheduled',
       status_code: 500,
@@ -341,18 +345,18 @@ describe('requests, retry, usage and test callbacks', () => {
       response_excerpt: '<script>alert(1)</script>',
     });
     expect(detail.headers.get('content-type')).toMatch(/^application\/json/);
-    const retry = await owner.call('POST', `/callbacks/${detail.json.callback.id}/retry`);
+    const retry = await owner.call('POST', `/callbacks/${callback.id}/retry`);
     expect(retry.status).toBe(202);
-    expect(retry.json).toMatchObject({ id: detail.json.callback.id, object: 'callback' });
+    expect(retry.json).toMatchObject({ id: callback.id, object: 'callback' });
     const after = await eventually(
       async () => {
         const d = await owner.call('GET', `/requests/${failedImage}`);
-        return d.json.callback.attempts.length === 7 ? d.json : undefined;
+        return d.json.callbacks[0].callback.attempts.length === 7 ? d.json.callbacks[0].callback : undefined;
       },
       20_000,
       'the manual attempt',
     );
-    expect(after.callback.attempts[6]).toMatchObject({ number: 7, trigger: 'manual', status_code: 500 });
+    expect(after.attempts[6]).toMatchObject({ number: 7, trigger: 'manual', status_code: 500 });
   });
 
   it('answers 404 for another workspace’s request, callback and key ids', async () => {

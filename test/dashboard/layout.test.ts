@@ -33,13 +33,17 @@ beforeAll(async () => {
     // The keys and members are made while the failing callback waits for its second attempt.
     const owner = await DashboardClient.signedIn(h.stack.baseUrl, h.workspace.owner.email, h.workspace.owner.password);
     const made = await Promise.all([
+      // Subscribed to an event none of these jobs ends with: the other pages' data stays as it was.
+      owner.call('POST', '/endpoints', {
+        json: { url: h.receiver.url(LONG_PATH), events: ['video.failed'], description: `The ${'integration platform '.repeat(12)}receiver` },
+      }),
       ...Array.from({ length: 12 }, () => owner.call('POST', '/keys')),
       ...['admin', 'member', 'member'].map((role) => {
         const email = `${role}.with.a.rather.long.name.${Math.random().toString(36).slice(2)}@subsidiary.example-enterprise.com`;
         return owner.call('POST', '/members', { json: { email, role } });
       }),
     ]);
-    expect(made.map((res) => res.status)).toEqual(Array(15).fill(201));
+    expect(made.map((res) => res.status)).toEqual(Array(16).fill(201));
     await h.attempts(await h.messageIdOf(failingJob), 2);
     await h.settled(await h.messageIdOf(jobs[0]!), ['delivered']);
   } finally {
@@ -108,6 +112,7 @@ const PAGES = [
   ['Overview', '/dashboard/overview'],
   ['Requests', '/dashboard/requests'],
   ['Request detail', () => `/dashboard/requests/${failingJob}`],
+  ['Webhook endpoints', '/dashboard/endpoints'],
   ['API keys', '/dashboard/keys'],
   ['Usage', '/dashboard/usage'],
   ['Members', '/dashboard/members'],

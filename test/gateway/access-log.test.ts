@@ -137,6 +137,15 @@ it('logs every answer with its full path, without the query, and the route patte
   // Who changed what: the audit.
   await withKey('GET', '/v1/audit-events?action=workspace.created', 200, '/v1/audit-events/');
 
+  // The workspace's webhook endpoints.
+  const endpoint = await withKey('POST', '/v1/webhook-endpoints', 201, '/v1/webhook-endpoints/', { json: { url: h.receiver.url('/logged'), events: ['video.failed'] } });
+  const endpointId = endpoint.json.id as string;
+  await withKey('GET', '/v1/webhook-endpoints', 200, '/v1/webhook-endpoints/');
+  await withKey('GET', `/v1/webhook-endpoints/${endpointId}`, 200, '/v1/webhook-endpoints/:id');
+  await withKey('PATCH', `/v1/webhook-endpoints/${endpointId}`, 200, '/v1/webhook-endpoints/:id', { json: { description: 'logged' } });
+  await withKey('POST', `/v1/webhook-endpoints/${endpointId}/test`, 200, '/v1/webhook-endpoints/:id/test');
+  await withKey('DELETE', `/v1/webhook-endpoints/${endpointId}`, 200, '/v1/webhook-endpoints/:id');
+
   // The dashboard: its page, and every call of its API.
   await open('GET', '/dashboard/', 200, '/dashboard/');
   const owner = new DashboardClient(h.stack.baseUrl);
@@ -158,6 +167,13 @@ it('logs every answer with its full path, without the query, and the route patte
   await board(owner, 'GET', '/destinations', 200, '/dashboard/api/destinations');
   await board(owner, 'GET', '/usage?days=7', 200, '/dashboard/api/usage');
   await board(owner, 'GET', '/keys', 200, '/dashboard/api/keys');
+  const boardEndpoint = await board(owner, 'POST', '/endpoints', 201, '/dashboard/api/endpoints', { url: h.receiver.url('/logged'), events: ['image.failed'] });
+  const boardEndpointId = boardEndpoint.json.id as string;
+  await board(owner, 'GET', '/endpoints', 200, '/dashboard/api/endpoints');
+  await board(owner, 'GET', `/endpoints/${boardEndpointId}/deliveries`, 200, '/dashboard/api/endpoints/:id/deliveries');
+  await board(owner, 'PATCH', `/endpoints/${boardEndpointId}`, 200, '/dashboard/api/endpoints/:id', { description: 'logged' });
+  await board(owner, 'POST', `/endpoints/${boardEndpointId}/test`, 200, '/dashboard/api/endpoints/:id/test', {});
+  await board(owner, 'DELETE', `/endpoints/${boardEndpointId}`, 204, '/dashboard/api/endpoints/:id');
   const key = await board(owner, 'POST', '/keys', 201, '/dashboard/api/keys');
   await board(owner, 'DELETE', `/keys/${key.json.id}`, 204, '/dashboard/api/keys/:id');
   await board(owner, 'POST', '/secrets/reveal', 200, '/dashboard/api/secrets/reveal');

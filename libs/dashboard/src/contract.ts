@@ -9,7 +9,8 @@
  * One workspace never sees another's data: any id of another workspace answers 404.
  */
 import type { AuditAction, AuditEventObject } from '@media/accounts';
-import type { CallbackDetailObject, CallbackObject, TestCallbackOutcome } from '@media/callbacks';
+import type { CallbackDetailObject, CallbackObject, EndpointInput, TestCallbackOutcome, WebhookEndpointObject } from '@media/callbacks';
+import type { EventType } from '@media/domain';
 
 export type Role = 'owner' | 'admin' | 'member';
 export type JobKind = 'image' | 'video';
@@ -123,16 +124,42 @@ export interface SearchInfo {
   complete: boolean;
 }
 
-/** `GET /requests/{id}`: the job as the public API shows it, and its callback with every attempt. */
+/**
+ * `GET /requests/{id}`: the job as the public API shows it, and every callback its end made, each
+ * with every attempt.
+ */
 export interface RequestDetail {
   row: RequestRow;
   /** The image request or video object exactly as `GET /v1/images/{id}` or `/v1/videos/{id}` returns it (fresh links). */
   job: Record<string, unknown>;
-  callback: CallbackDetailObject | null;
-  /** How the pending callback's destination is doing (why its next attempt may wait); null otherwise. */
-  destination: DestinationRow | null;
+  /**
+   * One per destination: the request's own `callback_url`'s first (when it gave one), then one per
+   * webhook endpoint subscribed to the event when the job ended, in the order they were made. Empty
+   * until the job ends, and when nothing asked for its event.
+   */
+  callbacks: RequestCallback[];
   /** The job's OpenTelemetry trace id, to find its trace (and its log lines); null when tracing was off. */
   trace_id: string | null;
+}
+
+/** One callback of a request, and where it went. */
+export interface RequestCallback {
+  callback: CallbackDetailObject;
+  /**
+   * The webhook endpoint it went to, as the endpoint is now; null for the request's own
+   * `callback_url`, and for an endpoint deleted since (`callback.endpoint_id` still names it).
+   */
+  endpoint: EndpointSummary | null;
+  /** How the pending callback's destination is doing (why its next attempt may wait); null otherwise. */
+  destination: DestinationRow | null;
+}
+
+/** What names an endpoint where its callbacks are shown. */
+export interface EndpointSummary {
+  id: string;
+  url: string;
+  description: string;
+  enabled: boolean;
 }
 
 /** `conditionOf` in @media/domain, spelled out here for the browser app. */
@@ -260,6 +287,73 @@ export interface TestCallbackRequest {
  * dispatcher stored, passed through as is.
  */
 export type TestCallbackResult = TestCallbackOutcome;
+
+/**
+ * `GET /endpoints`: the workspace's webhook endpoints, as `GET /v1/webhook-endpoints` shows them
+ * (oldest first). Every job end of a subscribed event type goes to each enabled endpoint as its
+ * own callback, besides a request's own `callback_url`. Every role reads them.
+ *
+ * Owners and admins (others get 403 `permission_denied`), with the CSRF token:
+ * - `POST /endpoints` {@link EndpointRequest} (`url` required; `events` defaults to all) → 201 `WebhookEndpointObject`;
+ * - `PATCH /endpoints/{id}` {@link EndpointRequest} (any of its fields) → `WebhookEndpointObject`; `enabled: true`
+ *   turns it on again and clears why it was off, `enabled: false` turns it off (`disabled_reason: 'manual'`);
+ * - `DELETE /endpoints/{id}` → 204;
+ * - `POST /endpoints/{id}/test` `{type?}` → {@link EndpointTestResult}.
+ *
+ * Refusals as the API answers them: 400 `invalid_callback_url` (with `param: 'url'`), `invalid_value`,
+ * `unknown_parameter`, `endpoint_limit_reached`; 404 for an id of another workspace as for a missing one.
+ * Each change is in the workspace's audit, with the member as its actor.
+ */
+export interface EndpointList {
+  data: WebhookEndpointObject[];
+  /** Every event type an endpoint may subscribe to, in the catalogue's order. */
+  event_types: readonly EventType[];
+  /** Most endpoints a workspace may have. */
+  max_endpoints: number;
+  /** Whether this member may create, change, test and delete them (owner, admin). */
+  can_manage: boolean;
+}
+
+/** The body of `POST /endpoints` and `PATCH /endpoints/{id}`: the fields of `POST /v1/webhook-endpoints`. */
+export type EndpointRequest = EndpointInput;
+
+/**
+ * `POST /endpoints/{id}/test` `{type?}`: a signed sample of one event (`type`, or the first the
+ * endpoint is subscribed to) sent to the endpoint, enabled or not, by the dispatcher, and the
+ * receiver's answer. 504 `test_callback_timeout` when no dispatcher sent it in time. It goes into no
+ * callback's attempt log, and does not count towards the endpoint's failing.
+ */
+export interface EndpointTestResult extends TestCallbackOutcome {
+  type: EventType;
+}
+
+/** One of an endpoint's recent callbacks, with its latest attempt. */
+export interface EndpointDelivery extends CallbackObject {
+  last_attempt: LastAttempt | null;
+  /** Pending, and failed at least once. */
+  failing: boolean;
+}
+
+/**
+ * `GET /endpoints/{id}/deliveries`: the endpoint's latest callbacks (at most `limit`, newest first),
+ * and how those of them that have ended went: a failure rate over a recent window, not all time.
+ */
+export interface EndpointDeliveries {
+  endpoint_id: string;
+  /** How many of the latest callbacks are looked at. */
+  limit: number;
+  data: EndpointDelivery[];
+  /** Whether the endpoint has older callbacks than these. */
+  has_more: boolean;
+  /** Of `data`: callbacks that ended (delivered or failed), and those of them that failed. */
+  ended: number;
+  failed: number;
+  /** `failed / ended` (0-1); null when none of them has ended. */
+  failure_rate: number | null;
+  /** Of `data`: callbacks still on their ladder, and those of them that have failed at least once. */
+  pending: number;
+  failing: number;
+}
 
 /** `GET /usage?days=30`: only completed jobs are ever charged. */
 export interface Usage {

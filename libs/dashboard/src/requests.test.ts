@@ -47,6 +47,7 @@ describe('RequestsView word search', () => {
       presenter: { render: () => ({}) } as never,
       callbackAdmin: { findMany: async () => [], lastAttempts: async () => new Map() } as never,
       destinations: { ofWorkspace: async () => [] },
+      endpoints: { list: async () => [] },
     });
     return { view, read: () => read, remove: (id: string) => removed.set(id, byId.get(id)!) };
   }

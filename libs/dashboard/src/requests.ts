@@ -6,8 +6,10 @@ import {
   type DestinationGate,
   destinationOf,
   healthOf,
+  MAX_ENDPOINTS_PER_WORKSPACE,
   presentCallback,
   presentCallbackDetail,
+  type WebhookEndpoints,
   type WorkspaceDestinationStatus,
 } from '@media/callbacks';
 import {
@@ -33,6 +35,7 @@ import {
   type JobKind,
   type LastAttempt,
   type RecoveryFilters,
+  type RequestCallback,
   type RequestDetail,
   type RequestList,
   type RequestRow,
@@ -54,12 +57,12 @@ export interface RequestQuery {
   after?: string;
 }
 
-/** Callback records read per step while a state filter looks for rows of one kind. */
+/** Callback records read per step while a callback filter looks for its rows. */
 const FILTER_CHUNK = 100;
 /**
- * Callbacks one page of a filter that records answer (destination, kind, failing) looks through at
- * most (a callback's destination is in its record, not in an index): past it the page ends early,
- * with `next_after` to go on from.
+ * Callbacks one page of a callback filter looks through at most (a callback's destination is in its
+ * record, not in an index, and the indexes hold the endpoints' callbacks beside the requests' own):
+ * past it the page ends early, with `next_after` to go on from.
  */
 const FILTER_SCAN = 2_000;
 /**
@@ -73,6 +76,8 @@ const SEARCH_CHUNK = 100;
 /** Text matches whose callbacks are read together when the search also filters on callbacks. */
 const SEARCH_CHECK_BATCH = 50;
 const DAY_MS = 86_400_000;
+/** A job's callbacks at most: its own `callback_url`'s and one per endpoint (a workspace has at most 10). */
+const MAX_CALLBACKS_PER_JOB = 1 + MAX_ENDPOINTS_PER_WORKSPACE;
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
 /** The order of the Requests page: newest first, ties broken by id as the sorted sets break them. */
@@ -92,6 +97,8 @@ export class RequestsView {
       presenter: Pick<JobPresenter, 'render'>;
       callbackAdmin: Pick<CallbackAdmin, 'list' | 'findMany' | 'describe' | 'lastAttempts' | 'previewRecovery' | 'recover'>;
       destinations: Pick<DestinationGate, 'ofWorkspace'>;
+      /** Names the endpoint each of a request's callbacks went to. */
+      endpoints: Pick<WebhookEndpoints, 'list'>;
       now?: () => number;
     },
   ) {}
@@ -137,26 +144,51 @@ export class RequestsView {
   async detail(workspaceId: string, id: string): Promise<RequestDetail | undefined> {
     const job = await this.deps.jobs.getForWorkspace(workspaceId, id);
     if (!job) return undefined;
-    const [row] = await this.rows(workspaceId, [job]);
-    const messageId = callbackIdOf(job);
-    // Only "no callback yet" is an answer; anything else (Redis away) must fail the request, not show "none".
-    const described = messageId
-      ? await this.deps.callbackAdmin.describe(workspaceId, messageId).catch((err: unknown) => {
-          if (err instanceof CallbackNotFoundError) return undefined;
-          throw err;
-        })
-      : undefined;
-    let destination: DestinationRow | null = null;
-    if (described?.callback.state === 'pending') {
-      const { id: destinationId } = destinationOf(described.callback.url);
-      const status = (await this.deps.destinations.ofWorkspace(workspaceId, this.now())).find((d) => d.id === destinationId);
-      destination = status ? destinationRow(status) : null;
-    }
+    const finished = isFinished(job.status);
+    const [[row], found, endpoints] = await Promise.all([
+      this.rows(workspaceId, [job]),
+      // Every callback of the job: its own callback_url's and each endpoint's (the store keeps their ids beside the job).
+      finished ? this.deps.callbackAdmin.list(workspaceId, { jobId: job.id, limit: MAX_CALLBACKS_PER_JOB }) : undefined,
+      finished ? this.deps.endpoints.list(workspaceId) : [],
+    ]);
+    // The request's own first, then the endpoints' in the endpoints' order (oldest first), those of deleted endpoints last.
+    const place = new Map(endpoints.map((e, i) => [e.id, i]));
+    const rank = (cb: CallbackRecord) => (cb.endpoint_id === undefined ? -1 : (place.get(cb.endpoint_id) ?? endpoints.length));
+    const records = (found?.callbacks ?? []).sort((a, b) => rank(a) - rank(b) || a.created_ms - b.created_ms || (a.id < b.id ? -1 : 1));
+    const pending = records.some((cb) => cb.state === 'pending');
+    const [described, destinations] = await Promise.all([
+      // A callback removed between the list and its read (its job deleted) is left out, not shown as none.
+      Promise.all(
+        records.map((cb) =>
+          this.deps.callbackAdmin.describe(workspaceId, cb.id).catch((err: unknown) => {
+            if (err instanceof CallbackNotFoundError) return undefined;
+            throw err;
+          }),
+        ),
+      ),
+      pending ? this.deps.destinations.ofWorkspace(workspaceId, this.now()) : [],
+    ]);
+    const byEndpoint = new Map(endpoints.map((e) => [e.id, e]));
+    const callbacks = described
+      .filter((d): d is NonNullable<typeof d> => d !== undefined)
+      .map(({ callback, attempts }): RequestCallback => {
+        const endpoint = callback.endpoint_id === undefined ? undefined : byEndpoint.get(callback.endpoint_id);
+        let destination: DestinationRow | null = null;
+        if (callback.state === 'pending') {
+          const { id: destinationId } = destinationOf(callback.url);
+          const status = destinations.find((d) => d.id === destinationId);
+          destination = status ? destinationRow(status) : null;
+        }
+        return {
+          callback: presentCallbackDetail(callback, attempts),
+          endpoint: endpoint ? { id: endpoint.id, url: endpoint.url, description: endpoint.description, enabled: endpoint.enabled } : null,
+          destination,
+        };
+      });
     return {
-      row,
+      row: row!,
       job: this.deps.presenter.render(job) as unknown as Record<string, unknown>,
-      callback: described ? presentCallbackDetail(described.callback, described.attempts) : null,
-      destination,
+      callbacks,
       // A W3C traceparent is `version-traceid-spanid-flags`.
       trace_id: job.traceparent?.split('-')[1] ?? null,
     };
@@ -275,9 +307,9 @@ export class RequestsView {
   }
 
   /**
-   * A callback-state or destination filter reads the workspace's callbacks newest first (a state's
-   * own index with a state filter, so a rare state is found fast) and keeps the requests whose
-   * callback matches.
+   * A callback-state, destination or time filter reads the workspace's callbacks newest first (a
+   * state's own index with a state filter, so a rare state is found fast) and keeps the requests
+   * whose own callback matches.
    */
   private async listByCallbacks(workspaceId: string, q: RequestQuery): Promise<RequestList> {
     // The page goes on from the cursor request's callback. A request deleted while its page was
@@ -294,7 +326,6 @@ export class RequestsView {
     let after = cursors.shift();
     let cursorPlaced = after === undefined;
     const failing = q.callbackStatus === 'failing';
-    const filtered = q.kind !== undefined || q.destination !== undefined || failing;
     const found: CallbackRecord[] = [];
     let scanned = 0;
     for (;;) {
@@ -302,7 +333,8 @@ export class RequestsView {
         state: failing ? 'pending' : (q.callbackStatus as CallbackState | undefined),
         createdAfterMs: q.createdAfterMs,
         createdBeforeMs: q.createdBeforeMs,
-        limit: filtered ? FILTER_CHUNK : q.limit,
+        // In chunks, filtered here: even a state alone skips the endpoints' callbacks, which its index holds too.
+        limit: FILTER_CHUNK,
         after,
       });
       if (!page.cursorFound) {
@@ -322,11 +354,13 @@ export class RequestsView {
         if (q.kind && kindOfType(callback.type) !== q.kind) continue;
         if (q.destination && !sameOrigin(callback.url, q.destination)) continue;
         if (failing && callback.attempt_count === 0) continue;
+        // A row is a request and its own callback_url's callback (one per job, which is what pages
+        // on from a row); its endpoints' callbacks are on its page and on each endpoint's.
+        if (callback.endpoint_id !== undefined) continue;
         if (found.length === q.limit) return { data: await this.rowsOfCallbacks(workspaceId, found), has_more: true };
         found.push(callback);
       }
       if (!page.hasMore) return { data: await this.rowsOfCallbacks(workspaceId, found), has_more: false };
-      if (!filtered) return { data: await this.rowsOfCallbacks(workspaceId, found), has_more: true };
       const last = page.callbacks.at(-1);
       after = last?.id;
       if (scanned >= FILTER_SCAN && last) {
@@ -372,7 +406,7 @@ export class RequestsView {
 }
 
 /** Pending and tried at least once: every attempt so far failed, or it would be delivered. */
-function isFailing(callback: CallbackRecord): boolean {
+export function isFailing(callback: CallbackRecord): boolean {
   return callback.state === 'pending' && callback.attempt_count > 0;
 }
 
@@ -385,7 +419,7 @@ export function attemptResultWords(attempt: Pick<CallbackAttempt, 'status' | 'er
   return attempt.error ? (ATTEMPT_ERROR_WORDS[attempt.error] ?? attempt.error) : 'delivered';
 }
 
-function lastAttempt(attempt: CallbackAttempt): LastAttempt {
+export function lastAttempt(attempt: CallbackAttempt): LastAttempt {
   return {
     sent_at: seconds(attempt.sent_ms),
     trigger: attempt.trigger,

@@ -34,12 +34,16 @@ import {
   CallbackNotFoundError,
   type DestinationGate,
   destinationOf,
+  endpointApiError,
+  parseEndpointInput,
   presentCallback,
+  presentWebhookEndpoint,
   RecoveryTooLargeError,
   type TestCallbacks,
+  type WebhookEndpoints,
 } from '@media/callbacks';
 import { ApiError, jsonBody } from '@media/common';
-import type { JobPresenter } from '@media/domain';
+import { EVENT_TYPES, type EventType, type JobPresenter } from '@media/domain';
 import type { JobRepository } from '@media/jobs';
 import type { OverviewRepository } from '@media/storage';
 import type {
@@ -48,6 +52,7 @@ import type {
   CallbackFilter,
   JobKind,
   AuditList,
+  EndpointTestResult,
   KeysPage,
   OverviewWindow,
   RecoveryFilters,
@@ -56,6 +61,7 @@ import type {
   SignedOut,
   TestCallbackResult,
 } from './contract';
+import { EndpointsView } from './endpoints';
 import { OverviewView } from './overview';
 import { RequestsView } from './requests';
 
@@ -83,6 +89,8 @@ export interface DashboardDeps {
   presenter: JobPresenter;
   callbackAdmin: CallbackAdmin;
   testCallbacks: Pick<TestCallbacks, 'send'>;
+  /** The workspace's webhook endpoints: their checks, their audit and their test events. */
+  endpoints: Pick<WebhookEndpoints, 'list' | 'get' | 'create' | 'update' | 'delete' | 'sendTest'>;
   /** How the workspace's callback destinations are doing (slots shared by every dispatcher). */
   destinations: Pick<DestinationGate, 'ofWorkspace'>;
   /** The Overview's aggregates. */
@@ -149,6 +157,7 @@ function apiRouter(deps: DashboardDeps): Router {
   const accounts = deps.accounts;
   const view = new RequestsView(deps);
   const overview = new OverviewView(deps);
+  const endpointsView = new EndpointsView(deps);
   const { read, write } = deps.rateLimits;
 
   api.use((_req, res, next) => {
@@ -417,6 +426,50 @@ function apiRouter(deps: DashboardDeps): Router {
     res.json(result);
   });
 
+  // --- webhook endpoints ----------------------------------------------------------------------
+  // Every role reads them; owners and admins change and test them. The service checks each change
+  // (the URL rules of callback_url, the workspace's limit) and records it in the audit.
+  api.get('/endpoints', async (_req, res) => {
+    res.json(await endpointsView.list(session(res).workspace.id, session(res).role));
+  });
+
+  api.get('/endpoints/:id/deliveries', async (req, res) => {
+    res.json(await endpointsView.deliveries(session(res).workspace.id, req.params.id).catch(endpointApiError));
+  });
+
+  api.post('/endpoints', async (req, res) => {
+    allow(res, 'manage_endpoints');
+    const input = endpointInput(req.body, 'create');
+    const created = await deps.endpoints.create(session(res).workspace.id, input, actor(res)).catch(endpointApiError);
+    res.status(201).json(presentWebhookEndpoint(created));
+  });
+
+  api.patch('/endpoints/:id', async (req, res) => {
+    allow(res, 'manage_endpoints');
+    const input = endpointInput(req.body, 'update');
+    res.json(presentWebhookEndpoint(await deps.endpoints.update(session(res).workspace.id, req.params.id, input, actor(res)).catch(endpointApiError)));
+  });
+
+  api.delete('/endpoints/:id', async (req, res) => {
+    allow(res, 'manage_endpoints');
+    await deps.endpoints.delete(session(res).workspace.id, req.params.id, actor(res)).catch(endpointApiError);
+    res.status(204).end();
+  });
+
+  api.post('/endpoints/:id/test', async (req, res) => {
+    allow(res, 'manage_endpoints');
+    const type = ((req.body ?? {}) as Record<string, unknown>).type;
+    if (type !== undefined && !(typeof type === 'string' && (EVENT_TYPES as readonly string[]).includes(type)))
+      throw ApiError.invalid(`type must be one of ${EVENT_TYPES.join(', ')}.`, 'type', 'invalid_value');
+    const { type: sent, outcome } = await deps.endpoints
+      .sendTest(session(res).workspace.id, req.params.id, type as EventType | undefined)
+      .catch(endpointApiError);
+    if (!outcome)
+      throw new ApiError(504, 'api_error', 'No dispatcher sent the test event in time. Is the webhook-dispatcher running?', null, 'test_callback_timeout');
+    const result: EndpointTestResult = { type: sent, ...outcome };
+    res.json(result);
+  });
+
   // --- members --------------------------------------------------------------------------------
   api.get('/members', async (_req, res) => {
     res.json(await accounts.members(session(res).workspace.id));
@@ -488,6 +541,15 @@ function toApiError(err: unknown): never {
     throw ApiError.invalid(`Too many failed callbacks to retry at once: ${err.message}.`, 'destination', 'recovery_too_large');
   if (err instanceof AccountsError) throw ApiError.invalid(err.message);
   throw err;
+}
+
+/** An endpoint's fields from a request body, read as the API reads them (its 400s included). */
+function endpointInput(body: unknown, purpose: 'create' | 'update') {
+  try {
+    return parseEndpointInput(body ?? {}, purpose);
+  } catch (err) {
+    return endpointApiError(err);
+  }
 }
 
 /** One cookie's value from a `Cookie` header; no parser dependency for one name. */

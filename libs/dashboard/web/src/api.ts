@@ -9,6 +9,10 @@ import type {
   CreatedApiKey,
   CreatedMember,
   DestinationList,
+  EndpointDeliveries,
+  EndpointList,
+  EndpointRequest,
+  EndpointTestResult,
   FilteredRecoveryPreview,
   FilteredRecoveryStarted,
   JobKind,
@@ -29,10 +33,12 @@ import type {
   TestCallbackResult,
   Usage,
 } from '../../src/contract';
-import type { CallbackObject } from '@media/callbacks';
+import type { CallbackObject, WebhookEndpointObject } from '@media/callbacks';
+import type { EventType } from '@media/domain';
 
 export type * from '../../src/contract';
-export type { CallbackObject, CallbackDetailObject, CallbackAttemptObject } from '@media/callbacks';
+export type { CallbackObject, CallbackDetailObject, CallbackAttemptObject, WebhookEndpointObject } from '@media/callbacks';
+export type { EventType } from '@media/domain';
 
 /** Where the API lives: same origin, under the app's base path (Vite's `base`, '/dashboard/'). */
 const API_ROOT = `${import.meta.env.BASE_URL}api`;
@@ -150,6 +156,26 @@ export class DashboardApi {
   }
   testCallback(url: string): Promise<TestCallbackResult> {
     return this.call('POST', '/test-callback', { url });
+  }
+
+  // Webhook endpoints
+  endpoints(): Promise<EndpointList> {
+    return this.call('GET', '/endpoints');
+  }
+  endpointDeliveries(id: string): Promise<EndpointDeliveries> {
+    return this.call('GET', `/endpoints/${encodeURIComponent(id)}/deliveries`);
+  }
+  createEndpoint(input: EndpointRequest): Promise<WebhookEndpointObject> {
+    return this.call('POST', '/endpoints', input);
+  }
+  updateEndpoint(id: string, input: EndpointRequest): Promise<WebhookEndpointObject> {
+    return this.call('PATCH', `/endpoints/${encodeURIComponent(id)}`, input);
+  }
+  deleteEndpoint(id: string): Promise<void> {
+    return this.call('DELETE', `/endpoints/${encodeURIComponent(id)}`);
+  }
+  testEndpoint(id: string, type?: EventType): Promise<EndpointTestResult> {
+    return this.call('POST', `/endpoints/${encodeURIComponent(id)}/test`, type ? { type } : {});
   }
 
   // Usage

@@ -11,6 +11,7 @@ import { KeysPage } from './pages/keys';
 import { UsagePage } from './pages/usage';
 import { MembersPage } from './pages/members';
 import { AuditPage } from './pages/audit';
+import { EndpointsPage } from './pages/endpoints';
 
 /** How long a page that could not reach the server at start waits before asking again. */
 const BOOT_RETRY_MS = 5_000;
@@ -20,6 +21,7 @@ const PAGE_TITLES: [RegExp, string][] = [
   [/^\/overview/, 'Overview'],
   [/^\/requests\/./, 'Request'],
   [/^\/requests/, 'Requests'],
+  [/^\/endpoints/, 'Webhook endpoints'],
   [/^\/keys/, 'API keys'],
   [/^\/usage/, 'Usage'],
   [/^\/members/, 'Members'],
@@ -125,6 +127,7 @@ function Shell() {
         <nav aria-label="Sections">
           <NavLink href="/overview">Overview</NavLink>
           <NavLink href="/requests">Requests</NavLink>
+          <NavLink href="/endpoints">Endpoints</NavLink>
           <NavLink href="/keys">API keys</NavLink>
           <NavLink href="/usage">Usage</NavLink>
           <NavLink href="/members">Members</NavLink>
@@ -155,6 +158,7 @@ function Shell() {
           <Route path="/overview" component={OverviewPage} />
           <Route path="/requests" component={RequestsPage} />
           <Route path="/requests/:id">{(params) => <RequestDetailPage id={params.id} />}</Route>
+          <Route path="/endpoints" component={EndpointsPage} />
           <Route path="/keys" component={KeysPage} />
           <Route path="/usage" component={UsagePage} />
           <Route path="/members" component={MembersPage} />

@@ -63,18 +63,22 @@ const STATE_WORDS: Record<string, string> = {
   slow: 'Slow',
   throttled: 'Throttled',
   saturated: 'Saturated',
+  enabled: 'Enabled',
+  endpoint_failing: 'Enabled, failing',
+  turned_off: 'Turned off',
+  disabled_failing: 'Disabled: failing',
 };
 
 /** A state in colour AND words (and a shape), so it reads without colour vision too. */
 export function StateBadge({ state }: { state: string }) {
   const icon =
-    state === 'delivered' || state === 'completed' || state === 'ok' || state === 'accepting'
+    state === 'delivered' || state === 'completed' || state === 'ok' || state === 'accepting' || state === 'enabled'
       ? '✓'
-      : state === 'failed' || state === 'rejecting'
+      : state === 'failed' || state === 'rejecting' || state === 'disabled_failing'
         ? '✕'
-        : state === 'saturated' || state === 'failing'
+        : state === 'saturated' || state === 'failing' || state === 'endpoint_failing'
           ? '!'
-          : state === 'none' || state === 'unanswered'
+          : state === 'none' || state === 'unanswered' || state === 'turned_off'
             ? '·'
             : state === 'sending'
               ? '→'

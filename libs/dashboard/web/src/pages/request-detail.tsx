@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
-import type { CallbackAttemptObject, CallbackDetailObject, DestinationRow, RequestDetail } from '../api';
+import type { CallbackAttemptObject, RequestCallback, RequestDetail } from '../api';
 import { holdWords } from './destinations';
 import { formatDuration, formatMoney } from '../time';
 import { ERROR_WORDS, ErrorBanner, Notice, SafeLink, StateBadge, Time, useApp, useLoad } from '../ui';
@@ -12,15 +12,9 @@ const RETRY_POLL_MS = 750;
 export function RequestDetailPage({ id }: { id: string }) {
   const { api, now } = useApp();
   const { data, error, loading, reload } = useLoad(() => api.request(id), [id]);
-  const [retryNote, setRetryNote] = useState<string | null>(null);
-  const [retryError, setRetryError] = useState<unknown>(null);
-  const [retrying, setRetrying] = useState(false);
-  const watching = useRef<number | null>(null);
 
-  useEffect(() => () => void (watching.current !== null && clearTimeout(watching.current)), []);
-
-  // While the callback is on its ladder, its next attempt will land by itself: follow it.
-  const pending = data?.callback?.status === 'pending';
+  // While a callback is on its ladder, its next attempt will land by itself: follow it.
+  const pending = data?.callbacks.some((c) => c.callback.status === 'pending') ?? false;
   useEffect(() => {
     if (!pending) return;
     const timer = setInterval(() => {
@@ -29,7 +23,113 @@ export function RequestDetailPage({ id }: { id: string }) {
     return () => clearInterval(timer);
   }, [pending, reload]);
 
-  async function retry(callback: CallbackDetailObject) {
+  const finished = data?.row.status === 'completed' || data?.row.status === 'failed';
+  return (
+    <>
+      <p class="crumbs">
+        <Link href="/requests">← Requests</Link>
+      </p>
+      <div class="page-head">
+        <h1>
+          Request <span class="mono">{id}</span>
+        </h1>
+        <button type="button" class="btn" onClick={() => void reload()} disabled={loading}>
+          {loading ? 'Refreshing…' : 'Refresh'}
+        </button>
+      </div>
+      <ErrorBanner error={error} />
+      {data ? (
+        <>
+          {data.callbacks.length > 1 ? <CallbacksSummary callbacks={data.callbacks} now={now} /> : null}
+          {data.callbacks.length === 0 ? (
+            <section class="card" aria-labelledby="cb-title">
+              <h2 id="cb-title">Callback</h2>
+              <p class="muted">
+                {!finished
+                  ? 'Callbacks are made when the job ends: to its callback_url, and to each webhook endpoint subscribed to its event.'
+                  : 'No callback: this request gave no callback_url, and no webhook endpoint was subscribed to its event when it ended.'}
+              </p>
+            </section>
+          ) : null}
+          {data.callbacks.map((c) => (
+            <CallbackCard key={c.callback.id} entry={c} many={data.callbacks.length > 1} now={now} reload={reload} />
+          ))}
+          <JobSection detail={data} now={now} />
+        </>
+      ) : null}
+    </>
+  );
+}
+
+/** Where a callback went, in words: the request's own callback_url, or an endpoint by its description. */
+function destinationName(entry: RequestCallback): string {
+  const { callback, endpoint } = entry;
+  if (callback.endpoint_id === null) return 'The request’s callback_url';
+  if (!endpoint) return `Endpoint ${callback.endpoint_id} (deleted)`;
+  return `Endpoint ${endpoint.description || endpoint.id}`;
+}
+
+/** Every callback of the request at a glance, each linking to its own section below. */
+function CallbacksSummary({ callbacks, now }: { callbacks: RequestCallback[]; now: number }) {
+  return (
+    <section class="card" aria-labelledby="cbs-title">
+      <h2 id="cbs-title">Callbacks ({callbacks.length})</h2>
+      <p class="muted small">
+        One per destination: the request’s own callback_url, and each webhook endpoint subscribed to the event. Each has its own retries.
+      </p>
+      <div class="table-wrap">
+        <table class="table table-stack" data-testid="callbacks-summary">
+          <thead>
+            <tr>
+              <th scope="col">Destination</th>
+              <th scope="col">State</th>
+              <th scope="col" class="num">
+                Attempts
+              </th>
+              <th scope="col">Next attempt</th>
+            </tr>
+          </thead>
+          <tbody>
+            {callbacks.map((c) => {
+              const failing = c.callback.status === 'pending' && c.callback.attempt_count > 0;
+              return (
+                <tr key={c.callback.id} data-id={c.callback.id} class={failing || c.callback.status === 'failed' ? 'row-failing' : undefined}>
+                  <td data-label="Destination" class="wrap-any">
+                    <a href={`#cb-${c.callback.id}`}>{destinationName(c)}</a>
+                    <div class="mono small muted">{c.callback.url}</div>
+                  </td>
+                  <td data-label="State">
+                    <StateBadge state={failing ? 'failing' : c.callback.status} />
+                  </td>
+                  <td data-label="Attempts" class="num">
+                    {c.callback.attempt_count}
+                  </td>
+                  <td data-label="Next attempt">
+                    <Time at={c.callback.next_attempt_at} now={now} empty={c.callback.status === 'pending' ? 'Being sent now' : 'None scheduled'} />
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}
+
+/** One callback, its attempts and its Retry: after a retry the page polls until the new attempt is recorded. */
+function CallbackCard({ entry, many, now, reload }: { entry: RequestCallback; many: boolean; now: number; reload: () => Promise<RequestDetail | undefined> }) {
+  const { api } = useApp();
+  const { callback } = entry;
+  const [retryNote, setRetryNote] = useState<string | null>(null);
+  const [retryError, setRetryError] = useState<unknown>(null);
+  const [retrying, setRetrying] = useState(false);
+  const watching = useRef<number | null>(null);
+  const titleId = `cb-title-${callback.id}`;
+
+  useEffect(() => () => void (watching.current !== null && clearTimeout(watching.current)), []);
+
+  async function retry() {
     setRetrying(true);
     setRetryError(null);
     const before = callback.attempts.length;
@@ -45,7 +145,7 @@ export function RequestDetailPage({ id }: { id: string }) {
     const deadline = Date.now() + RETRY_WATCH_MS;
     const poll = async () => {
       const fresh = await reload();
-      const attempts = fresh?.callback?.attempts ?? [];
+      const attempts = fresh?.callbacks.find((c) => c.callback.id === callback.id)?.callback.attempts ?? [];
       if (attempts.length > before) {
         const newest = latest(attempts);
         setRetryNote(`Attempt ${newest.number} made: ${outcomeWords(newest)}.`);
@@ -63,42 +163,19 @@ export function RequestDetailPage({ id }: { id: string }) {
   }
 
   return (
-    <>
-      <p class="crumbs">
-        <Link href="/requests">← Requests</Link>
-      </p>
-      <div class="page-head">
-        <h1>
-          Request <span class="mono">{id}</span>
-        </h1>
-        <button type="button" class="btn" onClick={() => void reload()} disabled={loading}>
-          {loading ? 'Refreshing…' : 'Refresh'}
+    <section class="card" id={`cb-${callback.id}`} aria-labelledby={titleId} data-testid="callback" data-id={callback.id}>
+      <div class="section-head">
+        <h2 id={titleId} class="wrap-any">
+          {many || callback.endpoint_id !== null ? `Callback · ${destinationName(entry)}` : 'Callback'}
+        </h2>
+        <button type="button" class="btn btn-primary" disabled={retrying} onClick={() => void retry()}>
+          {retrying ? 'Retrying…' : 'Retry callback'}
         </button>
       </div>
-      <ErrorBanner error={error} />
-      {data ? (
-        <>
-          <section class="card" aria-labelledby="cb-title">
-            <div class="section-head">
-              <h2 id="cb-title">Callback</h2>
-              {data.callback ? (
-                <button type="button" class="btn btn-primary" disabled={retrying} onClick={() => void retry(data.callback!)}>
-                  {retrying ? 'Retrying…' : 'Retry callback'}
-                </button>
-              ) : null}
-            </div>
-            <ErrorBanner error={retryError} />
-            {retryNote ? <Notice>{retryNote}</Notice> : null}
-            {data.callback ? (
-              <CallbackSection callback={data.callback} destination={data.destination} now={now} />
-            ) : (
-              <p class="muted">{data.row.callback_url ? 'The callback is sent when the job ends.' : 'This request asked for no callback.'}</p>
-            )}
-          </section>
-          <JobSection detail={data} now={now} />
-        </>
-      ) : null}
-    </>
+      <ErrorBanner error={retryError} />
+      {retryNote ? <Notice>{retryNote}</Notice> : null}
+      <CallbackSection entry={entry} now={now} />
+    </section>
   );
 }
 
@@ -172,7 +249,8 @@ function JobSection({ detail, now }: { detail: RequestDetail; now: number }) {
   );
 }
 
-function CallbackSection({ callback, destination, now }: { callback: CallbackDetailObject; destination: DestinationRow | null; now: number }) {
+function CallbackSection({ entry, now }: { entry: RequestCallback; now: number }) {
+  const { callback, destination, endpoint } = entry;
   const attempts = [...callback.attempts].sort((a, b) => b.number - a.number || b.sent_at - a.sent_at);
   return (
     <>
@@ -183,6 +261,22 @@ function CallbackSection({ callback, destination, now }: { callback: CallbackDet
         </dd>
         <dt>Destination</dt>
         <dd class="mono break">{callback.url}</dd>
+        <dt>Sent to</dt>
+        <dd data-testid="callback-endpoint">
+          {callback.endpoint_id === null ? (
+            'The request’s own callback_url'
+          ) : endpoint ? (
+            <>
+              <Link href="/endpoints">Endpoint</Link> <span class="mono">{endpoint.id}</span>
+              {endpoint.description ? <span class="wrap-any"> · {endpoint.description}</span> : null}
+              {endpoint.enabled ? null : <span class="muted"> (turned off)</span>}
+            </>
+          ) : (
+            <>
+              Endpoint <span class="mono">{callback.endpoint_id}</span> <span class="muted">(deleted since)</span>
+            </>
+          )}
+        </dd>
         <dt>Event</dt>
         <dd class="mono">
           {callback.type} · {callback.id}

@@ -242,7 +242,9 @@ export class QueueConsumer<Q extends QueueName> {
     if (hasSchedule(name)) {
       // Due entries wait in the backlog that health() reads, so a promoter that stops turning
       // shows as work waiting while the worker sits idle: a wedge.
-      this.promoter = new SchedulePromoter(name, opts.connection, opts.keyPrefix, this.failed as JobQueue<typeof name>, logger);
+      // A promoter that dies mid-step leaves its claimed entries to the others after a lock, as a
+      // dead worker leaves its jobs.
+      this.promoter = new SchedulePromoter(name, opts.connection, opts.keyPrefix, this.failed as JobQueue<typeof name>, logger, opts.lockDurationMs);
       this.promoter.start();
     }
     // Stalls are detected at lock granularity, so sweeping much more often would find nothing new.

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Queue } from 'bullmq';
+import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { LEGACY_SHARD, scheduledAttemptId } from '@media/domain';
 import { bullPrefix, createLogger, scheduleKey } from '@media/common';
@@ -72,5 +72,84 @@ describe('SchedulePromoter', () => {
     expect(await inspect.getJob(entry)).toBeDefined();
     await promoter.close();
     await promoter.close();
+  });
+});
+
+describe('SchedulePromoter beside another promoter (one per dispatcher replica)', () => {
+  /** Runs every delivery job at once, as a worker does with an attempt its destination has no slot for, and counts the runs per job id. */
+  async function countingWorker(): Promise<{ runs: string[]; close(): Promise<void> }> {
+    const runs: string[] = [];
+    const connection = redis.duplicate();
+    const worker = new Worker('callback-deliveries', async (job) => void runs.push(job.id!), {
+      connection,
+      prefix: bullPrefix(prefix, 'callback-deliveries'),
+    });
+    await worker.waitUntilReady();
+    return {
+      runs,
+      close: async () => {
+        await worker.close();
+        connection.disconnect();
+      },
+    };
+  }
+
+  /** Until `entry`'s job has run and been removed (delivery jobs are removed once completed), or was never added. */
+  async function settled(entry: string): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    while ((await inspect.getJob(entry)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  it('adds an entry that both find due once, even when its job has run and been removed before the slower one adds it', async () => {
+    const worker = await countingWorker();
+    try {
+      const entry = scheduledAttemptId('msg_race', 3);
+      await redis.zadd(key, Date.now() - 1, entry);
+      // One promoter has taken the due entry and is held just before its add (a slow round trip)...
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let atAdd!: () => void;
+      const reachedAdd = new Promise<void>((resolve) => (atAdd = resolve));
+      const slow = new SchedulePromoter(
+        'callback-deliveries',
+        redis,
+        prefix,
+        {
+          addBulk: async (jobs) => {
+            atAdd();
+            await held;
+            await producer.addBulk(jobs);
+          },
+        },
+        logger,
+      );
+      const slowStep = slow.promoteDue();
+      await reachedAdd;
+      // ...while the other one looks at the schedule, and whatever it added runs and completes.
+      await new SchedulePromoter('callback-deliveries', redis, prefix, producer, logger).promoteDue();
+      await settled(entry);
+
+      release();
+      expect(await slowStep).toBe(1);
+      await settled(entry);
+      expect(worker.runs.filter((id) => id === entry)).toEqual([entry]);
+      expect(await redis.zscore(key, entry)).toBeNull();
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it('leaves the entries of a promoter that failed before its add to the next one, once its claim has ended', async () => {
+    const entry = scheduledAttemptId('msg_claimed', 2);
+    const now = Date.now();
+    await redis.zadd(key, now - 1, entry);
+    const failing = new SchedulePromoter('callback-deliveries', redis, prefix, { addBulk: () => Promise.reject(new Error('connection lost')) }, logger, 5_000);
+    await expect(failing.promoteDue(now)).rejects.toThrow('connection lost');
+
+    const other = new SchedulePromoter('callback-deliveries', redis, prefix, producer, logger);
+    expect(await other.promoteDue(now + 4_999)).toBe(0);
+    expect(await other.promoteDue(now + 5_000)).toBe(1);
+    expect(await inspect.getJob(entry)).toBeDefined();
+    expect(await redis.zscore(key, entry)).toBeNull();
   });
 });

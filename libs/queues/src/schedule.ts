@@ -1,6 +1,7 @@
+import { join } from 'node:path';
 import type { JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { scheduleKey, storeShards, type Logger } from '@media/common';
+import { LuaScript, scheduleKey, storeShards, type Logger } from '@media/common';
 import { QUEUE_SCHEDULES, type JobNameOf, type PayloadOf, type ScheduledJob, type ScheduledQueue } from './catalogue';
 
 /** Where a promoter adds the due jobs: the queue that runs it (`JobQueue.addBulk` in ./queue). */
@@ -16,16 +17,31 @@ const BATCH = 500;
  */
 const MAX_SLEEP_MS = 200;
 const ERROR_SLEEP_MS = 1_000;
+/**
+ * How long a promoter's claim on due entries keeps the other promoters off them, unless its
+ * consumer gives its own (QueueConsumer: JOB_LOCK_MS, after which a dead worker's jobs run again
+ * too). A step takes a few round trips; a claim ends early only for a promoter that died mid-step.
+ */
+export const DEFAULT_CLAIM_MS = 10_000;
+
+// Takes the due entries of one shard's schedule for one promoter; its header says why.
+const CLAIM_DUE = LuaScript.load(join(__dirname, '..', 'lua'), 'schedule-claim');
 
 /**
  * Moves due entries of a queue's schedule (see {@link QUEUE_SCHEDULES}) into the queue as ordinary
  * jobs. It runs in every consumer of such a queue, so it lives and dies with the workers.
  *
- * Each step reads the due entries, adds their jobs under the entry's job id, then removes the
- * entries. A crash or a Redis error between the add and the removal leaves entries that are
- * promoted again: BullMQ ignores an add whose job id exists, and a job that has already run finds
- * its attempt recorded and does nothing. So several promoters (one per replica) may race freely;
- * none can lose an entry, because an entry is removed only after its job was added.
+ * Each step claims the due entries (lua/schedule-claim.lua: they stay in the schedule, due again
+ * only when the claim ends), adds their jobs under the entry's job id, then removes the entries.
+ * So several promoters (one per replica) may run at once and each entry is added once: a job id
+ * does not keep a second add out by itself, since a delivery job is removed once it completes and
+ * an attempt set aside for a busy destination completes within milliseconds.
+ *
+ * None can lose an entry, because an entry is removed only after its job was added. A promoter
+ * that dies or fails between the claim and the removal leaves its entries to be promoted again once
+ * the claim ends: BullMQ ignores the add while the job exists, a job that made its attempt finds it
+ * recorded, and one that had set its attempt aside may make it again (with the same webhook-id,
+ * the at-least-once of a crash).
  */
 export class SchedulePromoter<Q extends ScheduledQueue> {
   /** The queue's schedule on each store shard. */
@@ -41,6 +57,8 @@ export class SchedulePromoter<Q extends ScheduledQueue> {
     keyPrefix: string,
     private readonly target: ScheduleTarget<Q>,
     private readonly logger: Logger,
+    /** How long a claim on due entries lasts (see {@link DEFAULT_CLAIM_MS}). */
+    private readonly claimMs: number = DEFAULT_CLAIM_MS,
   ) {
     this.keys = storeShards(keyPrefix).map((shard) => scheduleKey(keyPrefix, queue, shard));
   }
@@ -70,7 +88,7 @@ export class SchedulePromoter<Q extends ScheduledQueue> {
     const toJob = QUEUE_SCHEDULES[this.queue] as (jobId: string) => ScheduledJob<Q> | undefined;
     let promoted = 0;
     for (;;) {
-      const due = await this.redis.zrangebyscore(key, '-inf', nowMs, 'LIMIT', 0, BATCH);
+      const due = (await CLAIM_DUE.run(this.redis, [key], [nowMs, nowMs + this.claimMs, BATCH])) as string[];
       if (due.length === 0) return promoted;
       const jobs = due.flatMap((jobId) => {
         const job = toJob(jobId);

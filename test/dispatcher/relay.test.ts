@@ -96,7 +96,7 @@ describe('the relay', () => {
       type: 'ready',
       session_id: expect.stringMatching(/^rls_/),
       workspace_id: h.workspace.workspaceId,
-      relay_url: expect.stringMatching(new RegExp(`^${h.stack.baseUrl}/v1/webhook-relay/rly_[0-9a-z]{32}$`)),
+      relay_url: expect.stringMatching(new RegExp(`^${h.stack.baseUrl}/webhook-relay/rly_[0-9a-z]{32}$`)),
       events: [],
       timeout_ms: 2000,
       signing_secret: h.workspace.signingSecret,
@@ -190,7 +190,7 @@ describe('the relay', () => {
     const theirs = api(h.stack, other.apiKey);
     const json = { model: 'pixel-1', prompt: 'x', size: '256x256', callback_url: mine.ready.relay_url };
     expectApiError(await theirs('/v1/images/generations', { method: 'POST', json }), 400, { param: 'callback_url', code: 'invalid_callback_url' });
-    const guessed = `${h.stack.baseUrl}/v1/webhook-relay/rly_${'a'.repeat(32)}`;
+    const guessed = `${h.stack.baseUrl}/webhook-relay/rly_${'a'.repeat(32)}`;
     expectApiError(await call('/v1/images/generations', { method: 'POST', json: { ...json, callback_url: guessed } }), 400, { code: 'invalid_callback_url' });
     expect((await call('/v1/images/generations', { method: 'POST', json })).status).toBe(202);
   });

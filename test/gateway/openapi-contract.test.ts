@@ -311,7 +311,12 @@ describe('real responses match the document', () => {
     expectAnswer('POST /v1/webhook-endpoints', created, 201);
     const id = (created.json as { id: string }).id;
     expectDocumented('POST /v1/webhook-endpoints', { url: h.receiver.url('/hooks'), events: ['image.started'] }, false);
-    expectAnswer('POST /v1/webhook-endpoints', await endpoints('/v1/webhook-endpoints', post({ url: h.receiver.url('/x'), events: ['image.started'] })), 400, 'invalid_value');
+    expectAnswer(
+      'POST /v1/webhook-endpoints',
+      await endpoints('/v1/webhook-endpoints', post({ url: h.receiver.url('/x'), events: ['image.started'] })),
+      400,
+      'invalid_value',
+    );
     expectAnswer('POST /v1/webhook-endpoints', await endpoints('/v1/webhook-endpoints', post({ url: 'http://127.0.0.1/x' })), 400, 'invalid_callback_url');
     const text = await endpoints('/v1/webhook-endpoints', { method: 'POST', body: 'url=x', headers: { 'content-type': 'text/plain' } });
     expectAnswer('POST /v1/webhook-endpoints', text, 415, 'unsupported_media_type');
@@ -321,7 +326,12 @@ describe('real responses match the document', () => {
     expectDocumented('PATCH /v1/webhook-endpoints/{id}', { enabled: false });
     expectAnswer('PATCH /v1/webhook-endpoints/{id}', await endpoints(`/v1/webhook-endpoints/${id}`, { method: 'PATCH', json: { enabled: false } }), 200);
     expectAnswer('PATCH /v1/webhook-endpoints/{id}', await endpoints(`/v1/webhook-endpoints/${id}`, { method: 'PATCH', json: { enabled: true } }), 200);
-    expectAnswer('PATCH /v1/webhook-endpoints/{id}', await endpoints(`/v1/webhook-endpoints/${id}`, { method: 'PATCH', json: { events: [] } }), 400, 'invalid_value');
+    expectAnswer(
+      'PATCH /v1/webhook-endpoints/{id}',
+      await endpoints(`/v1/webhook-endpoints/${id}`, { method: 'PATCH', json: { events: [] } }),
+      400,
+      'invalid_value',
+    );
     expectAnswer('PATCH /v1/webhook-endpoints/{id}', await endpoints('/v1/webhook-endpoints/we_nope', { method: 'PATCH', json: {} }), 404, 'not_found');
     expectAnswer('POST /v1/webhook-endpoints/{id}/test', await endpoints(`/v1/webhook-endpoints/${id}/test`, { method: 'POST' }), 200);
     expectAnswer('POST /v1/webhook-endpoints/{id}/test', await endpoints(`/v1/webhook-endpoints/${id}/test`, post({ type: 'nope' })), 400, 'invalid_value');
@@ -343,6 +353,11 @@ describe('real responses match the document', () => {
 
     expectAnswer('DELETE /v1/webhook-endpoints/{id}', await endpoints(`/v1/webhook-endpoints/${id}`, { method: 'DELETE' }), 200);
     expectAnswer('DELETE /v1/webhook-endpoints/{id}', await endpoints(`/v1/webhook-endpoints/${id}`, { method: 'DELETE' }), 404, 'not_found');
+  });
+
+  it('the relay listener: 426 without the WebSocket upgrade, 401 without a key', async () => {
+    expectAnswer('GET /v1/webhook-relay/listen', await call('/v1/webhook-relay/listen'), 426, 'upgrade_required');
+    expectAnswer('GET /v1/webhook-relay/listen', await get('/v1/webhook-relay/listen'), 401, 'missing_api_key');
   });
 
   it('429 with Retry-After and the rate-limit headers once a workspace is over its limit', async () => {

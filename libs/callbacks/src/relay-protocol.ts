@@ -6,9 +6,13 @@
  */
 import type { AttemptErrorClass, AttemptTiming, EventType } from '@media/domain';
 
-/** Where the CLI connects; also the prefix of every relay URL (`/v1/webhook-relay/<token>`). */
+/** Where the CLI connects. */
 export const RELAY_LISTEN_PATH = '/v1/webhook-relay/listen';
-export const RELAY_PATH_PREFIX = '/v1/webhook-relay/';
+/**
+ * The path of every relay URL, before its token. Outside `/v1`: a relay URL is a destination that
+ * the relay delivers to, not an API anyone calls (nothing is served there).
+ */
+export const RELAY_PATH_PREFIX = '/webhook-relay/';
 
 /** The first frame, once the listener is registered. */
 export interface ReadyFrame {

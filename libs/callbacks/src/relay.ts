@@ -41,7 +41,7 @@ export interface RelayListenerRecord {
 
 /**
  * The relay's directory in Redis: each workspace's relay token (the secret part of its relay URL,
- * `https://<PUBLIC_BASE_URL host>/v1/webhook-relay/rly_…`) and its connected listeners. The token is
+ * `https://<PUBLIC_BASE_URL host>/webhook-relay/rly_…`) and its connected listeners. The token is
  * made at the workspace's first listener and kept, so a URL given as a job's `callback_url` still
  * reaches the developer after they reconnect.
  */

@@ -461,7 +461,7 @@ export const SETTINGS = {
     default: 10_000,
     readBy: ['generator', 'dispatcher'],
     description:
-      "BullMQ lock of a running job, renewed every half of it; a killed worker's job is picked up again after roughly this long plus half of it (1000 to 600000). Shorter recovers faster after a crash, but a worker whose event loop stalls longer than this (a starved CPU) loses its job to another worker, which then does the same work twice (never charged or called back twice: completion and attempts are recorded once).",
+      "BullMQ lock of a running job, renewed every half of it; a killed worker's job is picked up again after roughly this long plus half of it (1000 to 600000). Shorter recovers faster after a crash, but a worker whose event loop stalls longer than this (a starved CPU) loses its job to another worker, which then does the same work twice (never charged or called back twice: completion and attempts are recorded once). It is also how long a worker's claim on the due retries it is promoting keeps other workers off them: a worker that dies mid-promotion leaves them to the others after this long.",
   }),
   SYNC_IMAGE_TIMEOUT_MS: int({
     fills: { syncImageTimeoutMs: true },

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { pingRedis, type Logger } from '@media/common';
 import { traceRequests } from './http/tracing';
 import type { WorkspaceAccounts, WorkspaceRepository } from '@media/accounts';
-import type { CallbackAdmin, CallbackRepository, DestinationGate, TestCallbacks, WebhookEndpoints } from '@media/callbacks';
+import type { CallbackAdmin, CallbackRepository, DestinationGate, RelayDirectory, TestCallbacks, WebhookEndpoints } from '@media/callbacks';
 import { dashboardRouter } from '@media/dashboard';
 import type { JobPresenter, LinkSigner } from '@media/domain';
 import type { BlobStore } from '@media/blob-store';
@@ -50,6 +50,8 @@ export interface GatewayDeps {
   destinations: Pick<DestinationGate, 'ofWorkspace'>;
   /** The aggregates the dashboard's Overview reads. */
   overview: Pick<OverviewRepository, 'read'>;
+  /** The relay's directory, whose `media-callbacks listen` connections and relay URL the dashboard shows. */
+  relays: Pick<RelayDirectory, 'listeners' | 'existingRelayUrl' | 'isRelayUrl'>;
   /** WEBHOOK_RETRY_SCHEDULE, which the Overview states. */
   retryScheduleMs: readonly number[];
   /** The public address is https: the dashboard's cookie is Secure, and every answer carries HSTS. */
@@ -138,6 +140,16 @@ export function createApp(deps: GatewayDeps): Express {
   v1.use('/images', imageRoutes({ ...deps, syncTimeoutMs: deps.syncImageTimeoutMs, rateLimits: limits, bodies }));
   v1.use('/videos', videoRoutes({ ...deps, rateLimits: limits, bodies }));
   v1.use('/callbacks', callbackRoutes({ ...deps, rateLimits: limits, bodies }));
+  // The relay's WebSocket is taken by the server's upgrade handler; a plain GET is told what it needs.
+  v1.get('/webhook-relay/listen', () => {
+    throw new ApiError(
+      426,
+      'invalid_request_error',
+      'This is a WebSocket: connect with `Upgrade: websocket`, as `media-callbacks listen` does.',
+      null,
+      'upgrade_required',
+    );
+  });
   v1.use('/webhook-endpoints', webhookEndpointRoutes({ endpoints: deps.endpoints, rateLimits: limits, bodies }));
   v1.use('/audit-events', auditEventRoutes({ audit: deps.accounts.audit, rateLimits: limits }));
   app.use('/v1', v1);

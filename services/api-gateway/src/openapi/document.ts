@@ -472,7 +472,8 @@ function paths(s: OpenApiSettings): Record<string, PathItemObject> {
         tag: 'Webhook endpoints',
         operationId: 'updateWebhookEndpoint',
         summary: 'Change a webhook endpoint',
-        description: "Only the fields given change. `enabled: true` turns an endpoint on again, also one disabled for failing. Callbacks already made keep the URL they were made with.",
+        description:
+          'Only the fields given change. `enabled: true` turns an endpoint on again, also one disabled for failing. Callbacks already made keep the URL they were made with.',
         bucket: 'create',
         parameters: [pathId('id', 'we', 'endpoint')],
         requestBody: { required: true, content: json(ref('WebhookEndpointUpdate')) },
@@ -501,6 +502,26 @@ function paths(s: OpenApiSettings): Record<string, PathItemObject> {
         requestBody: { required: false, content: json(closedObject({ type: ref('EventType') }, [])) },
         ok: { 200: { description: "The receiver's answer.", content: json(ref('WebhookEndpointTest')) } },
         errors: [400, 404, 413, 504],
+      }),
+    },
+    '/v1/webhook-relay/listen': {
+      get: operation({
+        tag: 'Webhook endpoints',
+        operationId: 'listenWebhookRelay',
+        summary: 'Relay callbacks to a developer’s machine (WebSocket)',
+        description:
+          'What `media-callbacks listen` connects to: a WebSocket (`Upgrade: websocket`, the API key as a Bearer token) over which the workspace’s callbacks to its relay URL, and with `events` those events, are passed to the CLI, which POSTs them to a local handler and sends back the answer. The first frame names the relay URL. Refusals come before the upgrade: 401, 400 for an unknown event, 429 `too_many_listeners` past 5 per workspace; a GET without the upgrade is 426.',
+        parameters: [
+          { name: 'events', in: 'query', schema: { type: 'string' }, description: 'Event types also received without a `callback_url`, comma-separated.' },
+          {
+            name: 'reveal_secret',
+            in: 'query',
+            schema: { type: 'string', enum: ['1'] },
+            description: 'The first frame carries the workspace’s signing secret.',
+          },
+        ],
+        ok: { 101: { description: 'Switched to the WebSocket; frames as `tools/cli/src/protocol.ts` describes.' } },
+        errors: [400, 426, 429],
       }),
     },
     '/v1/audit-events': {
@@ -632,7 +653,7 @@ export function buildOpenApiDocument(settings: OpenApiSettings): OpenAPIObject {
       { name: 'Files', description: 'Signed download links.' },
       { name: 'Callbacks', description: "What became of each job's callback; manual retries and bulk recovery." },
       { name: 'Webhooks', description: webhooksDescription(settings) },
-      { name: 'Webhook endpoints', description: 'Destinations every subscribed job end is sent to, as OpenAI\'s project webhooks.' },
+      { name: 'Webhook endpoints', description: "Destinations every subscribed job end is sent to, as OpenAI's project webhooks." },
       { name: 'Audit', description: 'Who changed what in the workspace.' },
       { name: 'Health' },
       { name: 'Documentation' },

@@ -137,8 +137,13 @@ it('logs every answer with its full path, without the query, and the route patte
   // Who changed what: the audit.
   await withKey('GET', '/v1/audit-events?action=workspace.created', 200, '/v1/audit-events/');
 
+  // The relay listener's path, asked without the WebSocket upgrade.
+  await withKey('GET', '/v1/webhook-relay/listen', 426, '/v1/webhook-relay/listen');
+
   // The workspace's webhook endpoints.
-  const endpoint = await withKey('POST', '/v1/webhook-endpoints', 201, '/v1/webhook-endpoints/', { json: { url: h.receiver.url('/logged'), events: ['video.failed'] } });
+  const endpoint = await withKey('POST', '/v1/webhook-endpoints', 201, '/v1/webhook-endpoints/', {
+    json: { url: h.receiver.url('/logged'), events: ['video.failed'] },
+  });
   const endpointId = endpoint.json.id as string;
   await withKey('GET', '/v1/webhook-endpoints', 200, '/v1/webhook-endpoints/');
   await withKey('GET', `/v1/webhook-endpoints/${endpointId}`, 200, '/v1/webhook-endpoints/:id');
@@ -174,6 +179,7 @@ it('logs every answer with its full path, without the query, and the route patte
   await board(owner, 'PATCH', `/endpoints/${boardEndpointId}`, 200, '/dashboard/api/endpoints/:id', { description: 'logged' });
   await board(owner, 'POST', `/endpoints/${boardEndpointId}/test`, 200, '/dashboard/api/endpoints/:id/test', {});
   await board(owner, 'DELETE', `/endpoints/${boardEndpointId}`, 204, '/dashboard/api/endpoints/:id');
+  await board(owner, 'GET', '/relay-listeners', 200, '/dashboard/api/relay-listeners');
   const key = await board(owner, 'POST', '/keys', 201, '/dashboard/api/keys');
   await board(owner, 'DELETE', `/keys/${key.json.id}`, 204, '/dashboard/api/keys/:id');
   await board(owner, 'POST', '/secrets/reveal', 200, '/dashboard/api/secrets/reveal');

@@ -57,6 +57,7 @@ export const ATTEMPT_ERROR_WORDS: Record<string, string> = {
   http_error: 'HTTP error',
   dispatcher_error: 'not sent (dispatcher error)',
   proxy: 'not sent (egress proxy failed)',
+  relay_offline: 'relay offline (no media-callbacks listen connected)',
 };
 
 /** The latest attempt of a row's callback, and its result in words. */
@@ -152,6 +153,13 @@ export interface RequestCallback {
   endpoint: EndpointSummary | null;
   /** How the pending callback's destination is doing (why its next attempt may wait); null otherwise. */
   destination: DestinationRow | null;
+  /**
+   * Whether it went to the workspace's relay URL: down a `media-callbacks listen` connection to a
+   * developer's machine, not over the network. With `endpoint` null, it is the request's own
+   * `callback_url` when `callback.url` is `row.callback_url`, else a listener's subscription to the
+   * event (`--events`).
+   */
+  relay: boolean;
 }
 
 /** What names an endpoint where its callbacks are shown. */
@@ -353,6 +361,37 @@ export interface EndpointDeliveries {
   /** Of `data`: callbacks still on their ladder, and those of them that have failed at least once. */
   pending: number;
   failing: number;
+}
+
+/**
+ * `GET /relay-listeners`: the workspace's `media-callbacks listen` connections (every role reads
+ * them). Callbacks reach them through the workspace's relay URL, given as a job's `callback_url` or
+ * a webhook endpoint's `url`, and at every job end of the events a listener subscribed to. Their
+ * deliveries are callbacks like any other (their `url` is the relay URL).
+ */
+export interface RelayListeners {
+  /** The workspace's relay URL, the same across connections; null until its first listener connects. */
+  relay_url: string | null;
+  /** The listeners connected now, oldest first. */
+  data: RelayListenerRow[];
+  /** Most listeners a workspace may have connected at once. */
+  max_listeners: number;
+}
+
+/** One connected `media-callbacks listen`. */
+export interface RelayListenerRow {
+  /** `rls_…`: this connection. */
+  session_id: string;
+  connected_at: number;
+  /** When its gateway last said it was still connected (every few seconds). */
+  last_seen_at: number;
+  /**
+   * The API key it connected with (never the key): its id, and its prefix as the API keys page shows
+   * it. A revoked key has no prefix any more (`revoked: true`): its listener is cut within seconds.
+   */
+  api_key: { id: string; prefix: string | null; revoked: boolean };
+  /** The event types it receives at every job end without a `callback_url`; empty for none. */
+  events: EventType[];
 }
 
 /** `GET /usage?days=30`: only completed jobs are ever charged. */

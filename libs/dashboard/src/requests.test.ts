@@ -48,6 +48,7 @@ describe('RequestsView word search', () => {
       callbackAdmin: { findMany: async () => [], lastAttempts: async () => new Map() } as never,
       destinations: { ofWorkspace: async () => [] },
       endpoints: { list: async () => [] },
+      relays: { isRelayUrl: () => false },
     });
     return { view, read: () => read, remove: (id: string) => removed.set(id, byId.get(id)!) };
   }

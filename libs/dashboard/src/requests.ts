@@ -9,6 +9,7 @@ import {
   MAX_ENDPOINTS_PER_WORKSPACE,
   presentCallback,
   presentCallbackDetail,
+  type RelayDirectory,
   type WebhookEndpoints,
   type WorkspaceDestinationStatus,
 } from '@media/callbacks';
@@ -76,8 +77,11 @@ const SEARCH_CHUNK = 100;
 /** Text matches whose callbacks are read together when the search also filters on callbacks. */
 const SEARCH_CHECK_BATCH = 50;
 const DAY_MS = 86_400_000;
-/** A job's callbacks at most: its own `callback_url`'s and one per endpoint (a workspace has at most 10). */
-const MAX_CALLBACKS_PER_JOB = 1 + MAX_ENDPOINTS_PER_WORKSPACE;
+/**
+ * A job's callbacks at most: its own `callback_url`'s, one per endpoint (a workspace has at most 10),
+ * and the relay's when a connected listener subscribed to its event.
+ */
+const MAX_CALLBACKS_PER_JOB = 2 + MAX_ENDPOINTS_PER_WORKSPACE;
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
 /** The order of the Requests page: newest first, ties broken by id as the sorted sets break them. */
@@ -99,6 +103,8 @@ export class RequestsView {
       destinations: Pick<DestinationGate, 'ofWorkspace'>;
       /** Names the endpoint each of a request's callbacks went to. */
       endpoints: Pick<WebhookEndpoints, 'list'>;
+      /** Tells the callbacks that went down a `media-callbacks listen` connection from those sent over the network. */
+      relays: Pick<RelayDirectory, 'isRelayUrl'>;
       now?: () => number;
     },
   ) {}
@@ -151,9 +157,11 @@ export class RequestsView {
       finished ? this.deps.callbackAdmin.list(workspaceId, { jobId: job.id, limit: MAX_CALLBACKS_PER_JOB }) : undefined,
       finished ? this.deps.endpoints.list(workspaceId) : [],
     ]);
-    // The request's own first, then the endpoints' in the endpoints' order (oldest first), those of deleted endpoints last.
+    // The request's own first, then the endpoints' in the endpoints' order (oldest first), those of
+    // deleted endpoints, then the relay's for a listener's subscription to the event.
     const place = new Map(endpoints.map((e, i) => [e.id, i]));
-    const rank = (cb: CallbackRecord) => (cb.endpoint_id === undefined ? -1 : (place.get(cb.endpoint_id) ?? endpoints.length));
+    const rank = (cb: CallbackRecord) =>
+      cb.endpoint_id !== undefined ? (place.get(cb.endpoint_id) ?? endpoints.length) : cb.url === job.callback_url ? -1 : endpoints.length + 1;
     const records = (found?.callbacks ?? []).sort((a, b) => rank(a) - rank(b) || a.created_ms - b.created_ms || (a.id < b.id ? -1 : 1));
     const pending = records.some((cb) => cb.state === 'pending');
     const [described, destinations] = await Promise.all([
@@ -183,6 +191,7 @@ export class RequestsView {
           callback: presentCallbackDetail(callback, attempts),
           endpoint: endpoint ? { id: endpoint.id, url: endpoint.url, description: endpoint.description, enabled: endpoint.enabled } : null,
           destination,
+          relay: this.deps.relays.isRelayUrl(callback.url),
         };
       });
     return {

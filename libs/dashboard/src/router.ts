@@ -39,6 +39,7 @@ import {
   presentCallback,
   presentWebhookEndpoint,
   RecoveryTooLargeError,
+  type RelayDirectory,
   type TestCallbacks,
   type WebhookEndpoints,
 } from '@media/callbacks';
@@ -63,6 +64,7 @@ import type {
 } from './contract';
 import { EndpointsView } from './endpoints';
 import { OverviewView } from './overview';
+import { RelayListenersView } from './relay-listeners';
 import { RequestsView } from './requests';
 
 declare module 'express-serve-static-core' {
@@ -95,6 +97,8 @@ export interface DashboardDeps {
   destinations: Pick<DestinationGate, 'ofWorkspace'>;
   /** The Overview's aggregates. */
   overview: Pick<OverviewRepository, 'read'>;
+  /** The relay's directory: the workspace's `media-callbacks listen` connections, and which URLs are relay URLs. */
+  relays: Pick<RelayDirectory, 'listeners' | 'existingRelayUrl' | 'isRelayUrl'>;
   /**
    * The dashboard's own buckets, per member (they key on `res.locals.workspaceId` and
    * `res.locals.memberKey`, which the session sets): never the workspace's API buckets, so API
@@ -158,6 +162,7 @@ function apiRouter(deps: DashboardDeps): Router {
   const view = new RequestsView(deps);
   const overview = new OverviewView(deps);
   const endpointsView = new EndpointsView(deps);
+  const relayListeners = new RelayListenersView(deps);
   const { read, write } = deps.rateLimits;
 
   api.use((_req, res, next) => {
@@ -468,6 +473,12 @@ function apiRouter(deps: DashboardDeps): Router {
       throw new ApiError(504, 'api_error', 'No dispatcher sent the test event in time. Is the webhook-dispatcher running?', null, 'test_callback_timeout');
     const result: EndpointTestResult = { type: sent, ...outcome };
     res.json(result);
+  });
+
+  // --- relay listeners (media-callbacks listen) ------------------------------------------------
+  // Every role reads them, as it reads the endpoints: each is named by its key's id and prefix, never the key.
+  api.get('/relay-listeners', async (_req, res) => {
+    res.json(await relayListeners.list(session(res).workspace.id));
   });
 
   // --- members --------------------------------------------------------------------------------

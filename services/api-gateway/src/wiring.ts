@@ -94,6 +94,7 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
     endpoints: callbackAdmin.endpoints,
     destinations: new DestinationGate(redis, keys, destinationLimits(config)),
     overview: new OverviewRepository(redis, keys, (workspaceId) => callbacks.pendingIndex(workspaceId)),
+    relays,
     retryScheduleMs: config.webhookRetryScheduleMs,
     secureCookies: config.publicBaseUrl.startsWith('https:'),
     storeAnswers: () => storeAnswers(redis, config.keyPrefix),

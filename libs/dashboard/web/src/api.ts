@@ -27,6 +27,7 @@ import type {
   RevealedSecrets,
   Role,
   RecoveryFilters,
+  RelayListeners,
   SessionInfo,
   SignedOut,
   CallbackFilter,
@@ -176,6 +177,11 @@ export class DashboardApi {
   }
   testEndpoint(id: string, type?: EventType): Promise<EndpointTestResult> {
     return this.call('POST', `/endpoints/${encodeURIComponent(id)}/test`, type ? { type } : {});
+  }
+
+  // Listeners on developers' machines (media-callbacks listen)
+  relayListeners(): Promise<RelayListeners> {
+    return this.call('GET', '/relay-listeners');
   }
 
   // Usage

@@ -3,8 +3,9 @@ import { Link } from 'wouter-preact';
 import type { EndpointDeliveries, EndpointTestResult, EventType, WebhookEndpointObject } from '../api';
 import { formatDuration } from '../time';
 import { ConfirmButton, EmptyRow, ERROR_WORDS, ErrorBanner, Notice, plural, StateBadge, Time, useApp, useLoad } from '../ui';
+import { RelayListenersSection, RelayTag } from './relay-listeners';
 
-/** How often the page reads the endpoints again while it is visible: delivery may disable one meanwhile. */
+/** How often the page reads the endpoints and listeners again while it is visible: delivery may disable one meanwhile, a listener come or go. */
 const REFRESH_MS = 15_000;
 
 /** An endpoint's condition, worst first: what its badge, its colour and its place on the page follow. */
@@ -41,6 +42,8 @@ export function EndpointsPage() {
   const { api } = useApp();
   const [tick, setTick] = useState(0);
   const { data, error, reload } = useLoad(() => api.endpoints(), [tick]);
+  const relay = useLoad(() => api.relayListeners(), [tick]);
+  const relayUrl = relay.data?.relay_url ?? null;
   const [note, setNote] = useState<string | null>(null);
 
   useEffect(() => {
@@ -75,7 +78,15 @@ export function EndpointsPage() {
         </section>
       ) : null}
       {endpoints.map((e) => (
-        <EndpointCard key={e.id} endpoint={e} eventTypes={data?.event_types ?? []} canManage={canManage} tick={tick} onChanged={changed} />
+        <EndpointCard
+          key={e.id}
+          endpoint={e}
+          relay={relayUrl !== null && e.url === relayUrl}
+          eventTypes={data?.event_types ?? []}
+          canManage={canManage}
+          tick={tick}
+          onChanged={changed}
+        />
       ))}
       {data && canManage ? (
         endpoints.length < data.max_endpoints ? (
@@ -85,6 +96,7 @@ export function EndpointsPage() {
         )
       ) : null}
       {data && !canManage ? <p class="muted">Only owners and admins add, change, test and delete endpoints.</p> : null}
+      <RelayListenersSection data={relay.data} error={relay.error} />
     </>
   );
 }
@@ -112,12 +124,15 @@ function Headline({ endpoints }: { endpoints: WebhookEndpointObject[] }) {
 
 function EndpointCard({
   endpoint: e,
+  relay,
   eventTypes,
   canManage,
   tick,
   onChanged,
 }: {
   endpoint: WebhookEndpointObject;
+  /** Its URL is the workspace's relay URL: its callbacks go down a `media-callbacks listen` connection. */
+  relay: boolean;
   eventTypes: readonly EventType[];
   canManage: boolean;
   tick: number;
@@ -150,8 +165,15 @@ function EndpointCard({
         <h2 class="mono endpoint-url" id={titleId}>
           {e.url}
         </h2>
+        {relay ? <RelayTag /> : null}
       </div>
       {e.description ? <p class="endpoint-desc">{e.description}</p> : null}
+      {relay ? (
+        <p class="small muted" data-testid="endpoint-relay-note">
+          The workspace’s relay URL: its callbacks go to the listeners on developers’ machines below, not over the network; with none connected, an attempt
+          fails as relay offline.
+        </p>
+      ) : null}
       <StatusLine endpoint={e} condition={condition} now={now} />
       <ErrorBanner error={error} />
 

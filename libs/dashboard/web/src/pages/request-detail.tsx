@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import type { CallbackAttemptObject, RequestCallback, RequestDetail } from '../api';
 import { holdWords } from './destinations';
+import { RELAY_LABEL, RelayTag } from './relay-listeners';
 import { formatDuration, formatMoney } from '../time';
 import { ERROR_WORDS, ErrorBanner, Notice, SafeLink, StateBadge, Time, useApp, useLoad } from '../ui';
 
@@ -40,7 +41,7 @@ export function RequestDetailPage({ id }: { id: string }) {
       <ErrorBanner error={error} />
       {data ? (
         <>
-          {data.callbacks.length > 1 ? <CallbacksSummary callbacks={data.callbacks} now={now} /> : null}
+          {data.callbacks.length > 1 ? <CallbacksSummary detail={data} now={now} /> : null}
           {data.callbacks.length === 0 ? (
             <section class="card" aria-labelledby="cb-title">
               <h2 id="cb-title">Callback</h2>
@@ -52,7 +53,7 @@ export function RequestDetailPage({ id }: { id: string }) {
             </section>
           ) : null}
           {data.callbacks.map((c) => (
-            <CallbackCard key={c.callback.id} entry={c} many={data.callbacks.length > 1} now={now} reload={reload} />
+            <CallbackCard key={c.callback.id} entry={c} detail={data} now={now} reload={reload} />
           ))}
           <JobSection detail={data} now={now} />
         </>
@@ -61,21 +62,34 @@ export function RequestDetailPage({ id }: { id: string }) {
   );
 }
 
-/** Where a callback went, in words: the request's own callback_url, or an endpoint by its description. */
-function destinationName(entry: RequestCallback): string {
+/**
+ * Which of the request's destinations a callback is: its own callback_url (`own`), an endpoint, or
+ * the relay because a connected `media-callbacks listen` subscribed to the event (`subscription`).
+ */
+function sourceOf(entry: RequestCallback, detail: RequestDetail): 'own' | 'endpoint' | 'subscription' {
+  if (entry.callback.endpoint_id !== null) return 'endpoint';
+  return entry.relay && entry.callback.url !== detail.row.callback_url ? 'subscription' : 'own';
+}
+
+/** Where a callback went, in words: the request's own callback_url, an endpoint by its description, or the relay. */
+function destinationName(entry: RequestCallback, detail: RequestDetail): string {
   const { callback, endpoint } = entry;
-  if (callback.endpoint_id === null) return 'The request’s callback_url';
+  const source = sourceOf(entry, detail);
+  if (source === 'subscription') return `The ${RELAY_LABEL}`;
+  if (source === 'own') return 'The request’s callback_url';
   if (!endpoint) return `Endpoint ${callback.endpoint_id} (deleted)`;
   return `Endpoint ${endpoint.description || endpoint.id}`;
 }
 
 /** Every callback of the request at a glance, each linking to its own section below. */
-function CallbacksSummary({ callbacks, now }: { callbacks: RequestCallback[]; now: number }) {
+function CallbacksSummary({ detail, now }: { detail: RequestDetail; now: number }) {
+  const { callbacks } = detail;
   return (
     <section class="card" aria-labelledby="cbs-title">
       <h2 id="cbs-title">Callbacks ({callbacks.length})</h2>
       <p class="muted small">
-        One per destination: the request’s own callback_url, and each webhook endpoint subscribed to the event. Each has its own retries.
+        One per destination: the request’s own callback_url, each webhook endpoint subscribed to the event, and the relay when a connected{' '}
+        <code>media-callbacks listen</code> subscribed to it. Each has its own retries.
       </p>
       <div class="table-wrap">
         <table class="table table-stack" data-testid="callbacks-summary">
@@ -95,8 +109,9 @@ function CallbacksSummary({ callbacks, now }: { callbacks: RequestCallback[]; no
               return (
                 <tr key={c.callback.id} data-id={c.callback.id} class={failing || c.callback.status === 'failed' ? 'row-failing' : undefined}>
                   <td data-label="Destination" class="wrap-any">
-                    <a href={`#cb-${c.callback.id}`}>{destinationName(c)}</a>
+                    <a href={`#cb-${c.callback.id}`}>{destinationName(c, detail)}</a>
                     <div class="mono small muted">{c.callback.url}</div>
+                    {c.relay && sourceOf(c, detail) !== 'subscription' ? <RelayTag /> : null}
                   </td>
                   <td data-label="State">
                     <StateBadge state={failing ? 'failing' : c.callback.status} />
@@ -118,7 +133,17 @@ function CallbacksSummary({ callbacks, now }: { callbacks: RequestCallback[]; no
 }
 
 /** One callback, its attempts and its Retry: after a retry the page polls until the new attempt is recorded. */
-function CallbackCard({ entry, many, now, reload }: { entry: RequestCallback; many: boolean; now: number; reload: () => Promise<RequestDetail | undefined> }) {
+function CallbackCard({
+  entry,
+  detail,
+  now,
+  reload,
+}: {
+  entry: RequestCallback;
+  detail: RequestDetail;
+  now: number;
+  reload: () => Promise<RequestDetail | undefined>;
+}) {
   const { api } = useApp();
   const { callback } = entry;
   const [retryNote, setRetryNote] = useState<string | null>(null);
@@ -166,7 +191,7 @@ function CallbackCard({ entry, many, now, reload }: { entry: RequestCallback; ma
     <section class="card" id={`cb-${callback.id}`} aria-labelledby={titleId} data-testid="callback" data-id={callback.id}>
       <div class="section-head">
         <h2 id={titleId} class="wrap-any">
-          {many || callback.endpoint_id !== null ? `Callback · ${destinationName(entry)}` : 'Callback'}
+          {detail.callbacks.length > 1 || sourceOf(entry, detail) !== 'own' ? `Callback · ${destinationName(entry, detail)}` : 'Callback'}
         </h2>
         <button type="button" class="btn btn-primary" disabled={retrying} onClick={() => void retry()}>
           {retrying ? 'Retrying…' : 'Retry callback'}
@@ -174,7 +199,7 @@ function CallbackCard({ entry, many, now, reload }: { entry: RequestCallback; ma
       </div>
       <ErrorBanner error={retryError} />
       {retryNote ? <Notice>{retryNote}</Notice> : null}
-      <CallbackSection entry={entry} now={now} />
+      <CallbackSection entry={entry} source={sourceOf(entry, detail)} now={now} />
     </section>
   );
 }
@@ -249,7 +274,7 @@ function JobSection({ detail, now }: { detail: RequestDetail; now: number }) {
   );
 }
 
-function CallbackSection({ entry, now }: { entry: RequestCallback; now: number }) {
+function CallbackSection({ entry, source, now }: { entry: RequestCallback; source: ReturnType<typeof sourceOf>; now: number }) {
   const { callback, destination, endpoint } = entry;
   const attempts = [...callback.attempts].sort((a, b) => b.number - a.number || b.sent_at - a.sent_at);
   return (
@@ -260,10 +285,20 @@ function CallbackSection({ entry, now }: { entry: RequestCallback; now: number }
           <StateBadge state={callback.status} />
         </dd>
         <dt>Destination</dt>
-        <dd class="mono break">{callback.url}</dd>
+        <dd>
+          <span class="mono break">{callback.url}</span>
+          {entry.relay ? (
+            <div class="small" data-testid="callback-relay">
+              <RelayTag /> not sent over the network: passed to a <Link href="/endpoints">listener on a developer’s machine</Link>, whose handler’s answer is
+              the attempt’s.
+            </div>
+          ) : null}
+        </dd>
         <dt>Sent to</dt>
         <dd data-testid="callback-endpoint">
-          {callback.endpoint_id === null ? (
+          {source === 'subscription' ? (
+            `The ${RELAY_LABEL}: a connected listener subscribed to ${callback.type}`
+          ) : source === 'own' ? (
             'The request’s own callback_url'
           ) : endpoint ? (
             <>

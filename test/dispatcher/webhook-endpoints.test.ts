@@ -224,6 +224,17 @@ describe('delivery to endpoints', () => {
     expect(h.receiver.requestsTo('/sdk/images')).toEqual([]);
   });
 
+  it('removes a job’s endpoint callbacks with the job', async () => {
+    const endpoint = await createEndpoint({ url: h.receiver.url('/removed-with-job'), events: ['video.completed'] });
+    const video = await call('/v1/videos', { method: 'POST', json: { model: 'motion-1', prompt: 'soon gone', seconds: 1, size: '640x360' } });
+    const messageId = callbackIdFor(video.json.id, 'video.completed', endpoint.id);
+    await h.settled(messageId, ['delivered']);
+    expect((await call(`/v1/videos/${video.json.id}`, { method: 'DELETE' })).status).toBe(200);
+    expectApiError(await call(`/v1/callbacks/${messageId}`), 404, { code: 'not_found' });
+    expect((await call(`/v1/callbacks?endpoint_id=${endpoint.id}`)).json.data).toEqual([]);
+    expect(await h.stack.redis.exists(h.stack.keys.jobFanOutCallbacks(video.json.id))).toBe(0);
+  });
+
   it('sends a synchronous image call’s event to subscribed endpoints', async () => {
     const endpoint = await createEndpoint({ url: h.receiver.url('/sync'), events: ['image.completed'] });
     const requestId = await h.jobs.syncImage('a quiet pier');

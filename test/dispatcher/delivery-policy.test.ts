@@ -107,7 +107,11 @@ it("checks a webhook endpoint's URL again at every attempt: one that rebinds to 
   const url = `https://rebind.test:${receiver.port}/endpoint`;
   // Creation (what the API checks) sees a public address.
   await expect(new CallbackUrlGuard({ allowHttp: false, allowedCidrs: [] }, resolver).check(url)).resolves.toBeDefined();
-  const endpoint = (await new EndpointRepository(redis, keys).create(workspaceId, { url, events: ['image.completed'], description: '', enabled: true }, Date.now()))!;
+  const endpoint = (await new EndpointRepository(redis, keys).create(
+    workspaceId,
+    { url, events: ['image.completed'], description: '', enabled: true },
+    Date.now(),
+  ))!;
   const job = finishedImageJob(workspaceId, '');
   await jobs.create({ ...job, callback_url: null });
   const before = receiver.connections;

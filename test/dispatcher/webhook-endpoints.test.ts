@@ -183,7 +183,11 @@ describe('delivery to endpoints', () => {
     const requests = await Promise.all(['/fan/own', '/fan/all', '/fan/images'].map(async (path) => (await received(path))[0]!));
     const ids = requests.map((r) => r.headers['webhook-id']);
     expect(new Set(ids).size).toBe(3);
-    expect(ids).toEqual([callbackIdFor(jobId, 'image.completed'), callbackIdFor(jobId, 'image.completed', all.id), callbackIdFor(jobId, 'image.completed', images.id)]);
+    expect(ids).toEqual([
+      callbackIdFor(jobId, 'image.completed'),
+      callbackIdFor(jobId, 'image.completed', all.id),
+      callbackIdFor(jobId, 'image.completed', images.id),
+    ]);
     const bodies = requests.map((r) => new Webhook(h.workspace.signingSecret).verify(r.body, r.headers) as any);
     for (const body of bodies) expect(body).toMatchObject({ type: 'image.completed', data: { id: jobId, status: 'completed' } });
 
@@ -198,7 +202,11 @@ describe('delivery to endpoints', () => {
     );
     const ofEndpoint = await call(`/v1/callbacks?endpoint_id=${images.id}`);
     expect(ofEndpoint.json.data).toEqual([expect.objectContaining({ id: ids[2], endpoint_id: images.id, url: images.url })]);
-    expect((await call(`/v1/callbacks/${ids[1]}`)).json).toMatchObject({ endpoint_id: all.id, status: 'delivered', attempts: [expect.objectContaining({ status_code: 200 })] });
+    expect((await call(`/v1/callbacks/${ids[1]}`)).json).toMatchObject({
+      endpoint_id: all.id,
+      status: 'delivered',
+      attempts: [expect.objectContaining({ status_code: 200 })],
+    });
 
     // The endpoint for videos only got nothing, and a replayed event makes no second callback.
     await h.deliveriesSettled();
@@ -218,7 +226,12 @@ describe('delivery to endpoints', () => {
     expect(event).toMatchObject({ type: 'video.completed', data: { id: video.id, object: 'video', status: 'completed' } });
     expect(request!.headers['webhook-id']).toBe(callbackIdFor(video.id, 'video.completed', videos.id));
     // A wrong secret is refused by the same SDK.
-    await expect(new OpenAI({ apiKey: 'unused', webhookSecret: 'whsec_' + Buffer.from('x'.repeat(32)).toString('base64') }).webhooks.unwrap(request!.body, request!.headers)).rejects.toThrow();
+    await expect(
+      new OpenAI({ apiKey: 'unused', webhookSecret: 'whsec_' + Buffer.from('x'.repeat(32)).toString('base64') }).webhooks.unwrap(
+        request!.body,
+        request!.headers,
+      ),
+    ).rejects.toThrow();
 
     await h.deliveriesSettled();
     expect(h.receiver.requestsTo('/sdk/images')).toEqual([]);

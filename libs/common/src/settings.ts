@@ -340,7 +340,8 @@ export const SETTINGS = {
     parse: (text) => {
       const match = DURATION.exec(text.trim());
       const ms = match ? Number(match[1]) * DURATION_UNIT_MS[match[2]!]! : NaN;
-      if (!(ms >= 1_000 && ms <= 365 * DAY_MS)) return new Refusal('must be a duration from 1s to 365d: a whole number and a unit (ms, s, m, h, d), e.g. 5d or 12h');
+      if (!(ms >= 1_000 && ms <= 365 * DAY_MS))
+        return new Refusal('must be a duration from 1s to 365d: a whole number and a unit (ms, s, m, h, d), e.g. 5d or 12h');
       return ms;
     },
     readBy: ['dispatcher'],

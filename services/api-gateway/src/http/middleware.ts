@@ -47,10 +47,7 @@ export function requestContext(logger: Logger): RequestHandler {
  * most once a minute). With a throttle, an address that sent too many wrong or missing keys is
  * answered 429 before its key is looked at.
  */
-export function requireApiKey(
-  accounts: Pick<WorkspaceAccounts, 'identifyApiKey'>,
-  throttle?: Pick<FailedAuthThrottle, 'check' | 'failed'>,
-): RequestHandler {
+export function requireApiKey(accounts: Pick<WorkspaceAccounts, 'identifyApiKey'>, throttle?: Pick<FailedAuthThrottle, 'check' | 'failed'>): RequestHandler {
   return async (req, res, next) => {
     const address = req.ip ?? req.socket.remoteAddress ?? '';
     throttle?.check(address);

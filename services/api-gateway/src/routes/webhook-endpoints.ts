@@ -69,7 +69,9 @@ export function webhookEndpointRoutes(deps: WebhookEndpointRoutesDeps): Router {
     const type = ((req.body ?? {}) as Record<string, unknown>).type;
     if (type !== undefined && !(typeof type === 'string' && (EVENT_TYPES as readonly string[]).includes(type)))
       throw ApiError.invalid(`type must be one of ${EVENT_TYPES.join(', ')}.`, 'type', 'invalid_value');
-    const { type: sent, outcome } = await endpoints.sendTest(res.locals.workspaceId, String(req.params.id), type as EventType | undefined).catch(endpointApiError);
+    const { type: sent, outcome } = await endpoints
+      .sendTest(res.locals.workspaceId, String(req.params.id), type as EventType | undefined)
+      .catch(endpointApiError);
     if (!outcome)
       throw new ApiError(504, 'api_error', 'No dispatcher sent the test event in time. Is the webhook-dispatcher running?', null, 'test_callback_timeout');
     res.json({ object: 'webhook_endpoint.test', type: sent, ...outcome });

@@ -117,9 +117,6 @@ const MANUAL_HOLD_RECHECK_MS = 1_000;
  */
 const MANUAL_HOLD_LEASES = 2;
 
-/** WEBHOOK_ENDPOINT_DISABLE_AFTER's default: five days, as Svix gives an endpoint before disabling it. */
-export const DEFAULT_ENDPOINT_DISABLE_AFTER_MS = 5 * 86_400_000;
-
 /** How many times a recovery's attempt that finds its destination full waits for a pace turn before it waits in the destination's line. */
 const PACED_DEFERRALS = 3;
 
@@ -149,14 +146,15 @@ export class CallbackService {
   /**
    * Handles a `job-finished` event: creates the job's callbacks and makes attempt 1 of each (whose
    * record schedules attempt 2 if it failed). A job has one callback per destination: its request's
-   * own `callback_url`, if it gave one, and each of its workspace's enabled webhook endpoints
-   * subscribed to the event. Returns the callbacks as created, the request's own first, then the
-   * endpoints' in the order they were made; none when nothing asked for the event.
+   * own `callback_url`, if it gave one, each of its workspace's enabled webhook endpoints subscribed
+   * to the event, and its relay URL when a connected `media-callbacks listen` subscribed to it.
+   * Returns the callbacks as created, in that order (endpoints in the order they were made); none
+   * when nothing asked for the event.
    *
    * With `firstAttempt: 'now'` (the dispatcher's normal path) attempt 1 is made right here, for every
    * destination at once, so a callback crosses one queue between the job's end and its first POST,
    * not two. A crash at any line leaves the event to BullMQ's retry or stall recovery, which runs
-   * this again: each callback's id is derived from the job, the event and the endpoint, and its
+   * this again: each callback's id is derived from the job, the event and the destination, and its
    * record says whether attempt 1 was recorded, so each is made once. With `'queued'` attempt 1 goes
    * through the `callback-deliveries` queue instead: for an event BullMQ has given up on before, so
    * an attempt that keeps failing the dispatcher ends up recorded as failed by that queue's give-up
@@ -494,7 +492,8 @@ export class CallbackService {
         callback.workspace_id,
         endpointId,
         { delivered: attempt.error === null, atMs: attempt.sent_ms, error: detail.slice(0, 300) },
-        this.deps.endpointDisableAfterMs ?? DEFAULT_ENDPOINT_DISABLE_AFTER_MS,
+        // Without the setting (a service built for a test) an endpoint is never disabled.
+        this.deps.endpointDisableAfterMs ?? Number.MAX_SAFE_INTEGER,
       );
       if (!disabled) return;
       this.deps.logger.warn('webhook endpoint disabled: every attempt failed', {

@@ -50,6 +50,10 @@ class WebSocketSession implements RelaySession {
     readonly apiKey: string,
   ) {}
 
+  get attached(): boolean {
+    return this.socket !== undefined;
+  }
+
   attach(socket: WebSocket): void {
     this.socket = socket;
     for (const frame of this.waiting.splice(0)) socket.send(frame);
@@ -114,10 +118,15 @@ export function relayListenUpgrade(deps: RelayListenDeps): (req: IncomingMessage
       );
       throw refused;
     }
+    // Registered before the upgrade so that a full workspace is refused with an ordinary 429; a
+    // handshake that then fails (the socket went, or ws refused the request) gives the place back.
     if (socket.destroyed) {
       await deps.hub.unregister(record.session_id);
       return;
     }
+    socket.once('close', () => {
+      if (!session.attached) void deps.hub.unregister(record.session_id);
+    });
     server.handleUpgrade(req, socket, head, (ws) => {
       const ready: ReadyFrame = {
         type: 'ready',

@@ -59,18 +59,19 @@ describe('GET /v1/callbacks', () => {
     expect(rest.json.has_more).toBe(false);
   });
 
-  it('renders the callback object of design section 2, times in Unix seconds', async () => {
+  it('renders the callback object of design section 2 (endpoint_id null for a request’s own callback_url), times in Unix seconds', async () => {
     const { json } = await call(`/v1/callbacks?job_id=${delivered.jobId}`);
     expect(json.data).toHaveLength(1);
     const cb = json.data[0];
     expect(Object.keys(cb).sort()).toEqual(
-      ['attempt_count', 'created_at', 'delivered_at', 'id', 'job_id', 'next_attempt_at', 'object', 'status', 'type', 'url'].sort(),
+      ['attempt_count', 'created_at', 'delivered_at', 'endpoint_id', 'id', 'job_id', 'next_attempt_at', 'object', 'status', 'type', 'url'].sort(),
     );
     expect(cb).toMatchObject({
       id: delivered.id,
       object: 'callback',
       type: 'image.completed',
       job_id: delivered.jobId,
+      endpoint_id: null,
       url: h.receiver.url('/ok'),
       status: 'delivered',
       attempt_count: 1,

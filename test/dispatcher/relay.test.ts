@@ -14,6 +14,8 @@ import { DispatcherHarness } from './support/harness';
 
 let h: DispatcherHarness;
 let call: ReturnType<typeof api>;
+/** Wrong keys one address may send a minute; the last test goes past it (and leaves loopback refused for that minute). */
+const AUTH_FAILURES = 6;
 const open: WebSocket[] = [];
 
 /** How a listener's handler answers each delivery (by default a 200). */
@@ -79,7 +81,10 @@ async function closeAll(): Promise<void> {
 }
 
 beforeAll(async () => {
-  h = await DispatcherHarness.start({ WEBHOOK_RETRY_SCHEDULE: '300ms,300ms,300ms,300ms,300ms', WEBHOOK_TIMEOUT_MS: '2000' }, { inProcess: true });
+  h = await DispatcherHarness.start(
+    { WEBHOOK_RETRY_SCHEDULE: '300ms,300ms,300ms,300ms,300ms', WEBHOOK_TIMEOUT_MS: '2000', AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: String(AUTH_FAILURES) },
+    { inProcess: true },
+  );
   call = api(h.stack, h.workspace.apiKey);
 });
 
@@ -235,5 +240,19 @@ describe('the relay', () => {
     await h.stack.accounts.revokeApiKey(h.workspace.workspaceId, key.id);
     const [code] = await Promise.race([closed, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('not closed')), 4 * RELAY_REFRESH_MS))]);
     expect(code).toBe(CLOSE_KEY_REVOKED);
+  });
+
+  // Last: it leaves this machine's address refused for the rest of the minute.
+  it('counts wrong keys with the API’s failed-authentication throttle: past the bound even a valid key is refused 429', async () => {
+    let refused: Awaited<ReturnType<typeof refusal>> | undefined;
+    for (let i = 0; i <= AUTH_FAILURES + 1 && !refused; i++) {
+      const answer = await refusal(`sk_wrong_${i}`);
+      if (answer.status === 429) refused = answer;
+      else expect(answer.status).toBe(401);
+    }
+    expectApiError({ ...refused!, headers: new Headers(refused!.headers) }, 429, { code: 'too_many_failed_authentications' });
+    const valid = await refusal(h.workspace.apiKey);
+    expectApiError({ ...valid, headers: new Headers(valid.headers) }, 429, { code: 'too_many_failed_authentications' });
+    expect(Number(valid.headers['retry-after'])).toBeGreaterThan(0);
   });
 });

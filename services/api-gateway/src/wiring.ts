@@ -12,6 +12,8 @@ import { JobPresenter, LinkSigner } from '@media/domain';
 import { configuredLimits, IdempotencyRepository, JobRepository, LimitRepository } from '@media/jobs';
 import { OverviewRepository, loadLinkSigningKey, ReplicaWait, StoreKeys, SecretBox } from '@media/storage';
 import { createApp } from './app';
+import proxyaddr from 'proxy-addr';
+import { FailedAuthThrottle } from './http/auth-throttle';
 import { relayKeyCheck, relayListenUpgrade } from './http/relay-listen';
 import { JobIntakeService } from './job-intake';
 import { JobWaiter } from './job-waiter';
@@ -111,7 +113,16 @@ export async function createGateway(config: AppConfig, redis: Redis, logger: Log
   });
   return {
     app,
-    upgrade: relayListenUpgrade({ hub: relayHub, directory: relays, accounts, logger, timeoutMs: config.webhookTimeoutMs }),
+    upgrade: relayListenUpgrade({
+      hub: relayHub,
+      directory: relays,
+      accounts,
+      logger,
+      timeoutMs: config.webhookTimeoutMs,
+      throttle: new FailedAuthThrottle(limits, config.authFailuresPerAddressPerMinute, logger),
+      // The address Express gives a request (`req.ip`), from the app's own TRUST_PROXY setting.
+      clientAddress: (req) => proxyaddr(req, app.get('trust proxy fn') as (address: string, hop: number) => boolean),
+    }),
     close: async () => {
       // Listeners first: their CLIs reconnect to another gateway while this one finishes.
       await relayHub.close();

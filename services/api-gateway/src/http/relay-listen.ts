@@ -16,6 +16,7 @@ import type { Logger } from '@media/common';
 import { EVENT_TYPES, newId, type EventType } from '@media/domain';
 import { ApiError } from './api-error';
 import { refuseUpgrade } from './api-server';
+import type { FailedAuthThrottle } from './auth-throttle';
 
 /** How often the gateway pings a listener; one that has not answered the previous ping by then is cut. */
 const PING_MS = 20_000;
@@ -29,6 +30,10 @@ export interface RelayListenDeps {
   logger: Logger;
   /** WEBHOOK_TIMEOUT_MS: what a listener's local handler has. */
   timeoutMs: number;
+  /** The API's failed-authentication throttle: a wrong key on the relay counts as one on the API. */
+  throttle?: Pick<FailedAuthThrottle, 'check' | 'failed'>;
+  /** The client's address as the API sees it (TRUST_PROXY's proxies stripped), which the throttle counts by. */
+  clientAddress: (req: IncomingMessage) => string;
 }
 
 /**
@@ -91,11 +96,19 @@ export function relayListenUpgrade(deps: RelayListenDeps): (req: IncomingMessage
   async function accept(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://gateway');
     if (url.pathname !== RELAY_LISTEN_PATH) throw ApiError.notFound('Unknown WebSocket path; the relay listens at /v1/webhook-relay/listen.');
+    const address = deps.clientAddress(req);
+    deps.throttle?.check(address);
     const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-    if (!match) throw new ApiError(401, 'authentication_error', 'Missing API key. Send it as "Authorization: Bearer <API_KEY>".', null, 'missing_api_key');
+    if (!match) {
+      await deps.throttle?.failed(address);
+      throw new ApiError(401, 'authentication_error', 'Missing API key. Send it as "Authorization: Bearer <API_KEY>".', null, 'missing_api_key');
+    }
     const apiKey = match[1]!;
     const identity = await deps.accounts.identifyApiKey(apiKey);
-    if (!identity) throw new ApiError(401, 'authentication_error', 'Incorrect API key provided.', null, 'invalid_api_key');
+    if (!identity) {
+      await deps.throttle?.failed(address);
+      throw new ApiError(401, 'authentication_error', 'Incorrect API key provided.', null, 'invalid_api_key');
+    }
     const events = parseEvents(url.searchParams.get('events'));
     const now = Date.now();
     const record: RelayListenerRecord = {

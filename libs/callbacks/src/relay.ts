@@ -142,6 +142,38 @@ function randomToken(): string {
   return out;
 }
 
+/**
+ * One Pub/Sub channel, on a connection of its own (a subscribed connection takes no other command)
+ * made at its first use, so a process that never relays holds none.
+ */
+class ChannelSubscription {
+  private subscriber: Redis | undefined;
+  private subscribed: Promise<void> | undefined;
+
+  constructor(
+    private readonly connect: () => Redis,
+    private readonly channel: string,
+    private readonly onMessage: (message: string) => void,
+  ) {}
+
+  /** Subscribes once; later calls wait for the same subscription. */
+  start(): Promise<void> {
+    this.subscribed ??= (async () => {
+      const subscriber = (this.subscriber = this.connect());
+      subscriber.on('message', (from: string, message: string) => {
+        if (from === this.channel) this.onMessage(message);
+      });
+      await subscriber.subscribe(this.channel);
+    })();
+    return this.subscribed;
+  }
+
+  async close(): Promise<void> {
+    const subscriber = this.subscriber;
+    if (subscriber) await subscriber.quit().catch(() => subscriber.disconnect());
+  }
+}
+
 /** A delivery on its way from a dispatcher to the gateway holding the listener. */
 interface RelayRequest {
   id: string;
@@ -163,12 +195,12 @@ export class RelaySender {
   private readonly callbackKeys: CallbackKeys;
   private readonly replyChannel: string;
   private readonly pending = new Map<string, (reply: RelayReply) => void>();
-  private started: Promise<void> | undefined;
+  private readonly replies: ChannelSubscription;
 
   constructor(
     private readonly deps: {
       redis: Redis;
-      /** Makes a connection of its own for the reply channel (a subscribed connection takes no other command), at the first relayed attempt. */
+      /** Makes a connection of its own for the reply channel, at the first relayed attempt. */
       subscriber: () => Redis;
       keys: StoreKeys;
       directory: RelayDirectory;
@@ -178,6 +210,14 @@ export class RelaySender {
   ) {
     this.callbackKeys = new CallbackKeys(deps.keys);
     this.replyChannel = this.callbackKeys.relayReplyChannel(newId('dsp'));
+    this.replies = new ChannelSubscription(deps.subscriber, this.replyChannel, (message) => {
+      try {
+        const reply = JSON.parse(message) as RelayReply;
+        this.pending.get(reply.id)?.(reply);
+      } catch (err) {
+        this.deps.logger.warn('relay reply unreadable', { error: String(err) });
+      }
+    });
   }
 
   /** Whether the URL is a relay URL: such a callback goes through {@link send}, never over the network. */
@@ -199,10 +239,10 @@ export class RelaySender {
       excerpt: '',
       retryAfterMs: null,
     });
-    if (!(await this.deps.directory.ownsRelayUrl(workspaceId, url))) return failed('relay_offline', 'not a relay URL of this workspace');
-    const listeners = await this.deps.directory.listeners(workspaceId, sentMs);
+    const [owned, listeners] = await Promise.all([this.deps.directory.ownsRelayUrl(workspaceId, url), this.deps.directory.listeners(workspaceId, sentMs)]);
+    if (!owned) return failed('relay_offline', 'not a relay URL of this workspace');
     if (listeners.length === 0) return failed('relay_offline', 'no media-callbacks listener is connected');
-    await this.start();
+    await this.replies.start();
     // The newest: a developer who restarted the CLI has the old one's entry go stale meanwhile.
     const listener = listeners.at(-1)!;
     const request: RelayRequest = {
@@ -255,28 +295,8 @@ export class RelaySender {
     }
   }
 
-  async close(): Promise<void> {
-    const subscriber = this.subscriber;
-    if (subscriber) await subscriber.quit().catch(() => subscriber.disconnect());
-  }
-
-  private subscriber: Redis | undefined;
-
-  private start(): Promise<void> {
-    this.started ??= (async () => {
-      const subscriber = (this.subscriber = this.deps.subscriber());
-      subscriber.on('message', (channel: string, message: string) => {
-        if (channel !== this.replyChannel) return;
-        try {
-          const reply = JSON.parse(message) as RelayReply;
-          this.pending.get(reply.id)?.(reply);
-        } catch (err) {
-          this.deps.logger.warn('relay reply unreadable', { error: String(err) });
-        }
-      });
-      await subscriber.subscribe(this.replyChannel);
-    })();
-    return this.started;
+  close(): Promise<void> {
+    return this.replies.close();
   }
 }
 
@@ -302,6 +322,7 @@ export class RelayHub {
   private readonly sessions = new Map<string, RelaySession>();
   /** Deliveries passed to a listener and not yet answered: where the answer goes. */
   private readonly inFlight = new Map<string, { replyTo: string; sessionId: string; timer: NodeJS.Timeout }>();
+  private readonly deliveries: ChannelSubscription;
   private started: Promise<void> | undefined;
   private refresher: NodeJS.Timeout | undefined;
 
@@ -322,6 +343,11 @@ export class RelayHub {
     },
   ) {
     this.callbackKeys = new CallbackKeys(deps.keys);
+    this.deliveries = new ChannelSubscription(
+      deps.subscriber,
+      this.callbackKeys.relayGatewayChannel(this.gatewayId),
+      (message) => void this.onDelivery(message),
+    );
   }
 
   /** Takes a connected listener; false (and nothing registered) when its workspace has its most. */
@@ -365,20 +391,12 @@ export class RelayHub {
       session.close(1001, 'gateway shutting down');
       await this.unregister(session.record.session_id);
     }
-    const subscriber = this.subscriber;
-    if (subscriber) await subscriber.quit().catch(() => subscriber.disconnect());
+    await this.deliveries.close();
   }
-
-  private subscriber: Redis | undefined;
 
   private start(): Promise<void> {
     this.started ??= (async () => {
-      const channel = this.callbackKeys.relayGatewayChannel(this.gatewayId);
-      const subscriber = (this.subscriber = this.deps.subscriber());
-      subscriber.on('message', (from: string, message: string) => {
-        if (from === channel) void this.onDelivery(message);
-      });
-      await subscriber.subscribe(channel);
+      await this.deliveries.start();
       this.refresher = setInterval(() => void this.refresh(), this.deps.refreshMs ?? RELAY_REFRESH_MS);
       this.refresher.unref();
     })();

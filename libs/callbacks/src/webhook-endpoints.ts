@@ -1,10 +1,10 @@
 import type { AuditActor, AuditLog, AuditTarget } from '@media/accounts';
 import { CallbackUrlRejectedError } from '@media/callback-guard';
 import { ApiError } from '@media/common';
-import type { EventType } from '@media/domain';
+import { EVENT_TYPES, type EventType } from '@media/domain';
 import type { EndpointChange, EndpointRepository } from './endpoint-store';
 import type { RelayDirectory } from './relay';
-import { EndpointInputError, type EndpointInput, type WebhookEndpointRecord } from './endpoints';
+import { EndpointInputError, parseEndpointInput, type WebhookEndpointRecord } from './endpoints';
 import type { TestCallbackOutcome } from './sample-callback-store';
 import type { TestCallbacks } from './sample-callbacks';
 
@@ -64,10 +64,14 @@ export class WebhookEndpoints {
   }
 
   /**
+   * A new endpoint from a request's body (the API's and the dashboard's alike).
+   *
+   * @throws EndpointInputError for a body {@link parseEndpointInput} refuses
    * @throws CallbackUrlRejectedError when the URL rules refuse its URL
    * @throws TooManyEndpointsError when the workspace has its most already
    */
-  async create(workspaceId: string, input: EndpointInput, actor: AuditActor): Promise<WebhookEndpointRecord> {
+  async create(workspaceId: string, body: unknown, actor: AuditActor): Promise<WebhookEndpointRecord> {
+    const input = parseEndpointInput(body ?? {}, 'create');
     if (input.url === undefined) throw new EndpointInputError('url', 'Missing required parameter: url.', 'missing_required_parameter');
     await this.checkUrl(workspaceId, input.url);
     const endpoint = await this.deps.store.create(
@@ -81,13 +85,15 @@ export class WebhookEndpoints {
   }
 
   /**
-   * Changes what `input` names. Turning it on clears why it was off and its failing stretch (so one
+   * Changes what a request's body names. Turning it on clears why it was off and its failing stretch (so one
    * more failure does not turn it off again at once); off by hand is `manual`.
    *
+   * @throws EndpointInputError for a body {@link parseEndpointInput} refuses
    * @throws EndpointNotFoundError
    * @throws CallbackUrlRejectedError when the URL rules refuse a new URL
    */
-  async update(workspaceId: string, id: string, input: EndpointInput, actor: AuditActor): Promise<WebhookEndpointRecord> {
+  async update(workspaceId: string, id: string, body: unknown, actor: AuditActor): Promise<WebhookEndpointRecord> {
+    const input = parseEndpointInput(body ?? {}, 'update');
     const before = await this.get(workspaceId, id);
     if (input.url !== undefined && input.url !== before.url) await this.checkUrl(workspaceId, input.url);
     const change: EndpointChange = {};
@@ -125,15 +131,19 @@ export class WebhookEndpoints {
   }
 
   /**
-   * Sends a signed sample of one of its events (the first it is subscribed to, or `type`) to the
-   * endpoint, enabled or not, and waits for the answer; undefined when no dispatcher sent it in time.
+   * Sends a signed sample of one of its events (the first it is subscribed to, or `type`, as a
+   * request gave it) to the endpoint, enabled or not, and waits for the answer; undefined when no
+   * dispatcher sent it in time.
    *
+   * @throws EndpointInputError for a `type` that is not an event type
    * @throws EndpointNotFoundError
-   * @throws CallbackUrlRejectedError when its URL no longer passes the rules (DNS changed)
+   * @throws CallbackUrlRejectedError when its URL fails the rules at this moment (its host resolves elsewhere than at creation)
    */
-  async sendTest(workspaceId: string, id: string, type?: EventType): Promise<{ type: EventType; outcome: TestCallbackOutcome | undefined }> {
+  async sendTest(workspaceId: string, id: string, type?: unknown): Promise<{ type: EventType; outcome: TestCallbackOutcome | undefined }> {
+    if (type !== undefined && !(typeof type === 'string' && (EVENT_TYPES as readonly string[]).includes(type)))
+      throw new EndpointInputError('type', `type must be one of ${EVENT_TYPES.join(', ')}.`);
     const endpoint = await this.get(workspaceId, id);
-    const chosen = type ?? endpoint.events[0]!;
+    const chosen = (type as EventType | undefined) ?? endpoint.events[0]!;
     return { type: chosen, outcome: await this.deps.tests.send(workspaceId, endpoint.url, chosen) };
   }
 }

@@ -20,6 +20,13 @@ describe('matchOutput', () => {
     expect(bindings.apply(`curl '${JSON.parse(shown).url}'`)).toBe(`curl '${JSON.parse(printed).url}'`);
   });
 
+  it('takes null for an attempt’s connection steps (a pooled connection has none), and for no other number', () => {
+    const shown = '{"timing":{"dns_ms":0,"connect_ms":2,"tls_ms":1,"first_byte_ms":2}}';
+    expect(matchOutput(shown, '{"timing":{"dns_ms":null,"connect_ms":null,"tls_ms":null,"first_byte_ms":6}}', new Bindings())).toEqual([]);
+    expect(matchOutput(shown, '{"timing":{"dns_ms":0,"connect_ms":2,"tls_ms":1,"first_byte_ms":null}}', new Bindings())).toHaveLength(1);
+    expect(matchOutput('{"duration_ms":15}', '{"duration_ms":null}', new Bindings())).toHaveLength(1);
+  });
+
   it('refuses another value, a missing or an extra key, and another status', () => {
     expect(matchOutput('{"cost":0.01}', '{"cost":0.02}', new Bindings())).toHaveLength(1);
     expect(matchOutput('{"status":"completed"}', '{"status":"failed"}', new Bindings())).toHaveLength(1);

@@ -1,26 +1,47 @@
 /**
- * Callback throughput of ONE real dispatcher process (services/webhook-dispatcher/dist), beside two
- * plain got POST loops to the same receiver, with the same body, in the same run:
+ * Callback throughput of ONE real dispatcher process (services/webhook-dispatcher/dist), beside a
+ * naive BullMQ worker and two plain got POST loops to the same receiver, with the same body, in the
+ * same run:
  *
  * - dispatcher: N completed image jobs with a callback_url are written straight into Redis (no
  *   gateway, no generator), then their N `job-finished` events are queued in one addBulk; the
  *   figure is N / (last callback's arrival at the receiver − the addBulk call).
+ * - naive dispatcher (bench/naive-dispatcher.ts, its own process as ours is): N jobs carrying the
+ *   URL and the dispatcher's own body, queued in one addBulk on a queue of its own, timed the same
+ *   way (the addBulk call to the last arrival). It runs `DISPATCHER_CONCURRENCY` jobs at once, as
+ *   ours does, and ours runs with a destination cap that lets one workspace use all of its
+ *   concurrency at the one receiver (see CONCURRENCY below), so both have as many POSTs in flight.
  * - keep-alive loop: N POSTs of the dispatcher's own body and headers (captured from its warm-up)
  *   from this process with got, `inFlight` at a time, over a keep-alive agent (at most `inFlight`
  *   sockets): what HTTP over TLS costs on this machine when connections are reused.
  * - fresh-TLS loop: the same, with an agent that opens a new connection per request (keepAlive
  *   false, Node's default TLS session cache), configured like the dispatcher's own agent.
  *
- * Each of the three gets the same warm-up (BENCH_CALLBACK_WARMUP requests, not counted).
+ * Each of the four gets the same warm-up (BENCH_CALLBACK_WARMUP requests, not counted).
  */
 import { Agent as HttpsAgent } from 'node:https';
 import { createSecureContext, rootCertificates } from 'node:tls';
+import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { bullPrefix } from '@media/common';
 import { jobIds } from '@media/queues';
+import { headroomOf } from '@media/callbacks';
 import { newIdBeside, type ImageJob } from '@media/domain';
 import { JobRepository } from '@media/jobs';
-import { BenchStack, createWorkspace, dropPrefix, envNumber, newPrefix, serviceEnv, waitUntil, type BenchContext } from './support';
+import {
+  BenchStack,
+  createWorkspace,
+  dropPrefix,
+  envNumber,
+  HelperProcess,
+  naivePeerRedisUrl,
+  newPrefix,
+  processCpuMs,
+  serviceEnv,
+  waitUntil,
+  type BenchContext,
+} from './support';
+import type { NaiveCallbackJob } from './naive-dispatcher';
 import type { ReceiverStats } from './ipc';
 import { allKeys } from '../test/support/store-keys';
 
@@ -46,7 +67,11 @@ export interface DispatcherResult {
   inFlight: number;
   warmup: number;
   bodyBytes: number;
+  /** CALLBACK_DESTINATION_MAX_IN_FLIGHT of our dispatcher in this phase (one workspace's share of it is at least the concurrency). */
+  destinationMaxInFlight: number;
   dispatcher: ThroughputRun;
+  /** The naive BullMQ worker (bench/naive-dispatcher.ts), DISPATCHER_CONCURRENCY at once; absent when the run's Redis is more than a URL. */
+  naive?: ThroughputRun;
   keepAlive: ThroughputRun;
   freshTls: ThroughputRun;
 }
@@ -56,15 +81,31 @@ const BODY_HEADERS = ['content-type', 'user-agent', 'webhook-id', 'webhook-times
 export async function benchDispatcher(ctx: BenchContext): Promise<DispatcherResult> {
   const N = envNumber('BENCH_CALLBACKS', 2000);
   const WARMUP = envNumber('BENCH_CALLBACK_WARMUP', 100);
-  const IN_FLIGHT = envNumber('BENCH_IN_FLIGHT', 50);
-  const CONCURRENCY = envNumber('DISPATCHER_CONCURRENCY', 50);
+  // "The same concurrency" is the same number of POSTs in flight at the one receiver: the naive
+  // worker runs CONCURRENCY jobs at once, and so does ours (each job-finished event makes its
+  // attempt 1 in its own handler). Ours also caps what one workspace has in flight at a destination
+  // (CALLBACK_DESTINATION_MAX_IN_FLIGHT less a tenth of headroom, 90 of the default 100), and an
+  // attempt over it waits as a delayed job: the cap is raised just enough that it is never reached
+  // here, so the concurrency, not isolation, is what bounds both (isolation has its own phase).
+  const CONCURRENCY = envNumber('DISPATCHER_CONCURRENCY', 100);
+  // The got loops keep as many requests in flight, unless told otherwise.
+  const IN_FLIGHT = envNumber('BENCH_IN_FLIGHT', CONCURRENCY);
+  let destinationMaxInFlight = 100;
+  while (destinationMaxInFlight - headroomOf(destinationMaxInFlight) < CONCURRENCY) destinationMaxInFlight++;
   const { redis, receiver, pki } = ctx;
 
   const prefix = newPrefix('dispatch');
   const { workspaceId } = await createWorkspace(redis, prefix);
   const jobs = new JobRepository(redis, allKeys(prefix));
   const events = new Queue('job-events', { connection: redis, prefix: bullPrefix(prefix, 'job-events') });
-  const stack = await BenchStack.start(prefix, ['webhook-dispatcher'], await serviceEnv(prefix, pki, { DISPATCHER_CONCURRENCY: String(CONCURRENCY) }));
+  const stack = await BenchStack.start(
+    prefix,
+    ['webhook-dispatcher'],
+    await serviceEnv(prefix, pki, {
+      DISPATCHER_CONCURRENCY: String(CONCURRENCY),
+      CALLBACK_DESTINATION_MAX_IN_FLIGHT: String(destinationMaxInFlight),
+    }),
+  );
   const url = receiver.url('/hook');
 
   /** Stores `count` completed image jobs that ended now; returns their events, ready for the queue. */
@@ -119,6 +160,48 @@ export async function benchDispatcher(ctx: BenchContext): Promise<DispatcherResu
     };
   }
 
+  /**
+   * The naive worker: its own process, warmed up like ours, then N jobs in one addBulk timed to the
+   * last arrival. The producer's side is here: one job per callback, the retry ladder as BullMQ's
+   * attempts and backoff (6 attempts, 1 min doubling), the last 100 completed jobs kept as our
+   * job-events queue keeps them.
+   */
+  async function naiveRun(body: string): Promise<ThroughputRun | undefined> {
+    const redisUrl = naivePeerRedisUrl();
+    if (!redisUrl) return undefined;
+    const naivePrefix = newPrefix('naive-dispatch');
+    const queue = new Queue<NaiveCallbackJob>('callbacks', {
+      connection: redis,
+      prefix: `${naivePrefix}:bull`,
+      defaultJobOptions: { attempts: 6, backoff: { type: 'exponential', delay: 60_000 }, removeOnComplete: { count: 100 } },
+    });
+    const worker = await HelperProcess.start('naive-dispatcher.ts', {}, true);
+    try {
+      const secret = `whsec_${randomBytes(32).toString('base64')}`;
+      await worker.call('start', { redisUrl, prefix: naivePrefix, concurrency: CONCURRENCY, caFile: pki.caFile, secret });
+      const jobsOf = (count: number) => Array.from({ length: count }, () => ({ name: 'callback', data: { url, body } }));
+      await receiver.reset();
+      await queue.addBulk(jobsOf(Math.max(1, WARMUP)));
+      await waitUntil(async () => (await receiver.uniqueCount()) >= Math.max(1, WARMUP), 60_000, 'naive dispatcher warm-up callbacks');
+      const burst = jobsOf(N);
+      await receiver.reset();
+      const cpuBefore = processCpuMs(worker.child.pid);
+      const t0 = Date.now();
+      await queue.addBulk(burst);
+      await waitUntil(async () => (await receiver.uniqueCount()) >= N, 180_000, `${N} naive dispatcher callbacks`, 50);
+      const cpuAfter = processCpuMs(worker.child.pid);
+      const arrivals = await receiver.arrivals();
+      const lastArrival = Math.max(...arrivals.map((a) => a.receivedMs));
+      const cpu = cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : undefined;
+      return await runOf(N, t0, lastArrival, arrivals.filter((a) => a.status !== 204).length, await receiver.stats(), cpu);
+    } finally {
+      await worker.call('stop').catch(() => undefined);
+      await worker.stop();
+      await queue.close();
+      await dropPrefix(redis, naivePrefix);
+    }
+  }
+
   try {
     // Dispatcher warm-up, which also gives the peers the exact body and headers it sends.
     await receiver.reset();
@@ -153,6 +236,8 @@ export async function benchDispatcher(ctx: BenchContext): Promise<DispatcherResu
     const cpu = cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : undefined;
     const dispatcher = await runOf(N, t0, lastArrival, arrivals.filter((a) => a.status !== 204).length, await receiver.stats(), cpu);
     await stack.stop();
+
+    const naive = await naiveRun(body.toString('utf8'));
 
     // The peers: this process, got, the same receiver, body and headers.
     const { got } = await import('got');
@@ -200,7 +285,18 @@ export async function benchDispatcher(ctx: BenchContext): Promise<DispatcherResu
     };
     const keepAlive = await loop(true);
     const freshTls = await loop(false);
-    return { callbacks: N, dispatcherConcurrency: CONCURRENCY, inFlight: IN_FLIGHT, warmup: WARMUP, bodyBytes: body.length, dispatcher, keepAlive, freshTls };
+    return {
+      callbacks: N,
+      dispatcherConcurrency: CONCURRENCY,
+      destinationMaxInFlight,
+      inFlight: IN_FLIGHT,
+      warmup: WARMUP,
+      bodyBytes: body.length,
+      dispatcher,
+      naive,
+      keepAlive,
+      freshTls,
+    };
   } finally {
     await stack.stop();
     await events.close();

@@ -1,17 +1,31 @@
 /**
  * Asynchronous image acceptance of ONE gateway process (services/api-gateway/dist, run alone: no
- * generator, so accepted jobs stay queued), beside a bare Express app (bench/bare-express.ts, its
- * own process) that parses the same JSON body and answers 202 with the gateway's 202 body. Both are
- * loaded by autocannon from this process with the same connections, pipelining and duration, after
- * the same warm-up. The gateway's rate limit and waiting-jobs cap are raised far above what the
+ * generator, so accepted jobs stay queued), beside two peers, each its own process: a bare Express
+ * app (bench/bare-express.ts) that parses the same JSON body and answers 202 with the gateway's 202
+ * body, and a naive gateway (bench/naive-gateway.ts) that checks the API key, validates with joi,
+ * writes the job and adds it to BullMQ on the same Redis, as a newcomer would. All are loaded by
+ * autocannon from this process with the same connections, pipelining and duration, after the same
+ * warm-up. The gateway's rate limit and waiting-jobs cap are raised far above what the
  * run can reach, and any answer other than 202 makes the figure invalid (reported, and the bench
  * exits non-zero): the figure must never count 429s.
  */
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
 import { freePort } from '../test/support/basics';
-import { BenchStack, createWorkspace, dropPrefix, envNumber, HelperProcess, newPrefix, processCpuMs, serviceEnv, type BenchContext } from './support';
+import {
+  BenchStack,
+  createWorkspace,
+  dropPrefix,
+  envNumber,
+  HelperProcess,
+  naivePeerRedisUrl,
+  newPrefix,
+  processCpuMs,
+  serviceEnv,
+  type BenchContext,
+} from './support';
 import { allKeys } from '../test/support/store-keys';
 
 export interface LoadRun {
@@ -38,6 +52,8 @@ export interface GatewayResult {
   bodyBytes: number;
   gateway: LoadRun;
   bareExpress: LoadRun;
+  /** The naive gateway (bench/naive-gateway.ts); absent when the run's Redis is more than a URL (e.g. BENCH_REDIS=cluster). */
+  naiveGateway?: LoadRun;
   /** The same gateway exporting a trace per request (OTLP/HTTP to a sink in the bench process); absent with BENCH_TRACING=0. */
   traced?: { run: LoadRun; spansExported: number };
   /** Jobs the gateway stored in its workspace's image index (every 202 must have stored one). */
@@ -103,6 +119,9 @@ export async function benchGateway(ctx: BenchContext): Promise<GatewayResult> {
     }),
   );
   let bare: HelperProcess | undefined;
+  let naive: HelperProcess | undefined;
+  const naivePrefix = newPrefix('naive-gateway');
+  const naiveRedisUrl = naivePeerRedisUrl();
   try {
     const body = JSON.stringify({ model: 'pixel-1', prompt: 'a lighthouse at dusk', size: '256x256', callback_url: receiver.url('/hook') });
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` };
@@ -110,7 +129,7 @@ export async function benchGateway(ctx: BenchContext): Promise<GatewayResult> {
     const reply = await first.text();
     if (first.status !== 202) throw new Error(`the gateway answered ${first.status} to an image request with callback_url: ${reply}`);
 
-    bare = await HelperProcess.start('bare-express.ts');
+    bare = await HelperProcess.start('bare-express.ts', {}, true);
     const barePort = await bare.call<number>('listen', { reply });
 
     const load = async (baseUrl: string, pid: number | undefined): Promise<LoadRun> => {
@@ -136,6 +155,23 @@ export async function benchGateway(ctx: BenchContext): Promise<GatewayResult> {
       };
     };
     const bareExpress = await load(`http://127.0.0.1:${barePort}`, bare.child.pid);
+    await bare.stop();
+
+    let naiveGateway: LoadRun | undefined;
+    let naiveQueued = 0;
+    if (naiveRedisUrl) {
+      // The naive gateway's API keys: SHA-256 of the key → workspace, in one hash (its only lookup).
+      await redis.hset(`${naivePrefix}:api-keys`, createHash('sha256').update(apiKey).digest('hex'), workspaceId);
+      naive = await HelperProcess.start('naive-gateway.ts', {}, true);
+      const naivePort = await naive.call<number>('listen', { redisUrl: naiveRedisUrl, prefix: naivePrefix });
+      const probe = await fetch(`http://127.0.0.1:${naivePort}/v1/images/generations`, { method: 'POST', headers, body });
+      if (probe.status !== 202) throw new Error(`the naive gateway answered ${probe.status}: ${await probe.text()}`);
+      naiveGateway = await load(`http://127.0.0.1:${naivePort}`, naive.child.pid);
+      await naive.stop();
+      naiveQueued = await redis.llen(`${naivePrefix}:bull:generation:wait`);
+      // Its keys go before the gateway is loaded, so that each side runs beside only its own.
+      await dropPrefix(redis, naivePrefix);
+    }
     const before = await redis.zcard(allKeys(prefix).workspaceImages(workspaceId));
     const gateway = await load(stack.baseUrl, stack.services[0]?.child.pid);
     stack.assertAlive();
@@ -144,16 +180,19 @@ export async function benchGateway(ctx: BenchContext): Promise<GatewayResult> {
     const traced = envNumber('BENCH_TRACING', 1) > 0 ? await tracedLoad(prefix, stack.env, load) : undefined;
 
     const invalid: string[] = [];
-    for (const [name, run] of [
+    const runs: [string, LoadRun][] = [
       ['gateway', gateway],
       ['bare Express', bareExpress],
-    ] as const) {
+      ...(naiveGateway ? [['naive gateway', naiveGateway] as [string, LoadRun]] : []),
+    ];
+    for (const [name, run] of runs) {
       const other = Object.entries(run.statusCodes).filter(([code]) => code !== '202');
       if (run.non2xx > 0 || other.length > 0) invalid.push(`${name}: ${run.non2xx} non-2xx answers (${other.map(([c, n]) => `${n}× ${c}`).join(', ')})`);
       if (run.errors > 0) invalid.push(`${name}: ${run.errors} connection errors (${run.timeouts} timeouts)`);
       if (run.ok === 0) invalid.push(`${name}: no request succeeded`);
     }
     if (jobsStored - before < gateway.ok) invalid.push(`gateway: ${gateway.ok} answers 202 but only ${jobsStored - before} jobs stored`);
+    if (naiveGateway && naiveQueued < naiveGateway.ok) invalid.push(`naive gateway: ${naiveGateway.ok} answers 202 but only ${naiveQueued} jobs queued`);
     return {
       connections: CONNECTIONS,
       pipelining: PIPELINING,
@@ -162,13 +201,16 @@ export async function benchGateway(ctx: BenchContext): Promise<GatewayResult> {
       bodyBytes: Buffer.byteLength(body),
       gateway,
       bareExpress,
+      naiveGateway,
       traced,
       jobsStored,
       invalid,
     };
   } finally {
     await bare?.stop();
+    await naive?.stop();
     await stack.stop();
     await dropPrefix(redis, prefix);
+    await dropPrefix(redis, naivePrefix);
   }
 }

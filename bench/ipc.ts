@@ -19,6 +19,8 @@ export function serveHelper(handlers: Record<string, (msg: Record<string, unknow
   });
   // The parent going away ends the helper.
   process.on('disconnect', () => process.exit(0));
+  // Stopped by the bench (SIGTERM): exit normally, so that a CPU profile (BENCH_CPU_PROF) is written.
+  process.on('SIGTERM', () => process.exit(0));
 }
 
 /** One request the receiver saw. */

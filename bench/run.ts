@@ -8,8 +8,8 @@
  *
  * Phases, in order (BENCH_ONLY=redis-cost,dispatcher,gateway,latency,memory,generation,isolation,attempt-memory picks some):
  *   redis-cost  bench/redis-cost.ts  Redis CPU and commands per job, end to end, vs BullMQ alone (two hops)
- *   dispatcher  bench/dispatcher.ts  callbacks/s of one dispatcher vs plain got POST loops
- *   gateway     bench/gateway.ts     async image acceptance of one gateway vs bare Express (autocannon)
+ *   dispatcher  bench/dispatcher.ts  callbacks/s of one dispatcher vs a naive BullMQ worker and plain got POST loops
+ *   gateway     bench/gateway.ts     async image acceptance of one gateway vs bare Express and a naive gateway (autocannon)
  *   latency     bench/latency.ts     job end → receiver's first byte, whole stack, paced jobs
  *   memory      bench/memory.ts      Redis memory per pending callback, by key kind
  *   generation  bench/generation.ts  sync image and video generation times (no peer)
@@ -20,7 +20,7 @@
  * figure is invalid (e.g. the gateway answered anything but 202 under load).
  *
  * Knobs (env): BENCH_DEADLINE_S=600, BENCH_CALLBACKS=2000, BENCH_CALLBACK_WARMUP=100,
- * BENCH_IN_FLIGHT=50, DISPATCHER_CONCURRENCY=50, BENCH_AC_CONNECTIONS=50, BENCH_AC_PIPELINING=1,
+ * DISPATCHER_CONCURRENCY=100 in the dispatcher phase (ours and the naive worker; 50 in the latency phase), BENCH_IN_FLIGHT=<the same>, BENCH_AC_CONNECTIONS=50, BENCH_AC_PIPELINING=1,
  * BENCH_AC_SECONDS=10, BENCH_AC_WARMUP_SECONDS=2, BENCH_LATENCY_RATES=20,10, BENCH_LATENCY_SECONDS=15,
  * GENERATOR_CONCURRENCY=2, BENCH_MEMORY_JOBS=1000, BENCH_MEMORY_WARMUP=20, BENCH_GENERATION_ROUNDS=5,
  * BENCH_ISOLATION_SAMPLES=20, BENCH_ISOLATION_BACKLOG=600,
@@ -32,8 +32,8 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { makeTestPki, type TestPki } from '../test/dispatcher/support/pki';
 import { TestRedisCluster } from '../test/support/redis-cluster';
-import { benchDispatcher, type DispatcherResult } from './dispatcher';
-import { benchGateway, type GatewayResult } from './gateway';
+import { benchDispatcher, type DispatcherResult, type ThroughputRun } from './dispatcher';
+import { benchGateway, type GatewayResult, type LoadRun } from './gateway';
 import { benchGeneration, type GenerationResult } from './generation';
 import { benchIsolation, type IsolationResult } from './isolation';
 import { benchAttemptMemory, type AttemptMemoryResult } from './attempt-memory';
@@ -156,9 +156,20 @@ function tableRows(r: Results): Row[] {
       goal: '(info)',
       met: '',
     });
+    if (d.naive) {
+      rows.push({
+        figure: '  same, vs a naive BullMQ worker (sign, got POST)',
+        ours: `${fmt(d.dispatcher.perSecond)}/s`,
+        peer: `naive dispatcher: ${fmt(d.naive.perSecond)}/s`,
+        ratio: fmt(d.dispatcher.perSecond / d.naive.perSecond, 2),
+        goal: '(info)',
+        met: '',
+      });
+    }
     // The sender's own CPU per callback: what the throughput ratio comes down to when the sender's
     // core is the bottleneck, and steadier than it when the machine is shared.
     cpuRow('  same, CPU per callback of the sending process', d.dispatcher.cpuMicrosPerRequest, 'got loop, keep-alive', d.keepAlive.cpuMicrosPerRequest);
+    cpuRow('  same, CPU per callback, vs the naive worker', d.dispatcher.cpuMicrosPerRequest, 'naive dispatcher', d.naive?.cpuMicrosPerRequest);
   }
   if (r.gateway) {
     const g = r.gateway;
@@ -172,6 +183,16 @@ function tableRows(r: Results): Row[] {
       goal: `≥ ${GOALS.gatewayVsExpress}`,
       met: invalid ? 'INVALID' : yesNo(ratio >= GOALS.gatewayVsExpress),
     });
+    if (g.naiveGateway) {
+      rows.push({
+        figure: '  same, vs a naive gateway (key HGET, joi, HSET, Queue.add)',
+        ours: `${fmt(g.gateway.requestsPerSecond)} req/s`,
+        peer: `naive gateway: ${fmt(g.naiveGateway.requestsPerSecond)} req/s`,
+        ratio: fmt(g.gateway.requestsPerSecond / g.naiveGateway.requestsPerSecond, 2),
+        goal: '(info)',
+        met: invalid ? 'INVALID' : '',
+      });
+    }
     if (g.traced) {
       rows.push({
         figure: '  same, exporting a trace per request (OTLP)',
@@ -185,6 +206,7 @@ function tableRows(r: Results): Row[] {
     // The serving process's own CPU per answer: autocannon loads each until its core is busy, so
     // this is what the throughput ratio comes down to.
     cpuRow('  same, CPU per request of the serving process', g.gateway.cpuMicrosPerRequest, 'bare Express', g.bareExpress.cpuMicrosPerRequest);
+    cpuRow('  same, CPU per request, vs the naive gateway', g.gateway.cpuMicrosPerRequest, 'naive gateway', g.naiveGateway?.cpuMicrosPerRequest);
   }
   if (r.latency) {
     for (const run of r.latency.runs) {
@@ -357,15 +379,20 @@ function printDetails(r: Results): void {
   if (r.dispatcher) {
     const d = r.dispatcher;
     console.log(`\ncallback throughput: ${d.callbacks} requests each, after ${d.warmup} warm-up requests each; body ${d.bodyBytes} B`);
-    console.log(`  DISPATCHER_CONCURRENCY ${d.dispatcherConcurrency}; got loops ${d.inFlight} in flight; receiver answers 204`);
-    for (const [name, run] of [
+    console.log(
+      `  DISPATCHER_CONCURRENCY ${d.dispatcherConcurrency} (ours, CALLBACK_DESTINATION_MAX_IN_FLIGHT ${d.destinationMaxInFlight} so that one workspace may use all of it; and the naive worker); got loops ${d.inFlight} in flight; receiver answers 204`,
+    );
+    if (!d.naive) console.log('  naive dispatcher: not run (it connects with a Redis URL alone, and this run uses a cluster, Sentinels or TLS settings)');
+    const senders: [string, ThroughputRun][] = [
       ['dispatcher', d.dispatcher],
+      ...(d.naive ? [['naive dispatcher', d.naive] as [string, ThroughputRun]] : []),
       ['got keep-alive', d.keepAlive],
       ['got fresh TLS', d.freshTls],
-    ] as const) {
+    ];
+    for (const [name, run] of senders) {
       const cpu = run.cpuMicrosPerRequest !== undefined ? `  CPU ${fmt(run.cpuMicrosPerRequest)} µs per request` : '';
       console.log(
-        `  ${name.padEnd(15)} ${fmt(run.perSecond).padStart(6)}/s  ${fmt(run.seconds, 2)} s  failures ${run.failures}  TLS connections ${run.connections} (${run.resumedSessions} resumed sessions)${cpu}`,
+        `  ${name.padEnd(16)} ${fmt(run.perSecond).padStart(6)}/s  ${fmt(run.seconds, 2)} s  failures ${run.failures}  TLS connections ${run.connections} (${run.resumedSessions} resumed sessions)${cpu}`,
       );
     }
   }
@@ -374,13 +401,20 @@ function printDetails(r: Results): void {
     console.log(
       `\nimage acceptance: autocannon, ${g.connections} connections, pipelining ${g.pipelining}, ${g.durationSeconds} s measured after a ${g.warmupSeconds} s warm-up; body ${g.bodyBytes} B`,
     );
-    for (const [name, run] of [['gateway', g.gateway], ['bare Express', g.bareExpress], ...(g.traced ? ([['traced', g.traced.run]] as const) : [])] as const) {
+    if (!g.naiveGateway) console.log('  naive gateway: not run (it connects with a Redis URL alone, and this run uses a cluster, Sentinels or TLS settings)');
+    const loads: [string, LoadRun][] = [
+      ['gateway', g.gateway],
+      ['bare Express', g.bareExpress],
+      ...(g.naiveGateway ? [['naive gateway', g.naiveGateway] as [string, LoadRun]] : []),
+      ...(g.traced ? [['traced', g.traced.run] as [string, LoadRun]] : []),
+    ];
+    for (const [name, run] of loads) {
       const codes = Object.entries(run.statusCodes)
         .map(([c, n]) => `${c}×${n}`)
         .join(' ');
       const cpu = run.cpuMicrosPerRequest !== undefined ? `  CPU ${fmt(run.cpuMicrosPerRequest)} µs per request` : '';
       console.log(
-        `  ${name.padEnd(12)} ${fmt(run.requestsPerSecond).padStart(6)} req/s  latency p50 ${fmt(run.latencyP50Ms)} ms p99 ${fmt(run.latencyP99Ms)} ms  statuses ${codes}  non-2xx ${run.non2xx}  errors ${run.errors}${cpu}`,
+        `  ${name.padEnd(13)} ${fmt(run.requestsPerSecond).padStart(6)} req/s  latency p50 ${fmt(run.latencyP50Ms)} ms p99 ${fmt(run.latencyP99Ms)} ms  statuses ${codes}  non-2xx ${run.non2xx}  errors ${run.errors}${cpu}`,
       );
     }
     console.log(`  jobs the gateway stored: ${g.jobsStored} (warm-up included)`);

@@ -238,6 +238,17 @@ export class BenchService {
   }
 }
 
+/**
+ * The Redis URL for the naive peers (bench/naive-gateway.ts, bench/naive-dispatcher.ts), which
+ * connect as a newcomer's code does, `new Redis(url)`; undefined when the run's Redis is more than a
+ * URL (a cluster, Sentinels, TLS or credential settings), and those peers are then left out.
+ */
+export function naivePeerRedisUrl(): string | undefined {
+  if (clusterNodes) return undefined;
+  const settings = redisSettings();
+  return Object.keys(settings).length === 1 ? settings.REDIS_URL : undefined;
+}
+
 /** Settings every service of the bench gets; `extra` wins. */
 export async function serviceEnv(prefix: string, pki: TestPki, extra: Record<string, string> = {}): Promise<NodeJS.ProcessEnv> {
   const port = await freePort();
@@ -372,8 +383,17 @@ export class HelperProcess {
     });
   }
 
-  static async start(file: string, env: NodeJS.ProcessEnv = {}): Promise<HelperProcess> {
-    const child = fork(join(ROOT, 'bench', file), [], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  /**
+   * Forks `bench/<file>`. With `profiled`, a peer under measurement (bare Express, the naive
+   * gateway and dispatcher) writes a V8 CPU profile to BENCH_CPU_PROF when it stops, as the services do.
+   */
+  static async start(file: string, env: NodeJS.ProcessEnv = {}, profiled = false): Promise<HelperProcess> {
+    const profile = profiled && process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${resolve(process.env.BENCH_CPU_PROF)}`] : [];
+    const child = fork(join(ROOT, 'bench', file), [], {
+      env: { ...process.env, ...env },
+      execArgv: [...process.execArgv, ...profile],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     registerChild(child);
     const helper = new HelperProcess(child);
     await helper.call('ping', {}, 30_000);

@@ -106,6 +106,8 @@ describe(`npm's entry points on a Node older than ${WANT}`, () => {
             npm_config_dry_run: 'true',
             npm_config_update_notifier: 'false',
           },
+          // stdin /dev/null: a bash with a socket for stdin and no shell above it reads ~/.bashrc (test/readme/readme.test.ts).
+          stdio: ['ignore', 'pipe', 'pipe'],
         }),
       );
       const lines = ran.stdout.split('\n');

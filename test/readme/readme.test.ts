@@ -36,8 +36,13 @@ const ASSIGNMENTS = /^[A-Z][A-Z0-9_]*=.*(?:\n[A-Z][A-Z0-9_]*=.*)*$/;
 /** How long a repeatable command (a GET) may take to show what the README shows. */
 const SETTLE_MS = 30_000;
 
+/**
+ * Runs one example. Nothing is read from stdin, which is /dev/null: a bash whose stdin is a socket
+ * (what Node's pipes are) and that is no shell's child takes itself for one run by sshd and reads
+ * ~/.bashrc first, which on a machine with pyenv or nvm set up there costs most of a second per command.
+ */
 function bash(script: string, cwd: string, env: NodeJS.ProcessEnv): Promise<Finished> {
-  return finished(spawn('bash', ['-e', '-o', 'pipefail', '-c', script], { cwd, env, timeout: 60_000 }));
+  return finished(spawn('bash', ['-e', '-o', 'pipefail', '-c', script], { cwd, env, timeout: 60_000, stdio: ['ignore', 'pipe', 'pipe'] }));
 }
 
 /** The deliveries the local receiver kept, read over HTTPS with the CA `npm start` made. */

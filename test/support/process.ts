@@ -1,4 +1,5 @@
-import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import type { Readable } from 'node:stream';
 
 /** What a child process printed, once it has ended. */
 export interface Finished {
@@ -7,8 +8,8 @@ export interface Finished {
   stderr: string;
 }
 
-/** Collects a child's output until it ends (spawn it with piped stdout and stderr). */
-export function finished(child: ChildProcessWithoutNullStreams): Promise<Finished> {
+/** Collects a child's output until it ends (spawn it with piped stdout and stderr; stdin as the caller needs). */
+export function finished(child: ChildProcess & { stdout: Readable; stderr: Readable }): Promise<Finished> {
   return new Promise((done, fail) => {
     let stdout = '';
     let stderr = '';

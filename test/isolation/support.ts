@@ -1,42 +1,64 @@
-// What the isolation tests share: a workspace's run of callbacks timed from submission to the
-// receiver's answer, and how its latency is read.
-import { callbackIdFor } from '@media/domain';
+// What the isolation tests share: a workspace's run of callbacks timed from its jobs' end to the
+// receiver's answer, a control run beside it, and how their latency is read.
+import { createLogger } from '@media/common';
+import { JobQueue } from '@media/queues';
 import { CallbackRepository } from '@media/callbacks';
-import { api, eventually, type TestStack, type TestWorkspace } from '../support/stack';
+import { eventually, type TestStack, type TestWorkspace } from '../support/stack';
+import { announceFinishedImage } from '../dispatcher/support/finished-job';
 import type { TestReceiver } from '../dispatcher/support/receiver';
 
-/** An async image whose callback goes to `url`; when it was submitted. */
-export async function submitImage(stack: TestStack, workspace: TestWorkspace, url: string): Promise<{ id: string; submittedMs: number }> {
-  const submittedMs = Date.now();
-  const res = await api(stack, workspace.apiKey)('/v1/images/generations', {
-    method: 'POST',
-    json: { model: 'pixel-1', prompt: 'a small red boat', size: '256x256', callback_url: url },
-  });
-  if (res.status !== 202) throw new Error(`creation answered ${res.status}: ${res.text}`);
-  return { id: res.json.id as string, submittedMs };
-}
+/** The stack's job-events queue, on which the tests announce finished jobs as the generator does. */
+export const jobEvents = (stack: TestStack) => new JobQueue('job-events', stack.redis, stack.prefix, createLogger('test', 'error'));
 
-/** `count` async images submitted at once whose callbacks go to `path` of `receiver`: submission → the receiver's answer, per callback, in ms. */
-export async function timedRun(stack: TestStack, workspace: TestWorkspace, receiver: TestReceiver, path: string, count: number): Promise<number[]> {
-  const sent = await Promise.all(Array.from({ length: count }, () => submitImage(stack, workspace, receiver.url(path))));
+/**
+ * `count` finished image jobs of `workspace` whose callbacks go to `path` of `receiver`, announced at
+ * once as the generator announces them: job end → the receiver's answer, per callback, in ms. How
+ * fast images are made is not what these tests measure, so no generator renders them.
+ */
+export async function finishedRun(
+  stack: TestStack,
+  events: JobQueue<'job-events'>,
+  workspace: TestWorkspace,
+  receiver: TestReceiver,
+  path: string,
+  count: number,
+): Promise<number[]> {
+  const sent = await Promise.all(Array.from({ length: count }, () => announceFinishedImage(stack, events, workspace.workspaceId, receiver.url(path))));
   return Promise.all(
-    sent.map(async ({ id, submittedMs }) => {
-      const messageId = callbackIdFor(id, 'image.completed');
+    sent.map(async ({ messageId, finishedMs }) => {
       const got = await eventually(
         () => receiver.requestsTo(path).find((r) => r.headers['webhook-id'] === messageId && r.answeredMs),
         30_000,
-        `the callback of ${id}`,
+        `delivery of ${messageId}`,
       );
-      return got.answeredMs! - submittedMs;
+      return got.answeredMs! - finishedMs;
     }),
   );
+}
+
+/**
+ * The run being judged and a control run at the same moment: the same callbacks sent where the
+ * other workspace's trouble cannot reach them. Both meet whatever else the machine is doing then (a
+ * busy machine slows both alike), so the control, not only a baseline taken before, says what
+ * "as fast as without the trouble" means at that moment.
+ */
+export async function besideControl(judged: () => Promise<number[]>, control: () => Promise<number[]>): Promise<{ judged: number[]; control: number[] }> {
+  const [j, c] = await Promise.all([judged(), control()]);
+  return { judged: j, control: c };
 }
 
 /** The 99th percentile (nearest rank). */
 export const p99 = (values: number[]) => [...values].sort((x, y) => x - y)[Math.ceil(values.length * 0.99) - 1]!;
 
-/** How much later than its baseline a workspace's p99 may be while another workspace's callbacks hang: twice it, or a second more. */
-export const isolationBound = (baseline: number[]) => Math.max(2 * p99(baseline), p99(baseline) + 1_000);
+/**
+ * How much later than the runs it is compared with (the baseline before the trouble, and the control
+ * beside the judged run) a workspace's p99 may be while another workspace's callbacks hang: twice
+ * the slower of them, or a second more.
+ */
+export const isolationBound = (...references: number[][]) => {
+  const reference = Math.max(...references.map(p99));
+  return Math.max(2 * reference, reference + 1_000);
+};
 
 /**
  * Waits for each callback (its `msg_` id) to end `failed` after six attempts that all failed with

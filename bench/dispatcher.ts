@@ -4,8 +4,9 @@
  * same run:
  *
  * - dispatcher: N completed image jobs with a callback_url are written straight into Redis (no
- *   gateway, no generator), then their N `job-finished` events are queued in one addBulk; the
- *   figure is N / (last callback's arrival at the receiver − the addBulk call).
+ *   gateway, no generator), then their N `job-finished` events (each naming its job and its
+ *   workspace, as the generator's do) are queued in one addBulk; the figure is N / (last
+ *   callback's arrival at the receiver − the addBulk call).
  * - naive dispatcher (bench/naive-dispatcher.ts, its own process as ours is): N jobs carrying the
  *   URL and the dispatcher's own body, queued in one addBulk on a queue of its own, timed the same
  *   way (the addBulk call to the last arrival). It runs `DISPATCHER_CONCURRENCY` jobs at once, as
@@ -110,7 +111,7 @@ export async function benchDispatcher(ctx: BenchContext): Promise<DispatcherResu
 
   /** Stores `count` completed image jobs that ended now; returns their events, ready for the queue. */
   async function finishedJobs(count: number) {
-    const out: { name: 'job-finished'; data: { jobId: string }; opts: { jobId: string } }[] = [];
+    const out: { name: 'job-finished'; data: { jobId: string; workspaceId: string }; opts: { jobId: string } }[] = [];
     for (let start = 0; start < count; start += 100) {
       const batch = [];
       for (let i = start; i < Math.min(count, start + 100); i++) {
@@ -140,7 +141,7 @@ export async function benchDispatcher(ctx: BenchContext): Promise<DispatcherResu
           outputs: [`${workspaceId}/${id}/0.png`],
         };
         batch.push(jobs.create(job));
-        out.push({ name: 'job-finished', data: { jobId: id }, opts: { jobId: jobIds.jobFinished(id) } });
+        out.push({ name: 'job-finished', data: { jobId: id, workspaceId }, opts: { jobId: jobIds.jobFinished(id) } });
       }
       await Promise.all(batch);
     }

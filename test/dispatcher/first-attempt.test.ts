@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { bullPrefix, createLogger, loadConfig } from '@media/common';
 import { jobIds } from '@media/queues';
 import { createAccounts } from '@media/accounts';
-import { CallbackRepository } from '@media/callbacks';
+import { CallbackRepository, destinationOf } from '@media/callbacks';
 import { JobRepository } from '@media/jobs';
 import { createCallbackService, type CallbackServiceHandle } from '../../services/webhook-dispatcher/src/wiring';
 import { deleteKeysUnder, REDIS_URL } from '../support/stack';
@@ -79,9 +79,22 @@ it('schedules attempt 2 with a failed attempt 1, and a replayed event neither re
 
   for (const mode of ['now', 'queued'] as const) await handle.service.onJobFinished(jobId, mode);
   expect(receiver.requestsTo('/fails')).toHaveLength(1);
+  // The slot the replay took beside the create went back: the destination has nothing in flight.
+  expect(await redis.zcard(keys.destinationLeases(destinationOf(receiver.url('/fails')).id))).toBe(0);
   expect(await store.get(callback.id)).toMatchObject({ attempt_count: 1, ladder_attempt: 1, next_attempt_ms: after.next_attempt_ms });
   expect(await redis.zrangebyscore(keys.callbackSchedule(shardOfId(callback.id)), '-inf', '+inf')).toEqual([second]);
   expect(await deliveries.getJobCounts('waiting', 'delayed')).toEqual({ waiting: 0, delayed: 0 });
+});
+
+it("reads the workspace's endpoints beside the job when the event names its workspace, and goes by the job's own workspace whatever the event says", async () => {
+  const jobId = await finishedJob('/named');
+  const [named] = await handle.service.onJobFinished(jobId, 'now', undefined, workspaceId);
+  expect(await store.get(named!.id)).toMatchObject({ state: 'delivered', workspace_id: workspaceId });
+  const other = await finishedJob('/misnamed');
+  const [misnamed] = await handle.service.onJobFinished(other, 'now', undefined, 'ws_someone_else');
+  expect(await store.get(misnamed!.id)).toMatchObject({ state: 'delivered', workspace_id: workspaceId });
+  expect(receiver.requestsTo('/named')).toHaveLength(1);
+  expect(receiver.requestsTo('/misnamed')).toHaveLength(1);
 });
 
 it('makes a scheduled attempt once, however often its entry is promoted (two replicas, or a crash before the entry was removed)', async () => {

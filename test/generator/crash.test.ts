@@ -74,7 +74,7 @@ describe('generator: crash safety', () => {
     expect(Number(info.format.duration)).toBeLessThan(8.3);
     expect(await decodesCleanly(content.bytes)).toBe('');
 
-    expect((await finishedEvent(t.events, id)).data).toEqual({ jobId: id });
+    expect((await finishedEvent(t.events, id)).data).toEqual({ jobId: id, workspaceId: t.ws.workspaceId });
     expect(await queueJobsFor(t.events, id)).toHaveLength(1);
     await generationJobCompleted(id);
   });
@@ -103,7 +103,7 @@ describe('generator: crash safety', () => {
     await t.generation.add('generate-video', { jobId: id }, { jobId: `rerun-${id}` });
     const restarted = await t.stack.startService('generator');
 
-    expect((await finishedEvent(t.events, id, 10_000)).data).toEqual({ jobId: id });
+    expect((await finishedEvent(t.events, id, 10_000)).data).toEqual({ jobId: id, workspaceId: t.ws.workspaceId });
     await generationJobCompleted(id);
     await generationJobCompleted(`rerun-${id}`);
     expect(await queueJobsFor(t.events, id)).toHaveLength(1);
@@ -131,7 +131,7 @@ describe('generator: crash safety', () => {
     expect(await queueJobsFor(t.events, id)).toEqual([]);
 
     await t.generation.add('generate-video', { jobId: id }, { jobId: `rerun-${id}` });
-    expect((await finishedEvent(t.events, id, 10_000)).data).toEqual({ jobId: id });
+    expect((await finishedEvent(t.events, id, 10_000)).data).toEqual({ jobId: id, workspaceId: t.ws.workspaceId });
     await generationJobCompleted(`rerun-${id}`);
     expect(await queueJobsFor(t.events, id)).toHaveLength(1);
     expect(await chargesFor(t.stack, t.ws.workspaceId, id)).toEqual(charges);

@@ -40,7 +40,7 @@ describe.each(BLOB_STORES)('generator: failed jobs (%s blob store)', (blobStore)
     expect(record).toMatchObject({ status: 'failed', cost: null, error: { code } });
     expect(typeof record?.error?.message).toBe('string');
     expect(await chargesFor(t.stack, t.ws.workspaceId, id)).toEqual([]);
-    expect((await finishedEvent(t.events, id)).data).toEqual({ jobId: id });
+    expect((await finishedEvent(t.events, id)).data).toEqual({ jobId: id, workspaceId: t.ws.workspaceId });
   }
 
   const png = (width: number, height: number) =>

@@ -47,7 +47,7 @@ it('ends a job left in the failed set as generation_failed when a generator star
     );
     expect(job).toMatchObject({ cost: null, error: { code: 'generation_failed' } });
     expect(await chargesFor(stack, ws.workspaceId, id)).toEqual([]);
-    expect((await finishedEvent(events, id)).data).toEqual({ jobId: id });
+    expect((await finishedEvent(events, id)).data).toEqual({ jobId: id, workspaceId: ws.workspaceId });
   } finally {
     await saboteur.close();
     connection.disconnect();

@@ -33,6 +33,6 @@ describe('generator: timeout', () => {
 
     const content = await t.call(`/v1/videos/${id}/content`);
     expect(content.status).toBe(409);
-    expect((await finishedEvent(t.events, id)).data).toEqual({ jobId: id });
+    expect((await finishedEvent(t.events, id)).data).toEqual({ jobId: id, workspaceId: t.ws.workspaceId });
   });
 });

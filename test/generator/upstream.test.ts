@@ -18,7 +18,7 @@ async function expectFailedUncharged(t: GeneratorStack, id: string, code: string
   const record = await t.stack.jobs.get(id);
   expect(record).toMatchObject({ status: 'failed', cost: null, error: { code } });
   expect(await chargesFor(t.stack, t.ws.workspaceId, id)).toEqual([]);
-  expect((await finishedEvent(t.events, id)).data).toEqual({ jobId: id });
+  expect((await finishedEvent(t.events, id)).data).toEqual({ jobId: id, workspaceId: t.ws.workspaceId });
 }
 
 describe('generator: openai-compatible backend', () => {

@@ -86,7 +86,7 @@ describe.each(BLOB_STORES)('generator: videos (%s blob store)', (blobStore) => {
 
     const event = await finishedEvent(t.events, id);
     expect(event.name).toBe('job-finished');
-    expect(event.data).toEqual({ jobId: id });
+    expect(event.data).toEqual({ jobId: id, workspaceId: t.ws.workspaceId });
     expect(await queueJobsFor(t.events, id)).toHaveLength(1);
   });
 

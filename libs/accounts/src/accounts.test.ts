@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { FailureCounter, SessionRepository } from './session-store';
 import { hashApiKey, WorkspaceRepository } from './workspace-store';
 import { SecretBox } from '@media/storage';
-import { publicKeyOf } from '@media/callback-signing';
+import { publicKeyOf, signatureHeader, signatureHeaderWith } from '@media/callback-signing';
 import { SIGN_IN_LIMITS, WorkspaceAccounts } from './accounts';
 import { AsymmetricSigningOffError, InvalidCredentialsError, LastOwnerError, MemberExistsError, MemberNotFoundError, SignInThrottledError } from './errors';
 import { hashPassword, SCRYPT_PARAMS, verifyPassword } from './passwords';
@@ -367,6 +367,26 @@ describe('WorkspaceAccounts', () => {
     const ended = await accounts.endOverlap(id);
     expect(ended).toEqual({ current: rotated.current, previous: null });
     expect(await workspaces.activeSecrets(id)).toEqual([rotated.current.secret]);
+  });
+
+  it('opens and decodes the signers once per stored value, and signs with a rotation or the end of an overlap at once', async () => {
+    const created = await accounts.createWorkspace('signers', 'o@sg.test');
+    const id = created.workspace.id;
+    const first = await workspaces.activeSigners(id, clock);
+    expect(first.secrets).toEqual([created.signingSecret]);
+    const again = await workspaces.activeSigners(id, clock);
+    expect(again.keys.secrets[0]).toBe(first.keys.secrets[0]);
+    const rotated = await accounts.rotateSecret(id);
+    const during = await workspaces.activeSigners(id, clock + 1_000);
+    expect(during.secrets).toEqual([rotated.current.secret, created.signingSecret]);
+    expect(during.keys.secrets).toHaveLength(2);
+    // The header signed with the decoded keys is the one signed with the secrets themselves.
+    expect(signatureHeaderWith(during.keys, 'msg_1', 1, 'body')).toBe(signatureHeader(during.secrets, 'msg_1', 1, 'body'));
+    expect((await workspaces.activeSigners(id, clock + 86_400_001)).secrets).toEqual([rotated.current.secret]);
+    await accounts.endOverlap(id);
+    const ended = await workspaces.activeSigners(id, clock + 1_000);
+    expect(ended.secrets).toEqual([rotated.current.secret]);
+    expect(ended.keys.secrets).toHaveLength(1);
   });
 
   it('keeps exactly two secrets signing after two rotations in a row: the leaked first one stops at once', async () => {

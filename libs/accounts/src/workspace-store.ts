@@ -1,5 +1,6 @@
-import { createHash } from 'node:crypto';
+import { createHash, type KeyObject } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { signingKeys, type SigningKeys } from '@media/callback-signing';
 import { SecretBox, type StoreKeys } from '@media/storage';
 import { AccountKeys } from './keys';
 import { duplicateRedis } from '@media/common';
@@ -39,6 +40,8 @@ export type PublicSigningKey = Omit<SigningKeyPair, 'secret_key'>;
 export interface ActiveSigners {
   secrets: string[];
   secretKeys: string[];
+  /** The same, decoded for signing. */
+  keys: SigningKeys;
 }
 
 /** An API key as stored: never the key, only its SHA-256 and a recognisable prefix. */
@@ -108,6 +111,27 @@ function stillSigning<T extends { expires_ms: number }>(list: T[], now: number):
     .sort((a, b) => (a.expires_ms === 0 ? -1 : b.expires_ms === 0 ? 1 : b.expires_ms - a.expires_ms));
 }
 
+/**
+ * How many workspaces' signing lists a repository keeps opened ({@link WorkspaceRepository.activeSigners});
+ * past it they are all forgotten and opened again as they are used.
+ */
+const OPENED_SIGNERS_KEPT = 10_000;
+
+/** One entry of a stored signing list (a secret or a key pair), opened and decoded the first time it signed. */
+interface SignerEntry {
+  sealed: string;
+  expires_ms: number;
+  opened?: { secret: string; key: KeyObject };
+}
+
+/** A workspace's two stored signing lists as last read: the stored values, and their entries. */
+interface StoredSigners {
+  secretsRaw: string | null;
+  keysRaw: string | null;
+  secrets: SignerEntry[];
+  secretKeys: SignerEntry[];
+}
+
 /** A stored list; Lua's cjson writes an empty one as `{}`. */
 function parseList<T>(raw: string | null): T[] {
   const parsed = raw ? (JSON.parse(raw) as unknown) : [];
@@ -124,6 +148,12 @@ export class WorkspaceRepository {
    *   services and the admin CLI pass the configured one
    */
   private readonly accountKeys: AccountKeys;
+  /**
+   * The signing lists each workspace's attempts signed with lately, by workspace: an attempt reads
+   * the stored values afresh, and opens and decodes them only when they differ from these (a
+   * rotation, a revocation or a re-seal writes new values), so every change counts at once.
+   */
+  private readonly signers = new Map<string, StoredSigners>();
 
   constructor(
     private readonly redis: Redis,
@@ -225,27 +255,48 @@ export class WorkspaceRepository {
     return stillSigning(parseList<SigningSecret>(raw), now).map((s) => ({ ...s, secret: this.box.open(s.secret, secretOwner(workspaceId)) }));
   }
 
-  /**
-   * The workspace's ed25519 key pairs that sign now, secret keys opened: the current pair first,
-   * then one still inside its rotation overlap. Empty while asymmetric signing is off.
-   */
-  private openSigningKeys(workspaceId: string, raw: string | null, now: number): SigningKeyPair[] {
-    return stillSigning(parseList<SigningKeyPair>(raw), now).map((k) => ({ ...k, secret_key: this.box.open(k.secret_key, signingKeyOwner(workspaceId)) }));
-  }
-
   /** The public halves of the key pairs that sign now; no secret key is opened (the unauthenticated key listing reads this). */
   async publicSigningKeys(workspaceId: string, now = Date.now()): Promise<PublicSigningKey[]> {
     const raw = await this.redis.get(this.accountKeys.workspaceSigningKeys(workspaceId));
     return stillSigning(parseList<SigningKeyPair>(raw), now).map(({ public_key, created_ms, expires_ms }) => ({ public_key, created_ms, expires_ms }));
   }
 
-  /** Everything an attempt signs with, read in one round trip. */
+  /**
+   * Everything an attempt signs with, read in one round trip. Each entry is opened (unsealed) and
+   * decoded for signing once per stored value, not on every attempt: see {@link signers}.
+   */
   async activeSigners(workspaceId: string, now = Date.now()): Promise<ActiveSigners> {
-    const [secrets, keys] = await this.redis.mget(this.accountKeys.workspaceSecrets(workspaceId), this.accountKeys.workspaceSigningKeys(workspaceId));
+    const [secretsRaw, keysRaw] = await this.redis.mget(this.accountKeys.workspaceSecrets(workspaceId), this.accountKeys.workspaceSigningKeys(workspaceId));
+    let stored = this.signers.get(workspaceId);
+    if (!stored || stored.secretsRaw !== secretsRaw || stored.keysRaw !== keysRaw) {
+      stored = {
+        secretsRaw,
+        keysRaw,
+        secrets: parseList<SigningSecret>(secretsRaw).map((s) => ({ sealed: s.secret, expires_ms: s.expires_ms })),
+        secretKeys: parseList<SigningKeyPair>(keysRaw).map((k) => ({ sealed: k.secret_key, expires_ms: k.expires_ms })),
+      };
+      if (this.signers.size >= OPENED_SIGNERS_KEPT) this.signers.clear();
+      this.signers.set(workspaceId, stored);
+    }
+    const secrets = stillSigning(stored.secrets, now).map((e) => (e.opened ??= this.openSecret(workspaceId, e.sealed)));
+    const secretKeys = stillSigning(stored.secretKeys, now).map((e) => (e.opened ??= this.openSecretKey(workspaceId, e.sealed)));
     return {
-      secrets: this.openSecrets(workspaceId, secrets, now).map((s) => s.secret),
-      secretKeys: this.openSigningKeys(workspaceId, keys, now).map((k) => k.secret_key),
+      secrets: secrets.map((s) => s.secret),
+      secretKeys: secretKeys.map((k) => k.secret),
+      keys: { secrets: secrets.map((s) => s.key), secretKeys: secretKeys.map((k) => k.key) },
     };
+  }
+
+  /** One of the workspace's HMAC signing secrets, opened and decoded. */
+  private openSecret(workspaceId: string, sealed: string): { secret: string; key: KeyObject } {
+    const secret = this.box.open(sealed, secretOwner(workspaceId));
+    return { secret, key: signingKeys([secret]).secrets[0]! };
+  }
+
+  /** An ed25519 secret key of the workspace's key pairs, opened and decoded (asymmetric signing is off while it has none). */
+  private openSecretKey(workspaceId: string, sealed: string): { secret: string; key: KeyObject } {
+    const secret = this.box.open(sealed, signingKeyOwner(workspaceId));
+    return { secret, key: signingKeys([], [secret]).secretKeys[0]! };
   }
 
   /**

@@ -33,7 +33,12 @@ export function publicKeyOf(secretKey: string): string {
 
 /** The bare base64 `v1a` signature (without the `v1a,` tag) of one delivery. */
 export function signAsymmetric(secretKey: string, msgId: string, timestamp: number, body: string | Buffer): string {
-  return edSign(null, signedContent(msgId, timestamp, body), secretKeyObject(secretKey)).toString('base64');
+  return signAsymmetricWith(secretKeyObject(secretKey), msgId, timestamp, body);
+}
+
+/** {@link signAsymmetric} with a secret key decoded already ({@link secretKeyObject}). */
+export function signAsymmetricWith(secretKey: KeyObject, msgId: string, timestamp: number, body: string | Buffer): string {
+  return edSign(null, signedContent(msgId, timestamp, body), secretKey).toString('base64');
 }
 
 /** Whether `signature` (base64) is a valid `v1a` signature of the delivery under `publicKey` (`whpk_…`). */
@@ -49,7 +54,8 @@ export function publicKeyObject(publicKey: string): KeyObject {
   return createPublicKey({ key: Buffer.concat([SPKI_PREFIX, rawKey(publicKey, PUBLIC_KEY_PREFIX)]), format: 'der', type: 'spki' });
 }
 
-function secretKeyObject(secretKey: string): KeyObject {
+/** A `whsk_…` secret key as a KeyObject; throws {@link AsymmetricKeyError} when it is not one. */
+export function secretKeyObject(secretKey: string): KeyObject {
   return createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, rawKey(secretKey, SECRET_KEY_PREFIX)]), format: 'der', type: 'pkcs8' });
 }
 

@@ -12,11 +12,13 @@ export {
   generateSecret,
   sign,
   signatureHeader,
+  signatureHeaderWith,
+  signingKeys,
   userAgent,
   verify,
   WebhookVerificationError,
 } from './webhook';
-export type { HeadersLike, VerifyOptions, WebhookVerificationErrorCode } from './webhook';
+export type { HeadersLike, SigningKeys, VerifyOptions, WebhookVerificationErrorCode } from './webhook';
 export { ASYMMETRIC_VERSION, PUBLIC_KEY_PREFIX, SECRET_KEY_PREFIX, generateKeyPair, publicKeyOf, signAsymmetric } from './asymmetric';
 export { verifyWebhook } from './middleware';
 export type { VerifyWebhookOptions, WebhookErrorResponse, WebhookSecretLookup } from './middleware';

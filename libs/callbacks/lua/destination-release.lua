@@ -76,7 +76,7 @@ if throttle_ms > 0 then
   redis.call('HSET', KEYS[3], 'throttle_until', math.max(until_ms, now + throttle_ms))
   learnt = true
 end
-if learnt then keep(keep_ms) end
+if learnt then keep_due(keep_ms) end
 
 local limit = effective_limit(now, max_in_flight, slow_max_in_flight)
 local reply = {limit}

@@ -15,11 +15,11 @@ import {
 import { destinationOf, leaseMsFor, QUIET_SIGNAL, signalOf, type Destination, type DestinationSignal } from './destination-policy';
 import { LADDER_ATTEMPTS, nextAttemptAt, RECOVERY_ATTEMPTS_PER_SECOND, type RetrySchedule } from './retry-ladder';
 import { attemptKey, type CallbackRepository, type NewCallbackAttempt } from './callback-store';
-import type { DestinationGate } from './destination-slots';
+import type { DestinationGate, SlotAnswer } from './destination-slots';
 import type { ActiveSigners, AuditLog, WorkspaceRepository } from '@media/accounts';
 import type { EndpointRepository } from './endpoint-store';
-import type { RelayDirectory, RelaySender } from './relay';
-import { endpointWants } from './endpoints';
+import type { RelayDirectory, RelayListenerRecord, RelaySender } from './relay';
+import { endpointWants, type WebhookEndpointRecord } from './endpoints';
 import { CorruptRecordError, type JobRepository } from '@media/jobs';
 import { jobContext, linkTo, recordSpan, ROOT_CONTEXT, SpanKind, tracingEnabled, withContext, type Attributes, type Context } from '@media/tracing';
 import { classifyRejection, errorOf } from './classify';
@@ -160,7 +160,11 @@ export class CallbackService {
    * an attempt that keeps failing the dispatcher ends up recorded as failed by that queue's give-up
    * path rather than holding the callback at attempt 0.
    */
-  async onJobFinished(jobId: string, firstAttempt: 'now' | 'queued' = 'queued', enqueuedMs?: number): Promise<CallbackRecord[]> {
+  async onJobFinished(jobId: string, firstAttempt: 'now' | 'queued' = 'queued', enqueuedMs?: number, workspaceId?: string): Promise<CallbackRecord[]> {
+    // An event that names its job's workspace has the workspace's subscribers read in the same round
+    // trip as the job; one that does not (queued before events named it) reads them after the job.
+    const early = workspaceId === undefined ? undefined : this.subscribers(workspaceId);
+    early?.catch(() => undefined); // awaited (and its error thrown) only once the job is known to be this workspace's
     const job = await this.readJob(jobId, () => new PermanentJobError('corrupt_record', `job ${jobId} cannot be read; no callback can be made`));
     if (!job) {
       // Events carry ids only; a job that is gone (deleted, or another deployment's) has nothing to send.
@@ -173,10 +177,11 @@ export class CallbackService {
       throw new Error(`job ${jobId} was announced finished but is ${job.status}`);
     }
     const type = eventTypeFor(job);
-    const [endpoints, relayUrl] = await Promise.all([
-      this.deps.endpoints ? this.deps.endpoints.list(job.workspace_id).then((all) => all.filter((e) => endpointWants(e, type))) : [],
-      this.subscribedRelay(job.workspace_id, type),
-    ]);
+    const subscribers = await (workspaceId === job.workspace_id && early ? early : this.subscribers(job.workspace_id));
+    const endpoints = subscribers.endpoints.filter((e) => endpointWants(e, type));
+    const relayUrl = subscribers.listeners.some((l) => l.events.includes(type))
+      ? await this.deps.relayDirectory?.existingRelayUrl(job.workspace_id)
+      : undefined;
     const destinations: CallbackDestination[] = [
       ...(job.callback_url ? [{ url: job.callback_url }] : []),
       ...endpoints.map((e) => ({ url: e.url, endpointId: e.id })),
@@ -211,41 +216,62 @@ export class CallbackService {
     secrets: Promise<ActiveSigners>,
   ): Promise<CallbackRecord> {
     const now = this.now();
-    const { created, callback } = await this.deps.callbacks.create(
-      {
-        id: callbackIdFor(job.id, type, destination.relay ? RELAY_SUBSCRIPTION : destination.endpointId),
-        workspace_id: job.workspace_id,
-        job_id: job.id,
-        type,
-        url: destination.url,
-        ...(destination.endpointId ? { endpoint_id: destination.endpointId } : {}),
-        event_ms: job.finished_ms!,
-        created_ms: now,
-        state: 'pending',
-        attempt_count: 0,
-        ladder_attempt: 0,
-        next_attempt_ms: now,
-        delivered_ms: null,
-        last_attempt_ms: null,
-        ...(job.traceparent ? { traceparent: job.traceparent } : {}),
-      },
-      destination.endpointId !== undefined || destination.relay === true,
-    );
+    const id = callbackIdFor(job.id, type, destination.relay ? RELAY_SUBSCRIPTION : destination.endpointId);
+    const queueJobId = jobIds.delivery(id, 1, 'scheduled');
+    // Attempt 1 asks for its slot in the same round trip as its callback's create, so it takes one
+    // only if one is free now and is not parked: whether the attempt is due at all (a replayed event
+    // finds it made) is known once the record is. Without a free slot it asks again as every attempt
+    // does, parked in its workspace's line.
+    const slot = firstAttempt === 'now' ? this.freeSlot(destinationOf(destination.url), job.workspace_id, queueJobId, now) : undefined;
+    slot?.catch(() => undefined); // awaited (and its error thrown) by the attempt
+    let stored: { created: boolean; callback: CallbackRecord };
+    try {
+      stored = await this.deps.callbacks.create(
+        {
+          id,
+          workspace_id: job.workspace_id,
+          job_id: job.id,
+          type,
+          url: destination.url,
+          ...(destination.endpointId ? { endpoint_id: destination.endpointId } : {}),
+          event_ms: job.finished_ms!,
+          created_ms: now,
+          state: 'pending',
+          attempt_count: 0,
+          ladder_attempt: 0,
+          next_attempt_ms: now,
+          delivered_ms: null,
+          last_attempt_ms: null,
+          ...(job.traceparent ? { traceparent: job.traceparent } : {}),
+        },
+        destination.endpointId !== undefined || destination.relay === true,
+      );
+    } catch (err) {
+      await this.returnFreeSlot(slot, destination.url, job.workspace_id, queueJobId);
+      throw err;
+    }
+    const { created, callback } = stored;
     this.faults.at('callback.created');
     // Debug only: the attempt's own line follows at once and names the job and the event too.
     if (created) this.deps.logger.debug('callback created', { message_id: callback.id, job_id: job.id, type, endpoint_id: destination.endpointId });
     // Also for an existing record: a crash between create and attempt 1 is repaired by the event's
     // retry. Once attempt 1 is recorded its follow-up is in the schedule (written with the record),
     // so a replayed event has nothing left to do.
-    if (callback.state !== 'pending' || callback.ladder_attempt > 0) return callback;
-    const first: DeliveryRequest = { messageId: callback.id, attempt: 1, trigger: 'scheduled' };
-    if (firstAttempt === 'queued') {
-      await this.deps.deliveries.add('deliver', first, { jobId: jobIds.delivery(callback.id, 1, 'scheduled') });
+    if (callback.state !== 'pending' || callback.ladder_attempt > 0) {
+      await this.returnFreeSlot(slot, destination.url, job.workspace_id, queueJobId);
       return callback;
     }
+    const first: DeliveryRequest = { messageId: callback.id, attempt: 1, trigger: 'scheduled' };
+    if (firstAttempt === 'queued') {
+      await this.deps.deliveries.add('deliver', first, { jobId: queueJobId });
+      return callback;
+    }
+    // A replayed event's record may have the URL an endpoint had then: its slot is that URL's to take.
+    const taken = callback.url === destination.url ? slot : undefined;
+    if (!taken) await this.returnFreeSlot(slot, destination.url, job.workspace_id, queueJobId);
     try {
       // The job was read a moment ago; the attempt renders it afresh anyway (fresh links).
-      await this.deliverCallback(callback, first, jobIds.delivery(callback.id, 1, 'scheduled'), { job, secrets });
+      await this.deliverCallback(callback, first, queueJobId, { job, secrets, slot: taken });
     } catch (err) {
       if (!(err instanceof UndeliverableCallbackError)) throw err;
       // What the deliveries queue's give-up path does for a permanent failure: the callback ends.
@@ -253,6 +279,19 @@ export class CallbackService {
       this.deps.logger.error('callback cannot be delivered; ended as failed', { message_id: callback.id, reason: err.message, state: ended?.state });
     }
     return callback;
+  }
+
+  /** A slot of the destination if one is free now; the attempt is not parked when none is. */
+  private freeSlot(destination: Destination, workspaceId: string, leaseId: string, nowMs: number): Promise<SlotAnswer> {
+    return this.deps.destinations.acquire({ destination, workspaceId, leaseId, dueMs: nowMs, nowMs });
+  }
+
+  /** Gives back a slot taken by {@link freeSlot} for an attempt that is not made after all (and wakes whom taking it woke). */
+  private async returnFreeSlot(slot: Promise<SlotAnswer> | undefined, url: string, workspaceId: string, leaseId: string): Promise<void> {
+    const answer = await slot?.catch(() => undefined);
+    if (!answer) return;
+    await this.wake(answer.woken);
+    if (answer.granted) await this.giveBack(destinationOf(url), workspaceId, leaseId, QUIET_SIGNAL);
   }
 
   /**
@@ -311,10 +350,11 @@ export class CallbackService {
       return undefined;
     }
 
-    const exchange = await this.attemptWithinSlot(callback, request, queueJobId, known);
+    const made = await this.attemptWithinSlot(callback, request, queueJobId, known);
     // Set aside: it goes on as a delayed job of its own when a slot is free. Or made meanwhile by
     // another run of the same manual request.
-    if (exchange === 'deferred' || exchange === 'made') return undefined;
+    if (made === 'deferred' || made === 'made') return undefined;
+    const { exchange } = made;
     this.faults.at('delivery.sent');
     const error = errorOf(exchange);
     // Checked here so that an attempt without tracing does not even parse the URL for attributes.
@@ -337,14 +377,19 @@ export class CallbackService {
       timing: exchange.timing,
     };
     const next = ladder !== null && error !== null ? nextAttemptAt(ladder, endedMs, this.deps.retryScheduleMs) : null;
-    const { recorded, callback: after } = await this.deps.callbacks.recordAttempt(
-      callback,
-      // A manual attempt is recorded under the id it was requested with, however often it was deferred.
-      attemptKey(request.trigger, request.attempt, jobIds.beforeDeferral(queueJobId)),
-      attempt,
-      next,
-      this.now(),
-    );
+    // The slot goes back in the same round trip as the attempt's record, sent just before it (the
+    // give-back never throws: a slot it could not give back lapses at its lease's deadline).
+    const [, { recorded, callback: after }] = await Promise.all([
+      this.giveBack(made.destination, callback.workspace_id, queueJobId, made.signal),
+      this.deps.callbacks.recordAttempt(
+        callback,
+        // A manual attempt is recorded under the id it was requested with, however often it was deferred.
+        attemptKey(request.trigger, request.attempt, jobIds.beforeDeferral(queueJobId)),
+        attempt,
+        next,
+        this.now(),
+      ),
+    ]);
 
     this.faults.at('delivery.recorded');
     if (recorded && callback.endpoint_id) await this.noteEndpointOutcome(callback, callback.endpoint_id, attempt);
@@ -459,17 +504,18 @@ export class CallbackService {
     this.deps.logger.warn('job-finished event given up by the queue; queued again', { job_id: payload.jobId, reason, requeue });
     await this.deps.events.add(
       'job-finished',
-      { jobId: payload.jobId, requeue },
+      { jobId: payload.jobId, ...(payload.workspaceId ? { workspaceId: payload.workspaceId } : {}), requeue },
       { jobId: jobIds.jobFinished(payload.jobId, requeue), delay: this.deps.retryScheduleMs[0] ?? 0 },
     );
   }
 
-  /** The workspace's relay URL when one of its connected listeners subscribed to `type`. */
-  private async subscribedRelay(workspaceId: string, type: EventType): Promise<string | undefined> {
-    const directory = this.deps.relayDirectory;
-    if (!directory) return undefined;
-    const listeners = await directory.listeners(workspaceId, this.now());
-    return listeners.some((l) => l.events.includes(type)) ? directory.existingRelayUrl(workspaceId) : undefined;
+  /** The workspace's webhook endpoints and connected relay listeners, whatever they subscribed to; read together. */
+  private async subscribers(workspaceId: string): Promise<{ endpoints: WebhookEndpointRecord[]; listeners: RelayListenerRecord[] }> {
+    const [endpoints, listeners] = await Promise.all([
+      this.deps.endpoints?.list(workspaceId) ?? [],
+      this.deps.relayDirectory?.listeners(workspaceId, this.now()) ?? [],
+    ]);
+    return { endpoints, listeners };
   }
 
   /**
@@ -536,13 +582,15 @@ export class CallbackService {
    * slot is handed to it, or at the latest when its turn comes even if every attempt ahead of it
    * takes its whole lease. A manual attempt also needs its request's hold: `'made'` when it turns
    * out to be in the log already, `'deferred'` too when another run of the request is sending it.
+   * An attempt that was made returns with its slot still held: the caller gives it back beside the
+   * attempt's record, in one round trip.
    */
   private async attemptWithinSlot(
     callback: CallbackRecord,
     request: DeliveryRequest,
     queueJobId: string,
     known?: KnownInputs,
-  ): Promise<Exchange | 'deferred' | 'made'> {
+  ): Promise<MadeAttempt | 'deferred' | 'made'> {
     const destination = destinationOf(callback.url);
     const now = this.now();
     const deferrals = (request.deferrals ?? 0) + 1;
@@ -553,16 +601,20 @@ export class CallbackService {
     // a few times, though: the line is served first, so a destination that stays busy would
     // otherwise never leave one a slot; after that it takes its place in the line like any other.
     const paced = jobIds.isRecoveryDelivery(queueJobId) && (request.deferrals ?? 0) < PACED_DEFERRALS;
-    const slot = await this.deps.destinations.acquire({
-      destination,
-      workspaceId: callback.workspace_id,
-      leaseId: queueJobId,
-      parkAs: paced ? undefined : parkAs,
-      // Automatic attempts queue in the order the ladder made them due; manual ones from when asked.
-      dueMs: request.trigger === 'scheduled' ? Math.min(now, callback.next_attempt_ms ?? now) : now,
-      nowMs: now,
-    });
-    await this.wake(slot.woken);
+    const free = await known?.slot;
+    if (free) await this.wake(free.woken);
+    const slot = free?.granted
+      ? free
+      : await this.deps.destinations.acquire({
+          destination,
+          workspaceId: callback.workspace_id,
+          leaseId: queueJobId,
+          parkAs: paced ? undefined : parkAs,
+          // Automatic attempts queue in the order the ladder made them due; manual ones from when asked.
+          dueMs: request.trigger === 'scheduled' ? Math.min(now, callback.next_attempt_ms ?? now) : now,
+          nowMs: now,
+        });
+    if (slot !== free) await this.wake(slot.woken);
     if (!slot.granted) {
       this.metrics.deferred();
       const wakeAtMs = paced ? await this.nextRecoveryTurn(callback.workspace_id, now) : slot.wakeAtMs;
@@ -606,11 +658,9 @@ export class CallbackService {
         return 'deferred';
       }
     }
-    let signal: DestinationSignal = QUIET_SIGNAL;
     try {
       const exchange = await this.attempt(callback, known);
-      signal = signalOf({ ...exchange, error: errorOf(exchange) }, { attemptTimeoutMs: this.deps.attemptTimeoutMs });
-      return exchange;
+      return { exchange, destination, signal: signalOf({ ...exchange, error: errorOf(exchange) }, { attemptTimeoutMs: this.deps.attemptTimeoutMs }) };
     } catch (err) {
       // Nothing was sent (a failed exchange is a result, not a throw): the request's hold goes, so
       // that the next run to make the attempt (this job's retry, or one deferred under another id)
@@ -618,9 +668,8 @@ export class CallbackService {
       if (request.trigger === 'manual') {
         await this.deps.callbacks.releaseManualSend(callback.id, jobIds.beforeDeferral(queueJobId), queueJobId).catch(() => undefined);
       }
+      await this.giveBack(destination, callback.workspace_id, queueJobId, QUIET_SIGNAL);
       throw err;
-    } finally {
-      await this.giveBack(destination, callback.workspace_id, queueJobId, signal);
     }
   }
 
@@ -707,16 +756,12 @@ export class CallbackService {
   }
 
   /** The callback's body, rendered now from its job, and its headers signed with every active secret and key. */
-  private signed(
-    callback: CallbackRecord,
-    job: JobRecord | undefined,
-    { secrets, secretKeys }: ActiveSigners,
-  ): { body: Buffer; headers: Record<string, string> } {
+  private signed(callback: CallbackRecord, job: JobRecord | undefined, { secrets, keys }: ActiveSigners): { body: Buffer; headers: Record<string, string> } {
     if (!job) throw new UndeliverableCallbackError(callback.id, `job ${callback.job_id} no longer exists`);
     if (secrets.length === 0) throw new UndeliverableCallbackError(callback.id, `workspace ${callback.workspace_id} has no signing secret`);
     const timestampSeconds = Math.floor(this.now() / 1000);
     const body = buildBody(callback.type, callback.event_ms, this.deps.presenter.render(job, timestampSeconds));
-    return { body, headers: buildHeaders({ messageId: callback.id, timestampSeconds, body, secrets, secretKeys, docsUrl: this.deps.docsUrl }) };
+    return { body, headers: buildHeaders({ messageId: callback.id, timestampSeconds, body, keys, docsUrl: this.deps.docsUrl }) };
   }
 }
 
@@ -731,11 +776,20 @@ interface CallbackDestination {
 /** What a relay listeners' callback's id is derived from in place of an endpoint's id: one per job and event, however many listeners. */
 const RELAY_SUBSCRIPTION = 'relay';
 
+/** An attempt that was made, and what its slot is given back with. */
+interface MadeAttempt {
+  exchange: Exchange;
+  destination: Destination;
+  signal: DestinationSignal;
+}
+
 /** What a caller of an attempt may have read already; each is read by the attempt otherwise. */
 interface KnownInputs {
   job?: JobRecord;
   /** The workspace's active signing secrets and keys, read at most a few ms before the attempt. */
   secrets?: Promise<ActiveSigners>;
+  /** A slot asked for beside the callback's create ({@link CallbackService.freeSlot}); the attempt asks again, parked, if it was not granted. */
+  slot?: Promise<SlotAnswer>;
 }
 
 function isDelivery(payload: object): payload is DeliveryRequest {

@@ -251,4 +251,41 @@ describe('DestinationGate', () => {
     expect(await redis.hget(keys.destinationState(d.id), 'origin')).toBe(d.origin);
     expect(await redis.pttl(keys.destinationState(d.id))).toBeGreaterThan(86_400_000 - 60_000);
   });
+
+  it('gives every key of a destination an expiry, renewed by a give-back only once half of it has gone', async () => {
+    const d = fresh();
+    const now = Date.now();
+    const DAY = 86_400_000;
+    const leases = keys.destinationLeases(d.id);
+    const holders = keys.destinationHolders(d.id);
+    const shares = keys.destinationShares(d.id);
+    const state = keys.destinationState(d.id);
+    const expiries = async () => Promise.all([leases, holders, shares, state].map((k) => redis.pttl(k)));
+    await ask(d, 'k1', now);
+    await ask(d, 'k2', now);
+    await release(d, 'k1', FAST_OK, now + 1);
+    // Made by the slots taken after the activity note, the leases and their holders get theirs at the first give-back.
+    for (const ms of await expiries()) expect(ms).toBeGreaterThan(DAY - 60_000);
+
+    // More than half left: a give-back leaves the expiries as they are.
+    for (const key of [leases, holders, shares]) await redis.pexpire(key, DAY / 2 + 3_600_000);
+    await ask(d, 'k3', now + 2);
+    await release(d, 'k2', FAST_OK, now + 3);
+    for (const ms of (await expiries()).slice(0, 3)) expect(ms).toBeLessThanOrEqual(DAY / 2 + 3_600_000);
+
+    // Less than half left: every key is kept for the whole time again.
+    await redis.pexpire(shares, DAY / 2 - 3_600_000);
+    await release(d, 'k3', FAST_OK, now + 4);
+    expect(await redis.exists(leases, holders)).toBe(0); // its last lease given back
+    for (const ms of (await expiries()).slice(2)) expect(ms).toBeGreaterThan(DAY - 60_000);
+
+    // Leases made again after the last keep have no expiry of their own until the next give-back.
+    for (const key of [holders, shares]) await redis.pexpire(key, DAY / 2 + 3_600_000);
+    await ask(d, 'k4', now + 5);
+    await ask(d, 'k5', now + 5);
+    expect(await redis.pttl(leases)).toBe(-1);
+    await release(d, 'k4', FAST_OK, now + 6);
+    expect(await redis.pttl(leases)).toBeGreaterThan(DAY - 60_000);
+    expect(await redis.pttl(shares)).toBeGreaterThan(DAY - 60_000);
+  });
 });

@@ -1,6 +1,6 @@
 import type { ImageRequestObject } from '@media/domain';
 import { createPublicKey, verify as edVerify } from 'node:crypto';
-import { generateKeyPair, verify } from '@media/callback-signing';
+import { generateKeyPair, signingKeys, verify } from '@media/callback-signing';
 import { buildBody, buildHeaders } from './envelope';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -37,7 +37,13 @@ describe('buildHeaders', () => {
   const body = buildBody('image.completed', 1_700_000_003_045, image);
 
   it('carries exactly the headers of spec 4.5', () => {
-    const headers = buildHeaders({ messageId: 'msg_abc', timestampSeconds: 1_700_000_010, body, secrets: [SECRET], docsUrl: 'https://docs.example.com' });
+    const headers = buildHeaders({
+      messageId: 'msg_abc',
+      timestampSeconds: 1_700_000_010,
+      body,
+      keys: signingKeys([SECRET]),
+      docsUrl: 'https://docs.example.com',
+    });
     expect(Object.keys(headers).sort()).toEqual(['content-type', 'user-agent', 'webhook-id', 'webhook-signature', 'webhook-timestamp']);
     expect(headers['content-type']).toBe('application/json');
     expect(headers['user-agent']).toBe('Service-Webhooks/1.0 (+https://docs.example.com/webhooks)');
@@ -47,14 +53,14 @@ describe('buildHeaders', () => {
   });
 
   it('signs the exact body bytes, verifiable with the shared verify()', () => {
-    const headers = buildHeaders({ messageId: 'msg_abc', timestampSeconds: 1_700_000_010, body, secrets: [SECRET], docsUrl: 'https://d' });
+    const headers = buildHeaders({ messageId: 'msg_abc', timestampSeconds: 1_700_000_010, body, keys: signingKeys([SECRET]), docsUrl: 'https://d' });
     expect(verify(body, headers, SECRET, { now: () => 1_700_000_010 })).toEqual(JSON.parse(body.toString()));
     const altered = Buffer.from(body.toString().replace('0.005', '0.0050'));
     expect(() => verify(altered, headers, SECRET, { now: () => 1_700_000_010 })).toThrow('No matching webhook signature');
   });
 
   it('adds one space-separated signature per active secret, each valid on its own', () => {
-    const headers = buildHeaders({ messageId: 'msg_abc', timestampSeconds: 1_700_000_010, body, secrets: [SECRET, OTHER], docsUrl: 'https://d' });
+    const headers = buildHeaders({ messageId: 'msg_abc', timestampSeconds: 1_700_000_010, body, keys: signingKeys([SECRET, OTHER]), docsUrl: 'https://d' });
     const entries = headers['webhook-signature'].split(' ');
     expect(entries).toHaveLength(2);
     for (const [index, secret] of [SECRET, OTHER].entries()) {
@@ -64,19 +70,21 @@ describe('buildHeaders', () => {
   });
 
   it('adds a v1a entry per ed25519 key after the v1 entries, each verifying with node:crypto from the raw public key', () => {
-    const keys = [generateKeyPair(), generateKeyPair()];
+    const pairs = [generateKeyPair(), generateKeyPair()];
     const headers = buildHeaders({
       messageId: 'msg_abc',
       timestampSeconds: 1_700_000_010,
       body,
-      secrets: [SECRET],
-      secretKeys: keys.map((k) => k.secretKey),
+      keys: signingKeys(
+        [SECRET],
+        pairs.map((k) => k.secretKey),
+      ),
       docsUrl: 'https://d',
     });
     const entries = headers['webhook-signature'].split(' ');
     expect(entries.map((e) => e.split(',')[0])).toEqual(['v1', 'v1a', 'v1a']);
     const signed = Buffer.concat([Buffer.from('msg_abc.1700000010.'), body]);
-    for (const [index, { publicKey }] of keys.entries()) {
+    for (const [index, { publicKey }] of pairs.entries()) {
       const raw = Buffer.from(publicKey.slice('whpk_'.length), 'base64');
       const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw.toString('base64url') }, format: 'jwk' });
       const signature = Buffer.from(entries[index + 1].slice('v1a,'.length), 'base64');
@@ -88,6 +96,8 @@ describe('buildHeaders', () => {
   });
 
   it('refuses to sign without a secret', () => {
-    expect(() => buildHeaders({ messageId: 'msg_abc', timestampSeconds: 1, body, secrets: [], docsUrl: 'https://d' })).toThrow('At least one webhook secret');
+    expect(() => buildHeaders({ messageId: 'msg_abc', timestampSeconds: 1, body, keys: signingKeys([]), docsUrl: 'https://d' })).toThrow(
+      'At least one webhook secret',
+    );
   });
 });

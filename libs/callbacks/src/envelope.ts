@@ -1,5 +1,5 @@
 import type { EventType, ImageRequestObject, VideoObject } from '@media/domain';
-import { signatureHeader, userAgent } from '@media/callback-signing';
+import { signatureHeaderWith, userAgent, type SigningKeys } from '@media/callback-signing';
 
 /** The callback body (spec 2.3). */
 export interface CallbackEnvelope {
@@ -21,10 +21,12 @@ export interface SignedHeadersInput {
   /** This attempt's send time, Unix seconds. */
   timestampSeconds: number;
   body: Buffer;
-  /** Current secret first, then any still inside a rotation overlap: one `v1` signature each. */
-  secrets: string[];
-  /** The workspace's ed25519 secret keys (`whsk_…`), current first: one `v1a` signature each; none while asymmetric signing is off. */
-  secretKeys?: readonly string[];
+  /**
+   * The workspace's secrets, current first, then any still inside a rotation overlap (one `v1`
+   * signature each), and its ed25519 secret keys likewise (one `v1a` signature each; none while
+   * asymmetric signing is off), decoded for signing.
+   */
+  keys: SigningKeys;
   docsUrl: string;
 }
 
@@ -35,6 +37,6 @@ export function buildHeaders(input: SignedHeadersInput): Record<string, string> 
     'user-agent': userAgent(input.docsUrl),
     'webhook-id': input.messageId,
     'webhook-timestamp': String(input.timestampSeconds),
-    'webhook-signature': signatureHeader(input.secrets, input.messageId, input.timestampSeconds, input.body, input.secretKeys),
+    'webhook-signature': signatureHeaderWith(input.keys, input.messageId, input.timestampSeconds, input.body),
   };
 }

@@ -91,11 +91,11 @@ export class TestCallbackService {
   /** A sample of `type`, signed now with the workspace's active secrets and keys. */
   private async signed(workspaceId: string, url: string, webhookId: string, type: EventType): Promise<{ body: Buffer; headers: Record<string, string> }> {
     const sentMs = this.now();
-    const { secrets, secretKeys } = await this.deps.workspaces.activeSigners(workspaceId, sentMs);
+    const { secrets, keys } = await this.deps.workspaces.activeSigners(workspaceId, sentMs);
     if (secrets.length === 0) throw new PermanentJobError('no_signing_secret', `workspace ${workspaceId} has no signing secret`);
     const timestampSeconds = Math.floor(sentMs / 1000);
     const body = buildBody(type, sentMs, sampleObject(type, timestampSeconds, this.deps.docsUrl, url));
-    return { body, headers: buildHeaders({ messageId: webhookId, timestampSeconds, body, secrets, secretKeys, docsUrl: this.deps.docsUrl }) };
+    return { body, headers: buildHeaders({ messageId: webhookId, timestampSeconds, body, keys, docsUrl: this.deps.docsUrl }) };
   }
 }
 

@@ -15,8 +15,12 @@ export interface JobCatalogue {
     'generate-video': { jobId: string };
   };
   'job-events': {
-    /** `requeue`: how many times BullMQ gave up on this event before (transient trouble); absent at first. */
-    'job-finished': { jobId: string; requeue?: number };
+    /**
+     * `workspaceId`: the job's workspace, so that its webhook endpoints and relay listeners are read
+     * beside the job itself rather than after it; absent from events queued before it was added.
+     * `requeue`: how many times BullMQ gave up on this event before (transient trouble); absent at first.
+     */
+    'job-finished': { jobId: string; workspaceId?: string; requeue?: number };
   };
   'callback-deliveries': {
     /**

@@ -73,7 +73,7 @@ export class GenerationService {
     }
     if (isFinished(job.status)) {
       // A crash after finishing but before the event was queued: queue it now (a no-op if it was).
-      await this.announce(job.id);
+      await this.announce(job);
       return;
     }
     const trace = jobContext(job.traceparent);
@@ -120,7 +120,7 @@ export class GenerationService {
     if (!job) return;
     if (isFinished(job.status)) {
       // Finished, then the process died before queueing the event (or the event is queued: no-op).
-      await this.announce(jobId);
+      await this.announce(job);
       return;
     }
     this.deps.logger.warn('generation given up', { job_id: jobId, reason });
@@ -198,7 +198,7 @@ export class GenerationService {
       this.deps.logger.info('job completed', { job_id: job.id, cost });
     }
     this.faults.at('generation.finished');
-    await this.announce(job.id);
+    await this.announce(job);
   }
 
   private async fail(job: JobRecord, error: JobError): Promise<void> {
@@ -212,7 +212,7 @@ export class GenerationService {
       this.metrics.jobFinished(job.kind, error.code, (now - job.created_ms) / 1000);
       this.deps.logger.warn('job failed', { job_id: job.id, code: error.code });
     }
-    await this.announce(job.id);
+    await this.announce(job);
   }
 
   /** The job record; one that cannot be read is a permanent failure, not something to retry. */
@@ -225,8 +225,8 @@ export class GenerationService {
     }
   }
 
-  private announce(jobId: string): Promise<void> {
-    return this.deps.events.add('job-finished', { jobId }, { jobId: jobIds.jobFinished(jobId) });
+  private announce(job: Pick<JobRecord, 'id' | 'workspace_id'>): Promise<void> {
+    return this.deps.events.add('job-finished', { jobId: job.id, workspaceId: job.workspace_id }, { jobId: jobIds.jobFinished(job.id) });
   }
 
   /** The job's charge (@media/jobs prices it); a job that cannot be priced fails, uncharged. */

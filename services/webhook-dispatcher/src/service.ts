@@ -75,8 +75,8 @@ export async function startDispatcherService(config: AppConfig, logger: Logger):
     {
       // Attempt 1 is made by the event's own handler (one queue from the job's end to the first
       // POST); an event given up on before sends it through the deliveries queue instead.
-      'job-finished': async ({ jobId, requeue }, job) => {
-        await service.onJobFinished(jobId, requeue ? 'queued' : 'now', job.timestamp);
+      'job-finished': async ({ jobId, workspaceId, requeue }, job) => {
+        await service.onJobFinished(jobId, requeue ? 'queued' : 'now', job.timestamp, workspaceId);
       },
     },
     { ...consumerOptions, onGaveUp: (job) => service.onEventGaveUp(job) },

@@ -43,6 +43,6 @@ export async function announceFinishedImage(
 ): Promise<{ messageId: string; finishedMs: number }> {
   const job = finishedImageJob(workspaceId, url);
   await stack.jobs.create(job);
-  await events.add('job-finished', { jobId: job.id }, { jobId: jobIds.jobFinished(job.id) });
+  await events.add('job-finished', { jobId: job.id, workspaceId }, { jobId: jobIds.jobFinished(job.id) });
   return { messageId: callbackIdFor(job.id, 'image.completed'), finishedMs: job.finished_ms! };
 }

@@ -135,6 +135,18 @@ local function keep(keep_ms)
   for i = 1, 7 do redis.call('PEXPIRE', KEYS[i], keep_ms) end
 end
 
+-- keep(), when it is due: the shares have less than half of `keep_ms` left (or no expiry, or are
+-- gone), or the leases or their holders were made again since the last keep and have no expiry
+-- (the other keys get theirs when they are made: the lines with the park that makes them, the
+-- state with the activity note). So a give-back writes no expiry most of the time, while the keys
+-- still go together: a destination in use is kept again long before they would go, and one no
+-- longer used goes at most `keep_ms` after its last give-back.
+local function keep_due(keep_ms)
+  if redis.call('PTTL', KEYS[5]) < keep_ms / 2 or redis.call('PTTL', KEYS[1]) == -1 or redis.call('PTTL', KEYS[4]) == -1 then
+    keep(keep_ms)
+  end
+end
+
 -- Frees the slots of attempts whose dispatcher never gave them back (it died mid-attempt).
 local function drop_lapsed(now)
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do end_lease(id) end

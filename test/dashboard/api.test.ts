@@ -65,6 +65,13 @@ describe('sessions', () => {
     expectApiError(await attacker.signIn(ws.owner.email, 'wrong'), 401, { code: 'invalid_credentials', type: 'authentication_error' });
     expectApiError(await attacker.signIn('nobody@nowhere.test', 'wrong'), 401, { code: 'invalid_credentials' });
     for (let i = 1; i < 5; i++) expect((await attacker.signIn(ws.owner.email, 'wrong')).status).toBe(401);
+    // Past the free tries each attempt waits twice as long as the one before, from a second. Two more
+    // failures, each once its wait is over, make the wait four seconds: longer than a busy machine
+    // takes between two requests (a second was not, with its password check in between).
+    for (const waitMs of [1_000, 2_000]) {
+      await new Promise((r) => setTimeout(r, waitMs));
+      expect((await attacker.signIn(ws.owner.email, 'wrong')).status).toBe(401);
+    }
     // From the attacker's address, even the right password now waits.
     const refused = await attacker.signIn(ws.owner.email, ws.owner.password);
     expectApiError(refused, 429, { code: 'sign_in_rate_limited', type: 'rate_limit_error' });

@@ -43,7 +43,7 @@ describe('generator: SIGTERM drain', () => {
     expect(done).toMatchObject({ status: 'completed', error: null, progress: 100 });
     expect(await chargesFor(t.stack, t.ws.workspaceId, id)).toHaveLength(1);
     expect(await t.generation.getJobState(id)).toBe('completed');
-    expect((await finishedEvent(t.events, id, 0)).data).toEqual({ jobId: id });
+    expect((await finishedEvent(t.events, id, 0)).data).toEqual({ jobId: id, workspaceId: t.ws.workspaceId });
 
     const messages = generator.lines.map((l) => l.message);
     const draining = messages.indexOf('draining');
@@ -104,13 +104,15 @@ describe('generator: SIGTERM drain', () => {
 
       let exitCode: number | null | undefined;
       void generator.kill('SIGTERM').then((code) => (exitCode = code));
-      // 1 s deadline plus closing connections; the encode itself cannot go on.
-      await eventually(() => (exitCode !== undefined ? true : undefined), 2_500, 'the generator to exit at its 1 s drain deadline');
+      // The 1 s deadline plus closing connections; the encode itself cannot go on, so without the
+      // deadline it would never exit. Waited for well below the stack's own deadline (10 s), with room
+      // for a busy machine.
+      await eventually(() => (exitCode !== undefined ? true : undefined), 7_000, 'the generator to exit at its 1 s drain deadline');
       expect(exitCode).toBe(0);
       expect((await t.stack.jobs.get(id))?.status).toBe('in_progress');
       expect(await chargesFor(t.stack, t.ws.workspaceId, id)).toEqual([]);
       // An abandoned encode must not outlive its worker, burning CPU for a result nobody will store.
-      await eventually(async () => ((await Promise.all(encoders.map(isRunning))).some(Boolean) ? undefined : true), 2_000, 'the abandoned ffmpeg to stop');
+      await eventually(async () => ((await Promise.all(encoders.map(isRunning))).some(Boolean) ? undefined : true), 5_000, 'the abandoned ffmpeg to stop');
     } finally {
       // When the generator failed to take its encoder down, the stopped ffmpeg would wait for ever.
       for (const pid of encoders) if (await isRunning(pid)) process.kill(pid, 'SIGKILL');
@@ -123,7 +125,7 @@ describe('generator: SIGTERM drain', () => {
     expect(video.cost).toBeCloseTo(expectedVideoCost(8, true), 9);
     expect(await chargesFor(t.stack, t.ws.workspaceId, id)).toHaveLength(1);
     expect(await loggedOnceThere([generator.lines, next.lines], 'job completed', id)).toBe(1);
-    expect((await finishedEvent(t.events, id)).data).toEqual({ jobId: id });
+    expect((await finishedEvent(t.events, id)).data).toEqual({ jobId: id, workspaceId: t.ws.workspaceId });
     expect(await queueJobsFor(t.events, id)).toHaveLength(1);
   });
 });

@@ -1,5 +1,5 @@
 // Two customers on two real dispatcher replicas sharing one Redis: workspace A's receivers go dark
-// (one never answers, one answers 503 just inside the attempt timeout) while hundreds of A's
+// (one never answers, one answers 503 late, seconds inside the attempt timeout) while hundreds of A's
 // callbacks are due, more than the dispatchers have workers. Workspace B's callbacks to a healthy
 // receiver must arrive as fast as without A's trouble: a ratio to B's baseline before it, and to a
 // control run at the same moment on a deployment of its own (its own key prefix and dispatcher on
@@ -52,7 +52,9 @@ beforeAll(async () => {
   pki = makeTestPki();
   [healthy, hanging, slow] = await Promise.all([TestReceiver.start(pki), TestReceiver.start(pki), TestReceiver.start(pki)]);
   hanging.script('/dark', () => 'hang');
-  slow.script('/slow', () => ({ status: 503, body: 'busy', afterMs: TIMEOUT_MS - 1_000 }));
+  // Slow (past half the timeout, the slow threshold) and still answered: seconds inside the timeout,
+  // so that a busy machine's lag does not turn the answer into a timeout.
+  slow.script('/slow', () => ({ status: 503, body: 'busy', afterMs: TIMEOUT_MS - 3_000 }));
   const env = {
     ...baseEnv(pki),
     DISPATCHER_CONCURRENCY: String(CONCURRENCY),
@@ -136,8 +138,12 @@ it('keeps B’s callbacks at their baseline while A’s receivers hang, and make
         .join('\n')}`,
     );
   }
-  expect(hanging.requestsTo('/dark')).toHaveLength(HANGING * 6);
+  expect(repeated).toEqual([]);
+  // Every attempt at the slow receiver was answered (the records say http_error), so each reached it.
+  // One at the dark receiver may have timed out before its request got there (a busy machine can hold
+  // a TLS handshake for seconds): the records above say all six were made; every callback got there.
   expect(slow.requestsTo('/slow')).toHaveLength(SLOW * 6);
+  expect(new Set(hanging.requestsTo('/dark').map((r) => r.headers['webhook-id'])).size).toBe(HANGING);
   // No destination ever had more attempts in flight than its cap, over both replicas.
   expect(hanging.maxInFlight).toBeLessThanOrEqual(CAP);
   expect(slow.maxInFlight).toBeLessThanOrEqual(CAP);

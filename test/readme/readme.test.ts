@@ -189,7 +189,7 @@ describe('README and docs examples', () => {
         expect(verify(Buffer.from(JSON.stringify(delivery.event)), delivery.headers, secret)).toEqual(delivery.event);
       }
       expect(new Set(verified.map((d) => d.event.type))).toEqual(new Set(['image.completed', 'video.completed']));
-    }, 150_000);
+    }, 300_000);
   });
 
   it('relies on settings that only npm start gives: production refuses the local callback URL', async () => {

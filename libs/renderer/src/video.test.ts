@@ -155,10 +155,11 @@ describe('VideoEncoder.encode', () => {
 
   it('kills ffmpeg and rejects on timeout, leaving no file behind', async () => {
     const spawn = jest.spyOn(childProcess, 'spawn');
-    // The limit covers layer rendering too; 3 s leaves room for that and is far too short for 60 s of 720p.
-    const impatient = new VideoEncoder({ ffmpegPath: defaultFfmpegPath(), timeoutMs: 3000 });
+    // The limit covers layer rendering too; 8 s leaves room for that on a busy machine and is far too
+    // short for 60 s of 720p (about 15 s of encoding on two idle cores).
+    const impatient = new VideoEncoder({ ffmpegPath: defaultFfmpegPath(), timeoutMs: 8000 });
     const outputPath = join(dir, 'timeout', 'slow.mp4');
-    await expect(impatient.encode(request({ outputPath, seconds: 60, width: 1280, height: 720 }))).rejects.toThrow(/timed out after 3000 ms/);
+    await expect(impatient.encode(request({ outputPath, seconds: 60, width: 1280, height: 720 }))).rejects.toThrow(/timed out after 8000 ms/);
     const child = spawn.mock.results[0]?.value as ChildProcess;
     expect(child.signalCode).toBe('SIGKILL');
     expect(existsSync(outputPath)).toBe(false);
@@ -178,10 +179,16 @@ describe('VideoEncoder.encode', () => {
       },
       controller.signal,
     );
-    // Also abort on a timer in case ffmpeg has not reported progress yet (it reports every half second).
-    const timer = setTimeout(() => controller.abort(), 3000);
-    await expect(encoding).rejects.toThrow(/aborted/);
-    clearTimeout(timer);
+    // Also abort once ffmpeg runs, in case it has not reported progress yet (it reports every half
+    // second). Not on a timer: on a busy machine the layers can still be drawing when it fires, and
+    // then there is no ffmpeg to kill.
+    let settled = false;
+    const abortOnceRunning = (async () => {
+      while (!settled && spawn.mock.results.length === 0) await new Promise((r) => setTimeout(r, 20));
+      controller.abort();
+    })();
+    await expect(encoding.finally(() => (settled = true))).rejects.toThrow(/aborted/);
+    await abortOnceRunning;
     const child = spawn.mock.results[0]?.value as ChildProcess;
     expect(child.signalCode).toBe('SIGKILL');
     expect(progress).not.toContain(100);

@@ -93,9 +93,9 @@ describe('Redis behind Sentinels', () => {
     // The old primary comes back on its port and data; the Sentinels make it a replica. A Sentinel
     // converts a returning primary only once it has reported that role for the failover timeout
     // (5 s here) and its INFO, read every 10 s outside a failover, shows it back: some 15 to 25 s,
-    // which a loaded machine stretches past 30.
+    // which a loaded machine stretched past 60 once (a fresh clone's whole suite on two cores).
     await sentinel.launchNode(old);
-    await eventually(async () => ((await sentinel.roleOf(old)) === 'slave' ? true : undefined), 60_000, 'the old primary to become a replica');
+    await eventually(async () => ((await sentinel.roleOf(old)) === 'slave' ? true : undefined), 120_000, 'the old primary to become a replica', 250);
     await redis.incr(`${prefix}:counter`);
     await add(40, 10);
     await allDone(50);
@@ -106,7 +106,7 @@ describe('Redis behind Sentinels', () => {
     // one looks for the Sentinels for ever once they are gone (the test run would never end).
     await worker.close();
     await queue.close();
-  }, 150_000);
+  }, 240_000);
 });
 
 describe('waiting for replicas (REDIS_WAIT_REPLICAS)', () => {

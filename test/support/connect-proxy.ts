@@ -30,6 +30,12 @@ export class ConnectProxy {
   /** Listens again on the same address and port (after {@link stop}). */
   async listen(): Promise<void> {
     const server = createServer((_req, res) => res.writeHead(405).end());
+    // Every connection, from its first byte: one whose CONNECT has not come yet would otherwise keep
+    // stop() waiting for it (server.close waits for open connections).
+    server.on('connection', (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
     server.on('connect', (req, client: Socket, head: Buffer) => {
       this.sockets.add(client);
       client.on('close', () => this.sockets.delete(client));

@@ -1,5 +1,4 @@
-import winston from 'winston';
-import { createLogger, jsonLine } from './logger';
+import { createLogger } from './logger';
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -171,47 +170,5 @@ describe('LOG_FORMAT=pretty', () => {
     createLogger('generator', 'info').info('job completed', { job_id: 'req_1' });
     await nextTurn();
     expect(JSON.parse(lines()[0]!)).toMatchObject({ level: 'info', service: 'generator', message: 'job completed', job_id: 'req_1' });
-  });
-});
-
-describe('LOG_FORMAT=json', () => {
-  const MESSAGE = Symbol.for('message');
-  /** The line logform's own JSON format writes for `info`. */
-  const logform = (info: Record<string | symbol, unknown>) => {
-    const format = winston.format.json();
-    return (format.transform({ ...info } as winston.Logform.TransformableInfo, format.options) as Record<symbol, unknown>)[MESSAGE];
-  };
-
-  it.each([
-    [
-      'plain fields, out of order',
-      {
-        service: 'webhook-dispatcher',
-        level: 'info',
-        message: 'callback attempt',
-        timestamp: '2026-11-29T07:00:00.000Z',
-        status: 204,
-        duplicate: false,
-        error: null,
-        attempt: 1,
-      },
-    ],
-    ['fields left undefined', { level: 'info', message: 'm', endpoint_id: undefined, z: 'last' }],
-    ['numbers JSON has no form for, and negative zero', { level: 'warn', message: 'm', a: NaN, b: Infinity, c: -Infinity, d: -0, e: 1e21, f: 0.1 + 0.2 }],
-    [
-      'quotes, backslashes, control characters, a lone surrogate, non-ASCII',
-      { level: 'info', message: 'a "quoted"\\ line\nnext\t\u0001 \ud800 é ✓', 'key "odd"': 'x' },
-    ],
-    ['a long string', { level: 'info', message: 'x'.repeat(6_000) + '"' }],
-    ['keys that sort by code unit', { level: 'info', message: 'm', B: 1, a: 2, _: 3, Ä: 4, '10': 5, '9': 6 }],
-    ['winston’s symbol keys', { level: 'info', message: 'm', [Symbol.for('level')]: 'info', [Symbol.for('splat')]: [{}] }],
-    ['a nested object', { level: 'info', message: 'm', nested: { b: 1, a: [1, 'two', null] } }],
-    ['an array', { level: 'warn', message: 'm', allowed_cidrs: ['10.0.0.0/8'] }],
-    ['a bigint', { level: 'info', message: 'm', n: 10n }],
-    ['a date and an error', { level: 'error', message: 'm', at: new Date(0), error: new Error('boom') }],
-    ['no fields', {}],
-    ['a key named __proto__', JSON.parse('{"level":"info","message":"m","__proto__":"x"}') as Record<string, unknown>],
-  ])('writes a line exactly as logform’s json does: %s', (_name, info) => {
-    expect(jsonLine(info)).toBe(logform(info));
   });
 });

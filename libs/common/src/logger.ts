@@ -155,48 +155,6 @@ function prettyLine(info: Record<string | symbol, unknown>, colour: boolean): st
   return parts.join(' ');
 }
 
-/** logform's JSON format: keys sorted, values as safe-stable-stringify writes them (logform's replacer: a bigint as a string). */
-const logformJson = winston.format.json();
-
-/**
- * A line in the JSON format, exactly as logform's `json` writes it. A line whose fields are all
- * strings, numbers, booleans or null (nearly every line) is written here, without what was most of
- * such a line's cost in logform: a stringifier configured for every line, a replacer called for
- * every field. Anything else (a nested object, an array, a bigint) goes through logform itself.
- */
-export function jsonLine(info: Record<string | symbol, unknown>): string {
-  const flat = flatJson(info);
-  if (flat !== undefined) return flat;
-  const formatted = logformJson.transform(info as winston.Logform.TransformableInfo, logformJson.options) as Record<symbol, unknown>;
-  return String(formatted[MESSAGE]);
-}
-
-/**
- * `info` as logform's `json` writes it when every field is a plain value; undefined when one is not.
- * The fields are copied in sorted order and written by one JSON.stringify, which writes strings,
- * numbers, booleans and null as safe-stable-stringify does. Not for a key that starts with a digit
- * (an object lists integer keys first, whatever their order of insertion) or `__proto__`.
- */
-function flatJson(info: Record<string, unknown>): string | undefined {
-  const sorted: Record<string, unknown> = {};
-  // Symbol keys (winston's level, splat and message) are left out, as logform leaves them out.
-  for (const key of Object.keys(info).sort()) {
-    const value = info[key];
-    const type = typeof value;
-    if (type === 'undefined') continue;
-    if (type !== 'string' && type !== 'number' && type !== 'boolean' && value !== null) return undefined;
-    const first = key.charCodeAt(0);
-    if ((first >= 48 && first <= 57) || key === '__proto__') return undefined;
-    sorted[key] = value;
-  }
-  return JSON.stringify(sorted);
-}
-
-const json = winston.format((info) => {
-  info[MESSAGE] = jsonLine(info);
-  return info;
-});
-
 /** One short human line per event; colours only when stdout is a terminal. Runs after {@link redact}. */
 const pretty = winston.format((info) => {
   info[MESSAGE] = prettyLine(info, process.stdout.isTTY === true);
@@ -211,7 +169,7 @@ export function createLogger(service: string, level = 'info', format: LogFormat 
   return winston.createLogger({
     level,
     defaultMeta: { service },
-    format: winston.format.combine(redact(), traceId(), winston.format.timestamp(), format === 'pretty' ? pretty() : json()),
+    format: winston.format.combine(redact(), traceId(), winston.format.timestamp(), format === 'pretty' ? pretty() : winston.format.json()),
     transports: [new StdoutTransport()],
   });
 }

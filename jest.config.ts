@@ -78,12 +78,14 @@ const config: Config = {
   ],
   // Options of the whole run, which Jest reads only here.
   testTimeout: 60_000,
-  // One worker per core. The suite is CPU-bound (about 1,100 s of CPU, most of it in the service
-  // processes the e2e suites start): a worker more than there are cores kept a warm run of this
-  // 2-core machine 78 % busy instead of 65 % (695 s), but a fresh clone took 747 s with three
-  // workers against 669 s with two. The suites that judge latency compare it with a control run
-  // measured at the same moment (test/isolation/support.ts), so a fuller machine is not what fails them.
-  maxWorkers: Math.max(2, availableParallelism()),
+  // Two workers per core. Most of the e2e suites' time is waiting (attempt timeouts, ladder gaps,
+  // Sentinel promotions, retention periods), not CPU: on this 2-core machine the suite took 588 s
+  // with two workers and 393 s with four, the machine 53 % then 74 % busy. The suites that judge
+  // latency compare it with a control run measured at the same moment (test/isolation/support.ts),
+  // so a fuller machine is not what fails them.
+  maxWorkers: 2 * availableParallelism(),
+  // Longest first, estimated from the declared timeouts where Jest has no time of its own yet.
+  testSequencer: '<rootDir>/test/support/test-sequencer.ts',
 };
 
 function escapeRegExp(text: string): string {

@@ -41,7 +41,7 @@ beforeAll(async () => {
     jobs: new JobRepository(redis, allKeys(prefix)),
     blobs,
     events,
-    backend: createGeneratorBackend(config, log.logger),
+    backend: await createGeneratorBackend(config, log.logger),
     moderation: new ModerationPolicy([]),
     logger: log.logger,
     timeoutMs: config.generationTimeoutMs,

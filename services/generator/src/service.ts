@@ -68,7 +68,7 @@ export async function startGeneratorService(config: AppConfig, logger: Logger): 
     jobs,
     blobs,
     events,
-    backend: createGeneratorBackend(config, logger),
+    backend: await createGeneratorBackend(config, logger),
     backendName: config.generatorBackend.kind,
     moderation: new ModerationPolicy(config.moderationBlocklist),
     logger,

@@ -3,14 +3,17 @@ import { ConfigError, type AppConfig, type Logger } from '@media/common';
 import { findModel } from '@media/domain';
 import { defaultFfmpegPath, ImageRenderer, limitImageThreads, threadsPerJob, VideoEncoder } from '@media/renderer';
 import type { GeneratorBackend } from './backend';
-import { OpenAiCompatibleBackend } from './openai-compatible';
 import { ProceduralBackend } from './procedural';
 
-/** The backend GENERATOR_BACKEND names, for the generator's wiring. */
-export function createGeneratorBackend(
+/**
+ * The backend GENERATOR_BACKEND names, for the generator's wiring. The model server's client (the
+ * openai SDK, some 230 modules) is loaded only when that backend is chosen: a generator on the
+ * built-in renderer starts without it.
+ */
+export async function createGeneratorBackend(
   config: Pick<AppConfig, 'generatorBackend' | 'generationTimeoutMs' | 'ffmpegPath' | 'generatorConcurrency'>,
   logger?: Logger,
-): GeneratorBackend {
+): Promise<GeneratorBackend> {
   if (config.ffmpegPath) refuseUnrunnable(config.ffmpegPath);
   const ffmpegPath = config.ffmpegPath ?? defaultFfmpegPath();
   const settings = config.generatorBackend;
@@ -24,6 +27,7 @@ export function createGeneratorBackend(
       // The config module cannot see the catalog; a misspelt id here would otherwise be ignored in silence.
       const unknown = [...settings.modelMap.keys()].filter((id) => findModel(id) === undefined);
       if (unknown.length > 0) throw new ConfigError([`UPSTREAM_MODEL_MAP maps models that are not in the catalog: ${unknown.join(', ')}`]);
+      const { OpenAiCompatibleBackend } = await import('./openai-compatible.js');
       return new OpenAiCompatibleBackend({
         baseUrl: settings.baseUrl,
         apiKey: settings.apiKey,

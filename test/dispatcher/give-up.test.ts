@@ -19,7 +19,8 @@ async function expectFullLadder(h: DispatcherHarness, messageId: string, path: s
   expect(fifth.length).toBeGreaterThanOrEqual(5);
   const { callback, attempts } = await h.settled(messageId, ['failed'], 60_000);
   expect(attempts.map((a) => a.ladder_attempt)).toEqual([1, 2, 3, 4, 5, 6]);
-  expect(attempts.every((a) => a.status === 500)).toBe(true);
+  // Each was answered with the receiver's 500 (the records in full when one was not, to say why).
+  expect(attempts.filter((a) => a.status !== 500)).toEqual([]);
   expect(callback).toMatchObject({ state: 'failed', attempt_count: 6, ladder_attempt: 6, next_attempt_ms: null });
   // Every attempt really reached the receiver, all under the callback's one webhook-id.
   const requests = h.receiver.requestsTo(path);

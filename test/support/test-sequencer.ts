@@ -20,20 +20,25 @@ const JEST_FAILED = 0;
 /** A declared timeout is several times what its test takes when all goes well. */
 const DECLARED_PER_TAKEN = 5;
 
-/** `60_000`-style literals of a file: the timeouts its tests, hooks and waits declare, in ms. */
-const TIMEOUT_LITERAL = /\b(\d+)_000\b/g;
+/**
+ * The timeouts a file's tests and hooks declare: `jest.setTimeout(180_000)`, and the literal that
+ * closes a test's or hook's call after its function, `}, 300_000);` as Prettier lays it out (not a
+ * wait's own bound, such as `eventually(…, 30_000, 'what')`, nor other durations the file uses).
+ */
+const DECLARED_TIMEOUT = /(?:\}\s*,|jest\.setTimeout\()\s*(\d+)_000\s*\)/g;
 
 /** The longest timeout a test file declares, in ms; 0 when it declares none. */
 export function longestDeclaredTimeoutMs(source: string): number {
   let longest = 0;
-  for (const match of source.matchAll(TIMEOUT_LITERAL)) longest = Math.max(longest, Number(match[1]) * 1_000);
+  for (const match of source.matchAll(DECLARED_TIMEOUT)) longest = Math.max(longest, Number(match[1]) * 1_000);
   return longest;
 }
 
 class EstimatingSequencer extends TestSequencer {
   override async sort(tests: Test[]): Promise<Test[]> {
-    // Jest's order: the files that failed last time first, then the longest; it also sets each
-    // file's `duration` from its cache (undefined where there is none).
+    // Jest's order: the files that failed last time first, then the longest, then (without times)
+    // the largest; it also sets each file's `duration` from its cache (undefined where there is none).
+    // The sort below is stable, so files with the same estimate keep that order.
     const sorted = await super.sort(tests);
     const failed = (test: Test) => this._getCache(test)[test.path]?.[0] === JEST_FAILED;
     for (const test of sorted) test.duration ??= longestDeclaredTimeoutMs(readFileSync(test.path, 'utf8')) / DECLARED_PER_TAKEN;

@@ -1,4 +1,4 @@
-import { createHash, type KeyObject } from 'node:crypto';
+import { createHash, hash, type KeyObject } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { signingKeys, type SigningKeys } from '@media/callback-signing';
 import { SecretBox, type StoreKeys } from '@media/storage';
@@ -87,7 +87,7 @@ export type MemberChange = 'ok' | 'missing' | 'last_owner';
 
 /** API keys carry 256 random bits, so one SHA-256 pass is enough to store them safely. */
 export function hashApiKey(apiKey: string): string {
-  return createHash('sha256').update(apiKey).digest('hex');
+  return hash('sha256', apiKey);
 }
 
 /** Index keys take e-mails hashed: they are personal data, and any character may be in them. */

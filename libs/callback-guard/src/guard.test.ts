@@ -275,6 +275,22 @@ describe('CallbackUrlGuard.check', () => {
       },
     );
 
+    it('resolves the name again on every check: an answer that turns private is refused the next time', async () => {
+      const table: Record<string, string[]> = { 'hooks.example.com': ['93.184.215.14'] };
+      const resolver = fakeResolver(table);
+      const guard = new CallbackUrlGuard(strict, resolver);
+      await expect(guard.check('https://hooks.example.com/')).resolves.toMatchObject({ addresses: [{ address: '93.184.215.14', family: 4 }] });
+      table['hooks.example.com'] = ['10.0.0.7'];
+      await expectRejected(guard.check('https://hooks.example.com/'), 'private_address');
+      table['hooks.example.com'] = ['93.184.215.14'];
+      const again = await guard.check('https://hooks.example.com/');
+      expect(again.addresses).toEqual([{ address: '93.184.215.14', family: 4 }]);
+      // Each check returns addresses of its own: changing one changes no later answer.
+      again.addresses[0]!.address = '10.0.0.7';
+      await expect(guard.check('https://hooks.example.com/')).resolves.toMatchObject({ addresses: [{ address: '93.184.215.14', family: 4 }] });
+      expect(resolver.calls).toEqual(['hooks.example.com', 'hooks.example.com', 'hooks.example.com', 'hooks.example.com']);
+    });
+
     it('does not treat names merely containing "localhost" as loopback', async () => {
       const resolver = fakeResolver({ 'localhost.example.com': ['93.184.215.14'] });
       await expect(new CallbackUrlGuard(strict, resolver).check('https://localhost.example.com/')).resolves.toMatchObject({
@@ -347,6 +363,8 @@ describe('CallbackUrlGuard.check', () => {
 
     it('refuses the same address on any other port, the default port included', async () => {
       const guard = new CallbackUrlGuard(receiver, dns());
+      // Judged at the exempted port first, so that a verdict kept for one port is not taken for another.
+      await expect(guard.check('https://127.0.0.1:9443/')).resolves.toMatchObject({ addresses: [{ address: '127.0.0.1', family: 4 }] });
       await expectRejected(guard.check('https://127.0.0.1:9444/'), 'private_address', 'callback_url resolves to a non-public address (127.0.0.1)');
       await expectRejected(guard.check('https://127.0.0.1/'), 'private_address');
       await expectRejected(guard.check('https://localhost/'), 'private_address', /is a loopback name$/);

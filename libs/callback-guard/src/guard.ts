@@ -31,6 +31,10 @@ export interface CheckedTarget {
 // Long enough for any real endpoint; the cap keeps stored jobs and log lines bounded.
 const MAX_URL_LENGTH = 2048;
 
+// Addresses whose verdicts are kept: a few callback hosts' addresses each, far below this; past it the
+// kept ones are dropped and judged again.
+const MAX_VERDICTS = 4096;
+
 // RFC 6761 reserves these names for loopback. They are answered here, not by the resolver, because
 // /etc/hosts or a search domain could map them elsewhere and the answer must not depend on that.
 const LOOPBACK_NAME_ADDRESSES: readonly ResolvedAddress[] = [
@@ -58,6 +62,8 @@ export class CallbackUrlGuard {
   readonly #allowed: readonly Cidr[];
   readonly #endpoints: readonly Endpoint[];
   readonly #resolve: HostResolver;
+  /** Verdicts on addresses already judged (see #verdictOf), by port and address as given. */
+  readonly #verdicts = new Map<string, Readonly<ResolvedAddress> | null>();
 
   /**
    * @param policy - exemptions from the public-https default
@@ -146,6 +152,24 @@ export class CallbackUrlGuard {
     return this.#checked(resolved, hostname, port);
   }
 
+  /**
+   * One address at one port: its canonical spelling and family when allowed, null when not. A pure
+   * function of the address, the port and this guard's policy (no resolving), so verdicts are kept
+   * (at most {@link MAX_VERDICTS}); the names are still resolved on every check.
+   */
+  #verdictOf(address: string, port: number): Readonly<ResolvedAddress> | null {
+    const key = `${port} ${address}`;
+    let verdict = this.#verdicts.get(key);
+    if (verdict !== undefined) return verdict;
+    const ip = parseIp(address);
+    // Canonical spelling and a family taken from the address itself, not from the resolver's
+    // claim, so what is dialled is byte-for-byte what was checked.
+    verdict = ip === undefined || !this.#isAllowed(ip, port) ? null : { address: ip.toString(), family: ip.kind() === 'ipv6' ? 6 : 4 };
+    if (this.#verdicts.size >= MAX_VERDICTS) this.#verdicts.clear();
+    this.#verdicts.set(key, verdict);
+    return verdict;
+  }
+
   #isAllowed(ip: IpAddress, port: number): boolean {
     return isAllowedIp(ip, this.#allowed) || isAllowedEndpoint(ip, port, this.#endpoints);
   }
@@ -159,15 +183,9 @@ export class CallbackUrlGuard {
     const accepted = new Map<string, ResolvedAddress>();
     const refused: string[] = [];
     for (const { address } of candidates) {
-      const ip = parseIp(address);
-      if (ip === undefined || !this.#isAllowed(ip, port)) {
-        refused.push(address);
-        continue;
-      }
-      // Canonical spelling and a family taken from the address itself, not from the resolver's
-      // claim, so what is dialled is byte-for-byte what was checked.
-      const canonical = ip.toString();
-      accepted.set(canonical, { address: canonical, family: ip.kind() === 'ipv6' ? 6 : 4 });
+      const verdict = this.#verdictOf(address, port);
+      if (verdict === null) refused.push(address);
+      else accepted.set(verdict.address, { ...verdict });
     }
     if (refused.length > 0) {
       const message =

@@ -7,7 +7,7 @@ import multer from 'multer';
 import { extensionOf, sniffImageFormat, type ImageExtension } from '@media/blob-store';
 import { scratchDir } from '@media/common';
 import { ApiError } from './http/api-error';
-import { closeAfterAnswer } from './http/middleware';
+import { closeAfterAnswer, isMultipartForm } from './http/middleware';
 import type { EditInputs, Upload } from './job-intake';
 
 /** Input images one edit takes at most. */
@@ -231,7 +231,7 @@ export function multipartParser(limits: { maxUploadBytes: number; maxUploadTotal
   const wrap =
     (handler: RequestHandler): RequestHandler =>
     (req, res, next) => {
-      if (!req.is('multipart/form-data')) return next();
+      if (!isMultipartForm(req)) return next();
       // busboy takes an empty boundary and then finds no parts at all: a body framed by nothing.
       if (!BOUNDARY.test(req.get('content-type') ?? '')) {
         throw ApiError.invalid('Invalid multipart body: the boundary parameter must be 1 to 70 characters.', null, 'invalid_multipart');

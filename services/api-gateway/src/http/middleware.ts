@@ -13,7 +13,15 @@ declare module 'express-serve-static-core' {
     requestId: string;
     workspaceId: string;
     logger: Logger;
+    /** The fields `logger` adds to each of the request's lines; {@link requireApiKey} adds the workspace's. */
+    logFields: RequestLogFields;
   }
+}
+
+/** What every line the request logs is about: the request, and once its API key is known, the workspace. */
+export interface RequestLogFields {
+  request_id: string;
+  workspace_id?: string;
 }
 
 /**
@@ -24,7 +32,12 @@ export function requestContext(logger: Logger): RequestHandler {
   return (req, res, next) => {
     const requestId = newId('req');
     res.locals.requestId = requestId;
-    res.locals.logger = logger.child({ request_id: requestId });
+    // One child logger per request: winston copies these fields into a line when it is logged, so
+    // the workspace and the request's final id, which requireApiKey sets in them, are on every line
+    // logged after that.
+    const fields: RequestLogFields = { request_id: requestId };
+    res.locals.logFields = fields;
+    res.locals.logger = logger.child(fields);
     res.setHeader('x-request-id', requestId);
     const started = process.hrtime.bigint();
     const route = matchedRoute(req);
@@ -73,7 +86,8 @@ export function requireApiKey(accounts: Pick<WorkspaceAccounts, 'identifyApiKey'
       res.locals.requestId = requestId;
       res.setHeader('x-request-id', requestId);
     }
-    res.locals.logger = res.locals.logger.child({ workspace_id: workspaceId, request_id: requestId });
+    res.locals.logFields.workspace_id = workspaceId;
+    res.locals.logFields.request_id = requestId;
     next();
   };
 }
@@ -91,12 +105,30 @@ export function requireRedis(redis: Redis): RequestHandler {
   };
 }
 
+const MULTIPART_FORM = 'multipart/form-data';
+const IS_MULTIPART_FORM = Symbol('body is multipart/form-data');
+
+type TypedRequest = Request & { [IS_MULTIPART_FORM]?: boolean };
+
+/**
+ * Whether the request's body is `multipart/form-data` (`req.is`), parsed from its Content-Type once
+ * per request: the body type check, the upload slots and the multipart parser of a route all ask.
+ */
+export function isMultipartForm(req: Request): boolean {
+  const typed = req as TypedRequest;
+  return (typed[IS_MULTIPART_FORM] ??= req.is(MULTIPART_FORM) === MULTIPART_FORM);
+}
+
 /** Creation calls take JSON or multipart; anything else is a 415. */
 export function requireBodyType(...types: string[]): RequestHandler {
+  // When no other type listed can match a multipart/form-data body, the match also says whether it is one.
+  const answersMultipart = types.includes(MULTIPART_FORM) && types.every((type) => type === MULTIPART_FORM || !/multipart|\*/.test(type));
   return (req, _res, next) => {
-    if (!req.is(types)) {
+    const matched = req.is(types);
+    if (!matched) {
       throw new ApiError(415, 'invalid_request_error', `Content-Type must be one of: ${types.join(', ')}.`, null, 'unsupported_media_type');
     }
+    if (answersMultipart) (req as TypedRequest)[IS_MULTIPART_FORM] = matched === MULTIPART_FORM;
     next();
   };
 }

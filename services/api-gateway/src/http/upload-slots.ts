@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import type { CapLog } from './connection-guard';
 import { ApiError } from './api-error';
-import { closeAfterAnswer } from './middleware';
+import { closeAfterAnswer, isMultipartForm } from './middleware';
 
 /**
  * Multipart uploads one workspace streams into this process at once, as the JSON edits' budget
@@ -12,7 +12,7 @@ import { closeAfterAnswer } from './middleware';
 export function uploadSlots(maxPerWorkspace: number, capLog: CapLog): RequestHandler {
   const inFlight = new Map<string, number>();
   return (req, res, next) => {
-    if (!req.is('multipart/form-data')) return next();
+    if (!isMultipartForm(req)) return next();
     const workspaceId = res.locals.workspaceId;
     const held = inFlight.get(workspaceId) ?? 0;
     if (held >= maxPerWorkspace) {

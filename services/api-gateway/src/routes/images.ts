@@ -3,7 +3,7 @@ import { isSynchronous, type ImageJob, type JobPresenter } from '@media/domain';
 import type { BlobStore } from '@media/blob-store';
 import type { JobRepository } from '@media/jobs';
 import { ApiError } from '../http/api-error';
-import { requireBodyType } from '../http/middleware';
+import { isMultipartForm, requireBodyType } from '../http/middleware';
 import type { RateLimits } from '../http/rate-limit';
 import type { RequestBodies } from '../http/bodies';
 import type { JobIntakeService } from '../job-intake';
@@ -39,7 +39,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
 
   const create = (edit: boolean) => async (req: Request, res: Response) => {
     const body = { ...((req.body as Record<string, unknown> | undefined) ?? {}) };
-    const inputs = edit ? (req.is('multipart/form-data') ? multipartEditInputs(req) : jsonEditInputs(body, deps.maxUploadBytes)) : null;
+    const inputs = edit ? (isMultipartForm(req) ? multipartEditInputs(req) : jsonEditInputs(body, deps.maxUploadBytes)) : null;
     const params = parseImageRequest(body, edit ? 'edit' : 'generation');
     const { job, replayed } = await deps.intake.createImageJob(
       res.locals.workspaceId,

@@ -120,7 +120,7 @@ it('keeps B’s callbacks to a fast path at their baseline while A’s hang at o
   // Every one of A's callbacks gets its six attempts, each cut at the timeout, and none later after
   // it was due than a lease (timeout + 5 s) per round of A's share ahead of it in A's line
   // (docs/callbacks.md).
-  const latest = Math.max(...(await sixFailedAttempts(stack, dark, 'timeout', 240_000)));
+  const latest = Math.max(...(await sixFailedAttempts(stack, dark, ['timeout'], 240_000)));
   const lateBound = Math.ceil(HANGING / SHARE) * LEASE_MS;
   console.log(`latest attempt of A: ${latest} ms after it was due (bound ${lateBound} ms)`);
   expect(latest).toBeLessThanOrEqual(lateBound);

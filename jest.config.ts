@@ -78,9 +78,10 @@ const config: Config = {
   ],
   // Options of the whole run, which Jest reads only here.
   testTimeout: 60_000,
-  // Two workers per core. Most of the e2e suites' time is waiting (attempt timeouts, ladder gaps,
-  // Sentinel promotions, retention periods), not CPU: on this 2-core machine the suite took 588 s
-  // with two workers and 393 s with four, the machine 53 % then 74 % busy. The suites that judge
+  // Two workers per core. With one, most of a run is waiting (attempt timeouts, ladder gaps, Sentinel
+  // promotions, retention periods), not CPU: on this 2-core machine the suite took 588 s with two
+  // workers, the machine 53 % busy, and 353 s with four, 75 % busy. Five took 343 s: past four the
+  // run is bound by CPU, and a busier machine only slows the suites that wait. The suites that judge
   // latency compare it with a control run measured at the same moment (test/isolation/support.ts),
   // so a fuller machine is not what fails them.
   maxWorkers: 2 * availableParallelism(),

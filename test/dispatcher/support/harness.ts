@@ -63,7 +63,10 @@ export class DispatcherHarness {
     return callbackIdFor(job.id, eventTypeFor(job));
   }
 
-  /** Waits for the callback to reach one of `states`; returns it with its attempt log. */
+  /**
+   * Waits for the callback to reach one of `states`; returns it with its attempt log. When it does
+   * not, the error carries the record and its attempts as they then were, to say why.
+   */
   async settled(messageId: string, states: CallbackState[], timeoutMs = 30_000): Promise<{ callback: CallbackRecord; attempts: CallbackAttempt[] }> {
     const callback = await eventually(
       async () => {
@@ -72,7 +75,10 @@ export class DispatcherHarness {
       },
       timeoutMs,
       `callback ${messageId} to be ${states.join(' or ')}`,
-    );
+    ).catch(async (err: unknown) => {
+      const [last, attempts] = await Promise.all([this.callbacks.get(messageId), this.callbacks.attempts(messageId)]);
+      throw new Error(`${String(err)}\nthe callback: ${JSON.stringify(last)}\nits attempts: ${JSON.stringify(attempts)}`);
+    });
     return { callback, attempts: await this.callbacks.attempts(messageId) };
   }
 

@@ -37,8 +37,7 @@ export class ConnectProxy {
       socket.on('close', () => this.sockets.delete(socket));
     });
     server.on('connect', (req, client: Socket, head: Buffer) => {
-      this.sockets.add(client);
-      client.on('close', () => this.sockets.delete(client));
+      // `client` is the connection tracked above.
       client.on('error', () => undefined);
       const target = req.url ?? '';
       this.targets.push(target);
